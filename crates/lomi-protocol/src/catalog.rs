@@ -1,0 +1,193 @@
+//! The tool catalog: every tool's name, description, annotations and complete input and output
+//! schemas. `lomi catalog` prints it and the MCP server's `tools/list` is built from it.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::schema::{input_schema, output_schema};
+use crate::tools::NoArguments;
+use crate::tools::operations::{
+    EventPage, EventsReadInput, OperationCancelInput, OperationGetInput, OperationView,
+    StoreStatusView,
+};
+use crate::tools::session::{
+    ConnectInput, Connection, PairingStatus, PanelList, PanelListInput, WorkspaceList,
+    WorkspaceUpdateInput,
+};
+
+/// MCP tool annotations (hints for clients; Lomi enforces the real rules itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    pub read_only_hint: bool,
+    pub destructive_hint: bool,
+    pub idempotent_hint: bool,
+    pub open_world_hint: bool,
+}
+
+const READ: Annotations = Annotations {
+    read_only_hint: true,
+    destructive_hint: false,
+    idempotent_hint: true,
+    open_world_hint: false,
+};
+
+/// A mutation that is safe to retry with the same request key.
+const MUTATION: Annotations = Annotations {
+    read_only_hint: false,
+    destructive_hint: false,
+    idempotent_hint: true,
+    open_world_hint: false,
+};
+
+/// How a tool reaches the broker: a read answers at once, a mutation becomes an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolKind {
+    /// Answers from current state; no receipt.
+    Read,
+    /// Goes through the operation engine and records exactly one receipt.
+    Mutation,
+    /// Changes session bookkeeping (connections, cancellation) without an operation of its own.
+    Control,
+}
+
+/// One tool of the catalog.
+#[derive(Clone, Debug)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub kind: ToolKind,
+    pub annotations: Annotations,
+    pub input_schema: Map<String, Value>,
+    pub output_schema: Map<String, Value>,
+}
+
+impl ToolSpec {
+    fn new<I: schemars::JsonSchema, O: schemars::JsonSchema>(
+        name: &'static str,
+        title: &'static str,
+        kind: ToolKind,
+        annotations: Annotations,
+        description: &'static str,
+    ) -> Self {
+        ToolSpec {
+            name,
+            title,
+            description,
+            kind,
+            annotations,
+            input_schema: input_schema::<I>(),
+            output_schema: output_schema::<O>(),
+        }
+    }
+
+    /// The tool as the catalog JSON and `tools/list` show it.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema,
+            "annotations": self.annotations,
+        })
+    }
+}
+
+/// Every tool Lomi serves, in a stable order.
+pub fn catalog() -> Vec<ToolSpec> {
+    use ToolKind::*;
+    vec![
+        ToolSpec::new::<NoArguments, PairingStatus>(
+            "lomi_pairing_status",
+            "Pairing status",
+            Read,
+            READ,
+            "Whether the person has approved this client yet, with the verification code they will compare. \
+             The only tool that answers before approval.",
+        ),
+        ToolSpec::new::<NoArguments, WorkspaceList>(
+            "lomi_workspace_list",
+            "List workspaces",
+            Read,
+            READ,
+            "The workspaces this pairing was granted, with projects, panel order and the current domainRevision.",
+        ),
+        ToolSpec::new::<PanelListInput, PanelList>(
+            "lomi_panel_list",
+            "List panels",
+            Read,
+            READ,
+            "The panels of a granted workspace with their current runtime generation and the domainRevision.",
+        ),
+        ToolSpec::new::<ConnectInput, Connection>(
+            "lomi_connect",
+            "Connect to a workspace",
+            Control,
+            Annotations {
+                idempotent_hint: false,
+                ..MUTATION
+            },
+            "Opens a connection to a granted workspace and returns its retryEpoch (valid 24 h, this broker \
+             instance only). Pass retryEpoch and your own requestKey to every mutation; keep both to look \
+             a receipt up after a lost reply.",
+        ),
+        ToolSpec::new::<WorkspaceUpdateInput, OperationView>(
+            "lomi_workspace_update",
+            "Update a workspace",
+            Mutation,
+            MUTATION,
+            "Renames a workspace or reorders its panels, compared and swapped by expectedRevision \
+             (REVISION_MISMATCH carries the current revision). Returns the operation; its confirmed result \
+             holds the updated workspace.",
+        ),
+        ToolSpec::new::<OperationGetInput, OperationView>(
+            "lomi_operation_get",
+            "Get an operation",
+            Read,
+            READ,
+            "The receipt of one of this connection's operations, by operationId or by the original request's \
+             key. Read state, effectState and result: isError false alone does not prove an effect.",
+        ),
+        ToolSpec::new::<OperationCancelInput, OperationView>(
+            "lomi_operation_cancel",
+            "Cancel an operation",
+            Control,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Cancels queued or waiting work, or asks running work to stop. It cannot undo an effect that \
+             already happened; the receipt settles with the effect really reached.",
+        ),
+        ToolSpec::new::<EventsReadInput, EventPage>(
+            "lomi_events_read",
+            "Read operation events",
+            Read,
+            READ,
+            "A bounded page of operation state changes of this connection, after a cursor. A page may be \
+             empty: continue with nextCursor. Metadata only; not proof of effect.",
+        ),
+        ToolSpec::new::<NoArguments, StoreStatusView>(
+            "lomi_store_status",
+            "Receipt store status",
+            Read,
+            READ,
+            "Counts, caps and oldest records of Lomi's receipt store. Maintenance needs the person.",
+        ),
+    ]
+}
+
+/// Looks a tool up by name.
+pub fn tool(name: &str) -> Option<ToolSpec> {
+    catalog().into_iter().find(|t| t.name == name)
+}
+
+/// The whole catalog as one JSON document.
+pub fn catalog_json() -> Value {
+    serde_json::json!({
+        "controlApiVersion": crate::CONTROL_API_VERSION,
+        "tools": catalog().iter().map(ToolSpec::to_json).collect::<Vec<_>>(),
+    })
+}

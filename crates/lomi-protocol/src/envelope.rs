@@ -1,0 +1,126 @@
+//! The result envelope every tool answers with, ok or error.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{ErrorCode, ToolError};
+
+/// The value of `controlApiVersion` in every reply.
+pub const CONTROL_API_VERSION: &str = "1.0";
+
+/// `{controlApiVersion:"1.0", status:"ok", data}` or
+/// `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "status", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Reply<T> {
+    Ok {
+        #[serde(rename = "controlApiVersion")]
+        #[schemars(with = "ApiVersion")]
+        control_api_version: String,
+        data: T,
+    },
+    Error {
+        #[serde(rename = "controlApiVersion")]
+        #[schemars(with = "ApiVersion")]
+        control_api_version: String,
+        code: ErrorCode,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<Value>,
+    },
+}
+
+// Schema-only stand-in: the version is always the constant "1.0".
+#[derive(schemars::JsonSchema)]
+#[schemars(extend("const" = "1.0"))]
+struct ApiVersion(#[allow(dead_code)] String);
+
+impl<T> Reply<T> {
+    pub fn ok(data: T) -> Self {
+        Reply::Ok {
+            control_api_version: CONTROL_API_VERSION.to_owned(),
+            data,
+        }
+    }
+
+    pub fn error(error: ToolError) -> Self {
+        Reply::Error {
+            control_api_version: CONTROL_API_VERSION.to_owned(),
+            code: error.code,
+            message: error.message,
+            details: error.details,
+        }
+    }
+
+    pub fn from_result(result: Result<T, ToolError>) -> Self {
+        match result {
+            Ok(data) => Reply::ok(data),
+            Err(error) => Reply::error(error),
+        }
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error { .. })
+    }
+
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        match self {
+            Reply::Ok { .. } => None,
+            Reply::Error { code, .. } => Some(*code),
+        }
+    }
+}
+
+impl<T: Serialize> Reply<T> {
+    /// The envelope as JSON; serializing Lomi's own types cannot fail, but if it ever did the
+    /// caller still gets a well-formed INTERNAL envelope instead of a panic.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|e| {
+            serde_json::json!({
+                "controlApiVersion": CONTROL_API_VERSION,
+                "status": "error",
+                "code": ErrorCode::Internal,
+                "message": format!("could not encode the reply: {e}"),
+            })
+        })
+    }
+
+    /// A short line for MCP text content: what a person skimming a transcript needs.
+    pub fn summary(&self) -> String {
+        match self {
+            Reply::Ok { data, .. } => serde_json::to_string(data).unwrap_or_default(),
+            Reply::Error { code, message, .. } => format!("{code}: {message}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn shapes_match_the_seed() {
+        let ok = Reply::ok(json!({"n": 1})).to_value();
+        assert_eq!(
+            ok,
+            json!({"controlApiVersion": "1.0", "status": "ok", "data": {"n": 1}})
+        );
+        let err = Reply::<()>::error(ToolError::new(
+            ErrorCode::PairingRequired,
+            "Approve the pending session in Lomi Settings.",
+        ))
+        .to_value();
+        assert_eq!(
+            err,
+            json!({
+                "controlApiVersion": "1.0",
+                "status": "error",
+                "code": "PAIRING_REQUIRED",
+                "message": "Approve the pending session in Lomi Settings."
+            })
+        );
+        let back: Reply<Value> = serde_json::from_value(err).expect("decode");
+        assert_eq!(back.error_code(), Some(ErrorCode::PairingRequired));
+    }
+}

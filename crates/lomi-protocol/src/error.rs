@@ -1,0 +1,210 @@
+//! The error codes of the result envelope, one enum with their wire names.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Every error code Lomi answers with. The wire name is the SCREAMING_SNAKE_CASE variant name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    PairingRequired,
+    PairingDenied,
+    PairingRevoked,
+    NotFound,
+    InvalidArgument,
+    RevisionMismatch,
+    IdempotencyConflict,
+    RetryEpochInvalid,
+    RetryEpochExpired,
+    LeaseRequired,
+    LeaseExpired,
+    GenerationMismatch,
+    SnapshotStale,
+    SequenceConflict,
+    SequenceGap,
+    ResourceExhausted,
+    StoreUnavailable,
+    UserDenied,
+    Unsupported,
+    CursorExpired,
+    Internal,
+}
+
+impl ErrorCode {
+    pub const ALL: [ErrorCode; 21] = [
+        ErrorCode::PairingRequired,
+        ErrorCode::PairingDenied,
+        ErrorCode::PairingRevoked,
+        ErrorCode::NotFound,
+        ErrorCode::InvalidArgument,
+        ErrorCode::RevisionMismatch,
+        ErrorCode::IdempotencyConflict,
+        ErrorCode::RetryEpochInvalid,
+        ErrorCode::RetryEpochExpired,
+        ErrorCode::LeaseRequired,
+        ErrorCode::LeaseExpired,
+        ErrorCode::GenerationMismatch,
+        ErrorCode::SnapshotStale,
+        ErrorCode::SequenceConflict,
+        ErrorCode::SequenceGap,
+        ErrorCode::ResourceExhausted,
+        ErrorCode::StoreUnavailable,
+        ErrorCode::UserDenied,
+        ErrorCode::Unsupported,
+        ErrorCode::CursorExpired,
+        ErrorCode::Internal,
+    ];
+
+    /// The wire name, e.g. `PAIRING_REQUIRED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::PairingRequired => "PAIRING_REQUIRED",
+            ErrorCode::PairingDenied => "PAIRING_DENIED",
+            ErrorCode::PairingRevoked => "PAIRING_REVOKED",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorCode::RevisionMismatch => "REVISION_MISMATCH",
+            ErrorCode::IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
+            ErrorCode::RetryEpochInvalid => "RETRY_EPOCH_INVALID",
+            ErrorCode::RetryEpochExpired => "RETRY_EPOCH_EXPIRED",
+            ErrorCode::LeaseRequired => "LEASE_REQUIRED",
+            ErrorCode::LeaseExpired => "LEASE_EXPIRED",
+            ErrorCode::GenerationMismatch => "GENERATION_MISMATCH",
+            ErrorCode::SnapshotStale => "SNAPSHOT_STALE",
+            ErrorCode::SequenceConflict => "SEQUENCE_CONFLICT",
+            ErrorCode::SequenceGap => "SEQUENCE_GAP",
+            ErrorCode::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
+            ErrorCode::UserDenied => "USER_DENIED",
+            ErrorCode::Unsupported => "UNSUPPORTED",
+            ErrorCode::CursorExpired => "CURSOR_EXPIRED",
+            ErrorCode::Internal => "INTERNAL",
+        }
+    }
+
+    /// What the code means and what the caller should do about it (documentation copy).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ErrorCode::PairingRequired => {
+                "The connection is not paired yet: the person must approve it in Lomi (window or `lomi pairing approve`)."
+            }
+            ErrorCode::PairingDenied => "The person denied this pairing. Do not retry.",
+            ErrorCode::PairingRevoked => {
+                "The person revoked this pairing; its leases ended. Ask the person to pair again."
+            }
+            ErrorCode::NotFound => {
+                "No such target among those this pairing may see (unknown or not granted)."
+            }
+            ErrorCode::InvalidArgument => {
+                "The input does not match the tool's schema or its narrower native rules."
+            }
+            ErrorCode::RevisionMismatch => {
+                "The expected revision is stale; `details.currentRevision` holds the current one. Re-observe first."
+            }
+            ErrorCode::IdempotencyConflict => {
+                "This request key was already used with other arguments in this retry epoch."
+            }
+            ErrorCode::RetryEpochInvalid => {
+                "The retry epoch is unknown to this broker instance (e.g. after a restart). Call lomi_connect again."
+            }
+            ErrorCode::RetryEpochExpired => {
+                "The retry epoch is older than its 24-hour window. Call lomi_connect again."
+            }
+            ErrorCode::LeaseRequired => "The tool needs a lease on the runtime; acquire one first.",
+            ErrorCode::LeaseExpired => {
+                "The lease ended (takeover by the person, revocation or release)."
+            }
+            ErrorCode::GenerationMismatch => {
+                "The runtime was replaced since it was observed; re-observe its generation."
+            }
+            ErrorCode::SnapshotStale => {
+                "The snapshot the reference came from no longer describes the page or screen; take a new one."
+            }
+            ErrorCode::SequenceConflict => {
+                "This input sequence number was already used with another payload."
+            }
+            ErrorCode::SequenceGap => {
+                "The input sequence number skips ahead; send the missing one first."
+            }
+            ErrorCode::ResourceExhausted => {
+                "A cap is reached (e.g. 4,096 receipts); the person must run maintenance (`lomi store reconcile`)."
+            }
+            ErrorCode::StoreUnavailable => {
+                "Lomi could not write its private store; the effect was not started."
+            }
+            ErrorCode::UserDenied => "The person declined the decision this operation waited for.",
+            ErrorCode::Unsupported => "The operation is not supported for this target.",
+            ErrorCode::CursorExpired => {
+                "The cursor is older than the retained event window; start again without a cursor."
+            }
+            ErrorCode::Internal => "An unexpected fault inside Lomi; the message says what failed.",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error as it crosses a front door: a code to branch on, a message a person can act on,
+/// and optional structured details (e.g. the current revision).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolError {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+impl ToolError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ToolError {
+            code,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ToolError::new(ErrorCode::InvalidArgument, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        ToolError::new(ErrorCode::NotFound, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        ToolError::new(ErrorCode::Internal, message)
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_names_match_serde() {
+        for code in ErrorCode::ALL {
+            let json = serde_json::to_value(code).expect("serialize");
+            assert_eq!(json, Value::String(code.as_str().to_owned()));
+            let back: ErrorCode = serde_json::from_value(json).expect("deserialize");
+            assert_eq!(back, code);
+        }
+    }
+}

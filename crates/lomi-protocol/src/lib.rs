@@ -1,0 +1,19 @@
+//! Lomi's wire contract: everything an MCP client can see, and nothing else.
+//!
+//! Only this crate knows the JSON shapes; inner crates use its plain types.
+
+pub mod catalog;
+pub mod envelope;
+pub mod error;
+pub mod ids;
+pub mod operation;
+pub mod schema;
+pub mod strict;
+pub mod time;
+pub mod tools;
+
+pub use envelope::{CONTROL_API_VERSION, Reply};
+pub use error::{ErrorCode, ToolError};
+pub use ids::*;
+pub use operation::{EffectState, OperationState};
+pub use time::Timestamp;

@@ -1,0 +1,41 @@
+//! JSON Schema generation with one fixed setting (2020-12, subschemas inlined) so that the
+//! catalog and the live server's `tools/list` are the same documents.
+
+use schemars::{JsonSchema, generate::SchemaSettings};
+use serde_json::{Map, Value};
+
+use crate::envelope::Reply;
+
+/// The JSON Schema of `T` as a JSON object, with every subschema inlined (no `$ref`), since
+/// some MCP clients do not resolve references in tool schemas.
+pub fn schema_of<T: JsonSchema>() -> Map<String, Value> {
+    let generator = SchemaSettings::draft2020_12()
+        .with(|settings| settings.inline_subschemas = true)
+        .into_generator();
+    let schema = generator.into_root_schema_for::<T>();
+    match schema.to_value() {
+        Value::Object(mut map) => {
+            map.remove("title");
+            map
+        }
+        other => {
+            let mut map = Map::new();
+            map.insert("allOf".to_owned(), Value::Array(vec![other]));
+            map
+        }
+    }
+}
+
+/// A tool's input schema: an object schema (MCP requires `type: object` at the root).
+pub fn input_schema<T: JsonSchema>() -> Map<String, Value> {
+    let mut map = schema_of::<T>();
+    map.insert("type".to_owned(), Value::String("object".to_owned()));
+    map
+}
+
+/// A tool's output schema: the envelope around `T`, ok or error, as one object schema.
+pub fn output_schema<T: JsonSchema>() -> Map<String, Value> {
+    let mut map = schema_of::<Reply<T>>();
+    map.insert("type".to_owned(), Value::String("object".to_owned()));
+    map
+}

@@ -1,0 +1,173 @@
+//! Session tools: pairing status, workspace and panel listings, connecting to a workspace,
+//! and the workspace layout mutation.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{
+    BrokerInstanceId, DomainRevision, PairingId, PanelId, ProjectId, RequestKey, RetryEpoch,
+    WorkspaceId,
+};
+use crate::time::Timestamp;
+
+/// Where a pairing stands with the person.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PairingState {
+    /// Waiting for the person to approve or deny it in Lomi.
+    Pending,
+    Approved,
+    Denied,
+    Revoked,
+}
+
+/// `lomi_pairing_status` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PairingStatus {
+    pub state: PairingState,
+    pub pairing_id: PairingId,
+    /// The client name Lomi shows the person.
+    pub client_name: String,
+    /// The short code the person compares with the one shown in Lomi before approving.
+    pub verification_code: String,
+    /// What the person has to do, in words.
+    pub message: String,
+    /// Workspaces this pairing may use (empty until approved).
+    pub granted_workspaces: Vec<WorkspaceId>,
+}
+
+/// A project (a directory on disk) in a workspace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProjectView {
+    pub project_id: ProjectId,
+    pub name: String,
+    /// Absolute path of the project root on the person's machine.
+    pub root: String,
+}
+
+/// One workspace as a listing shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkspaceView {
+    pub workspace_id: WorkspaceId,
+    pub name: String,
+    /// The layout revision to pass as `expectedRevision` to layout mutations.
+    pub domain_revision: DomainRevision,
+    pub projects: Vec<ProjectView>,
+    /// Panel ids in layout order.
+    pub panel_order: Vec<PanelId>,
+}
+
+/// `lomi_workspace_list` output: only the workspaces granted to this pairing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkspaceList {
+    pub workspaces: Vec<WorkspaceView>,
+}
+
+/// `lomi_panel_list` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PanelListInput {
+    /// The workspace whose panels to list.
+    pub workspace_id: WorkspaceId,
+}
+
+/// What a panel shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PanelKind {
+    Terminal,
+    Browser,
+    Android,
+    Document,
+}
+
+/// One panel of a workspace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PanelView {
+    pub panel_id: PanelId,
+    pub kind: PanelKind,
+    pub title: String,
+    pub project_id: Option<ProjectId>,
+    /// The current runtime generation, when the panel has a live runtime.
+    pub generation: Option<String>,
+}
+
+/// `lomi_panel_list` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PanelList {
+    pub workspace_id: WorkspaceId,
+    pub domain_revision: DomainRevision,
+    pub panels: Vec<PanelView>,
+}
+
+/// `lomi_connect` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConnectInput {
+    /// An approved workspace from `lomi_workspace_list`.
+    pub workspace_id: WorkspaceId,
+}
+
+/// `lomi_connect` output: a retry epoch for durable request identity in this workspace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Connection {
+    pub workspace_id: WorkspaceId,
+    /// Pass this with every mutation's `requestKey`; keep it to look receipts up after a lost reply.
+    pub retry_epoch: RetryEpoch,
+    pub expires_at: Timestamp,
+    pub broker_instance_id: BrokerInstanceId,
+    pub domain_revision: DomainRevision,
+    pub projects: Vec<ProjectView>,
+}
+
+/// `lomi_workspace_update` input: one change to a workspace, compared and swapped by revision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkspaceUpdateInput {
+    pub workspace_id: WorkspaceId,
+    /// The `domainRevision` from a fresh workspace or panel listing.
+    pub expected_revision: DomainRevision,
+    /// From `lomi_connect` for this workspace.
+    pub retry_epoch: RetryEpoch,
+    /// Your durable name for this request; reuse it (with the same arguments) only to retry.
+    pub request_key: RequestKey,
+    /// Exactly one change.
+    pub change: WorkspaceChange,
+}
+
+/// Exactly one of `rename` or `layout`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum WorkspaceChange {
+    /// Give the workspace a new display name.
+    Rename(RenameChange),
+    /// Reorder the workspace's panels.
+    Layout(LayoutChange),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RenameChange {
+    /// 1 to 120 characters, no control characters.
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LayoutChange {
+    /// Every panel of the workspace exactly once, in the new order.
+    pub panel_order: Vec<PanelId>,
+}
+
+/// The confirmed result of a `lomi_workspace_update` operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkspaceUpdateResult {
+    pub workspace: WorkspaceView,
+}

@@ -1,0 +1,39 @@
+//! Snapshot of the whole tool catalog, so a change to the contract shows in review, plus the
+//! structural rules every tool schema must keep.
+
+use serde_json::Value;
+
+#[test]
+fn catalog_snapshot() {
+    insta::assert_json_snapshot!("catalog", lomi_protocol::catalog::catalog_json());
+}
+
+#[test]
+fn every_schema_is_a_closed_object() {
+    for tool in lomi_protocol::catalog::catalog() {
+        assert!(tool.name.starts_with("lomi_"), "{}", tool.name);
+        for (what, schema) in [
+            ("input", &tool.input_schema),
+            ("output", &tool.output_schema),
+        ] {
+            assert_eq!(
+                schema.get("type"),
+                Some(&Value::from("object")),
+                "{} {what}",
+                tool.name
+            );
+            let text = serde_json::to_string(schema).expect("schema");
+            assert!(
+                !text.contains("$ref"),
+                "{} {what} schema has a $ref",
+                tool.name
+            );
+        }
+        assert_eq!(
+            tool.input_schema.get("additionalProperties"),
+            Some(&Value::Bool(false)),
+            "{} input must reject unknown fields",
+            tool.name
+        );
+    }
+}

@@ -1,0 +1,60 @@
+# Shared set-up for Lomi's two commands (scripts/run and scripts/test): installs what is
+# missing, idempotently, and points cargo at a build cache outside the clone.
+# Sourced, not executed.
+
+set -euo pipefail
+
+LOMI_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export LOMI_ROOT
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lomi/target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+if [ "${CI:-}" = "true" ]; then
+  export CARGO_INCREMENTAL=0
+fi
+
+say() { printf '\033[1mlomi:\033[0m %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# ensure_packages PKG...: installs the Debian packages that are not installed yet.
+ensure_packages() {
+  local missing=()
+  local pkg
+  for pkg in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
+      missing+=("$pkg")
+    fi
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    say "installing system packages: ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+# What building Lomi needs on Debian/Ubuntu.
+BUILD_PACKAGES=(build-essential pkg-config ca-certificates curl)
+
+ensure_rust() {
+  if ! command -v cargo >/dev/null 2>&1; then
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then
+      export PATH="$HOME/.cargo/bin:$PATH"
+    else
+      say "installing the Rust toolchain (rustup)"
+      curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
+      export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+  fi
+}
+
+# build_lomi [PROFILE_FLAGS...]: builds the `lomi` binary and prints its path.
+build_lomi() {
+  cargo build --locked -p lomi-cli "$@" >&2
+  local profile=debug
+  for arg in "$@"; do
+    if [ "$arg" = "--release" ]; then profile=release; fi
+  done
+  printf '%s\n' "$CARGO_TARGET_DIR/$profile/lomi"
+}
