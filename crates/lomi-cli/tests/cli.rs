@@ -4,13 +4,12 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 fn lomi(data_dir: &Path, args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_lomi"))
+    Command::new(env!("CARGO_BIN_EXE_lomi"))
         .args(args)
         .env("LOMI_DATA_DIR", data_dir)
         .stdin(Stdio::null())
         .output()
-        .expect("run lomi");
-    output
+        .expect("run lomi")
 }
 
 fn text(output: &Output) -> String {
