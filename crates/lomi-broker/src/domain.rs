@@ -1,0 +1,112 @@
+//! The person's durable domain: workspaces with their projects and layout revision, pairings
+//! with their grants, and the confirmation policy. Kept in `domain.json` in the data dir.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use lomi_protocol::tools::session::{PairingState, ProjectView, WorkspaceView};
+use lomi_protocol::{DomainRevision, PairingId, PanelId, ProjectId, Timestamp, WorkspaceId};
+use serde::{Deserialize, Serialize};
+
+/// Everything in `domain.json`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Domain {
+    pub workspaces: Vec<Workspace>,
+    pub pairings: Vec<Pairing>,
+    pub policy: Policy,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Workspace {
+    pub id: WorkspaceId,
+    pub name: String,
+    pub revision: DomainRevision,
+    pub projects: Vec<Project>,
+    pub panel_order: Vec<PanelId>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Project {
+    pub id: ProjectId,
+    pub name: String,
+    pub root: PathBuf,
+}
+
+/// How a pairing proves itself on a new transport session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Credential {
+    /// Bound to one MCP transport session; gone when that session ends or Lomi restarts.
+    Session,
+    /// A secret whose SHA-256 Lomi keeps: a bearer token or the stdio bridge's keyring secret.
+    SecretHash(String),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pairing {
+    pub id: PairingId,
+    pub client_name: String,
+    pub verification_code: String,
+    pub state: PairingState,
+    pub credential: Credential,
+    pub grants: Vec<WorkspaceId>,
+    pub created_at: Timestamp,
+    pub decided_at: Option<Timestamp>,
+}
+
+impl Pairing {
+    /// Session-bound pairings die with their transport session and are not written to disk.
+    pub fn is_durable(&self) -> bool {
+        matches!(self.credential, Credential::SecretHash(_))
+    }
+}
+
+/// Which mutating tools wait for the person's decision (`awaiting_user`) before they run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Policy {
+    pub confirm_tools: BTreeSet<String>,
+}
+
+impl Workspace {
+    pub fn view(&self) -> WorkspaceView {
+        WorkspaceView {
+            workspace_id: self.id.clone(),
+            name: self.name.clone(),
+            domain_revision: self.revision,
+            projects: self.projects.iter().map(Project::view).collect(),
+            panel_order: self.panel_order.clone(),
+        }
+    }
+}
+
+impl Project {
+    pub fn view(&self) -> ProjectView {
+        ProjectView {
+            project_id: self.id.clone(),
+            name: self.name.clone(),
+            root: self.root.display().to_string(),
+        }
+    }
+}
+
+/// Checks a display name: 1 to 120 characters, no control characters.
+pub fn check_name(what: &str, name: &str) -> Result<(), String> {
+    let count = name.chars().count();
+    if count == 0 || count > 120 {
+        return Err(format!(
+            "{what} must have 1 to 120 characters (has {count})"
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(format!("{what} must not contain control characters"));
+    }
+    if name.trim().is_empty() {
+        return Err(format!("{what} must not be blank"));
+    }
+    Ok(())
+}

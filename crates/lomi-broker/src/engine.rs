@@ -1,0 +1,413 @@
+//! The operation engine: every mutation is validated, keyed, fingerprinted, reserved durably,
+//! dispatched under a per-target permit, and settled honestly. Nothing is ever re-dispatched.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use lomi_protocol::tools::operations::{OperationError, OperationView};
+use lomi_protocol::{
+    EffectState, ErrorCode, OperationId, OperationState, PairingId, ProjectId, RequestKey,
+    RetryEpoch, ToolError, ToolName, WorkspaceId,
+};
+use lomi_store::{Outcome, OutcomeError, Receipt, ReceiptKey, ReservationRequest, StoreError};
+use serde_json::Value;
+use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::{Broker, store_error};
+
+/// One mutation as a tool hands it to the engine.
+pub struct Mutation {
+    pub tool: &'static str,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+    pub workspace_id: WorkspaceId,
+    pub project_id: Option<ProjectId>,
+    /// The tool's whole input; canonicalized into the fingerprint.
+    pub payload: Value,
+    /// The target runtime generation the request was made against, if any.
+    pub generation: Option<String>,
+    /// The revision the request was made against, if any.
+    pub revision: Option<String>,
+    /// Mutations with the same permit key run one at a time, in admission order.
+    pub permit_key: String,
+}
+
+/// What an effect really reached.
+pub enum EffectOutcome {
+    /// The postcondition was confirmed; `result` is the tool's typed result.
+    Succeeded(Value),
+    /// It failed; `effect` says what happened anyway.
+    Failed {
+        effect: EffectState,
+        error: ToolError,
+    },
+    /// It stopped because cancellation was asked for, having reached `effect`.
+    Cancelled { effect: EffectState },
+    /// Lomi cannot tell what happened.
+    Unknown {
+        effect: EffectState,
+        message: String,
+    },
+}
+
+/// What an effect gets: the broker, and a token that fires when cancellation is requested.
+pub struct EffectContext {
+    pub broker: Broker,
+    pub operation_id: OperationId,
+    pub cancel: CancellationToken,
+}
+
+pub type Effect =
+    Box<dyn FnOnce(EffectContext) -> Pin<Box<dyn Future<Output = EffectOutcome> + Send>> + Send>;
+
+/// In-memory companions of an unsettled operation of this instance.
+pub(crate) struct LiveOperation {
+    cancel: CancellationToken,
+    decision: Option<oneshot::Sender<bool>>,
+    settled: watch::Receiver<bool>,
+}
+
+impl Broker {
+    /// Admits a mutation: returns the prior operation for a retry, or reserves a new receipt
+    /// and dispatches `effect`. `precheck` runs only for a new request, before reservation,
+    /// so a retry of a request that already changed the revision still finds its receipt.
+    pub fn submit(
+        &self,
+        caller: &PairingId,
+        mutation: Mutation,
+        precheck: impl FnOnce(&Broker) -> Result<(), ToolError>,
+        effect: Effect,
+    ) -> Result<OperationId, ToolError> {
+        self.check_retry_epoch(caller, &mutation.retry_epoch, Some(&mutation.workspace_id))?;
+        let key = ReceiptKey {
+            pairing_id: caller.clone(),
+            retry_epoch: mutation.retry_epoch.clone(),
+            project_id: mutation.project_id.clone(),
+            tool: ToolName(mutation.tool.to_owned()),
+            request_key: mutation.request_key.clone(),
+        };
+        let fingerprint = lomi_store::fingerprint(
+            &mutation.payload,
+            mutation.generation.as_deref(),
+            mutation.revision.as_deref(),
+        );
+        if let Some(prior) = self.inner.store.lookup(&key).map_err(store_error)? {
+            return same_request(prior, &fingerprint);
+        }
+        precheck(self)?;
+        let reservation = self
+            .inner
+            .store
+            .reserve(&ReservationRequest {
+                key,
+                operation_id: OperationId::from_random(self.inner.entropy.bytes16()),
+                workspace_id: Some(mutation.workspace_id.clone()),
+                fingerprint,
+            })
+            .map_err(store_error)?;
+        let receipt = reservation.receipt;
+        if !reservation.created {
+            return Ok(receipt.operation_id);
+        }
+        let needs_decision = self.domain().policy.confirm_tools.contains(mutation.tool);
+        let cancel = CancellationToken::new();
+        let (settled_tx, settled_rx) = watch::channel(false);
+        let (decision_tx, decision_rx) = oneshot::channel();
+        self.live().insert(
+            receipt.operation_id.clone(),
+            LiveOperation {
+                cancel: cancel.clone(),
+                decision: needs_decision.then_some(decision_tx),
+                settled: settled_rx,
+            },
+        );
+        let broker = self.clone();
+        let id = receipt.operation_id.clone();
+        tokio::spawn(async move {
+            broker
+                .run(
+                    id.clone(),
+                    mutation.permit_key,
+                    needs_decision.then_some(decision_rx),
+                    cancel,
+                    effect,
+                )
+                .await;
+            broker.live().remove(&id);
+            let _settled = settled_tx.send(true);
+        });
+        Ok(receipt.operation_id)
+    }
+
+    /// Waits (bounded by the configured settle wait) for an operation to settle.
+    pub async fn wait_settled(&self, id: &OperationId) {
+        let receiver = self.live().get(id).map(|live| live.settled.clone());
+        if let Some(mut receiver) = receiver {
+            let wait = receiver.wait_for(|settled| *settled);
+            let _elapsed = tokio::time::timeout(self.inner.settle_wait, wait).await;
+        }
+    }
+
+    pub(crate) fn live(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<OperationId, LiveOperation>> {
+        self.inner.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn run(
+        &self,
+        id: OperationId,
+        permit_key: String,
+        decision: Option<oneshot::Receiver<bool>>,
+        cancel: CancellationToken,
+        effect: Effect,
+    ) {
+        if let Some(decision) = decision {
+            if self
+                .step(
+                    &id,
+                    OperationState::Queued,
+                    OperationState::AwaitingUser,
+                    EffectState::None,
+                    None,
+                )
+                .is_err()
+            {
+                return;
+            }
+            let approved = tokio::select! {
+                answer = decision => answer.unwrap_or(false),
+                () = cancel.cancelled() => return,
+            };
+            if !approved {
+                let error = ToolError::new(
+                    ErrorCode::UserDenied,
+                    "the person declined this operation in Lomi",
+                );
+                let _recorded = self.step(
+                    &id,
+                    OperationState::AwaitingUser,
+                    OperationState::Failed,
+                    EffectState::None,
+                    Some(error_outcome(&error)),
+                );
+                return;
+            }
+            if self
+                .step(
+                    &id,
+                    OperationState::AwaitingUser,
+                    OperationState::Queued,
+                    EffectState::None,
+                    None,
+                )
+                .is_err()
+            {
+                return;
+            }
+        }
+        let permit = self.permit(&permit_key);
+        let _guard = tokio::select! {
+            guard = permit.lock_owned() => guard,
+            () = cancel.cancelled() => return,
+        };
+        // Compare-and-swap from queued: if cancellation won the race, nothing is dispatched.
+        if self
+            .step(
+                &id,
+                OperationState::Queued,
+                OperationState::Running,
+                EffectState::None,
+                None,
+            )
+            .is_err()
+        {
+            return;
+        }
+        let context = EffectContext {
+            broker: self.clone(),
+            operation_id: id.clone(),
+            cancel,
+        };
+        let outcome = effect(context).await;
+        let (to, effect_state, recorded) = match outcome {
+            EffectOutcome::Succeeded(result) => (
+                OperationState::Succeeded,
+                EffectState::Complete,
+                Outcome {
+                    result: Some(result),
+                    error: None,
+                },
+            ),
+            EffectOutcome::Failed { effect, error } => {
+                (OperationState::Failed, effect, error_outcome(&error))
+            }
+            EffectOutcome::Cancelled { effect } => {
+                (OperationState::Cancelled, effect, Outcome::default())
+            }
+            EffectOutcome::Unknown { effect, message } => (
+                OperationState::OutcomeUnknown,
+                if effect == EffectState::Partial {
+                    effect
+                } else {
+                    EffectState::Unknown
+                },
+                error_outcome(&ToolError::internal(message)),
+            ),
+        };
+        // The receipt is running, or cancelling if cancellation was asked for meanwhile.
+        let first = self.step(
+            &id,
+            OperationState::Running,
+            to,
+            effect_state,
+            Some(recorded.clone()),
+        );
+        if let Err(StoreError::StateMismatch {
+            current: OperationState::Cancelling,
+            ..
+        }) = first
+        {
+            let (to, effect_state) = if to == OperationState::Succeeded {
+                (to, effect_state)
+            } else if effect_state == EffectState::None && to == OperationState::Failed {
+                (OperationState::Cancelled, EffectState::None)
+            } else {
+                (to, effect_state)
+            };
+            let _recorded = self.step(
+                &id,
+                OperationState::Cancelling,
+                to,
+                effect_state,
+                Some(recorded),
+            );
+        }
+    }
+
+    /// One durable transition. A failure is logged and returned: the receipt then stays in
+    /// its last durable state, which the next reopen turns into `outcome_unknown`.
+    fn step(
+        &self,
+        id: &OperationId,
+        from: OperationState,
+        to: OperationState,
+        effect: EffectState,
+        outcome: Option<Outcome>,
+    ) -> Result<Receipt, StoreError> {
+        let result = self.inner.store.transition(id, from, to, effect, outcome);
+        if let Err(error) = &result
+            && !matches!(error, StoreError::StateMismatch { .. })
+        {
+            tracing::error!("operation {id}: could not record {from} -> {to}: {error}");
+        }
+        result
+    }
+
+    fn permit(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut permits = self.inner.permits.lock().unwrap_or_else(|e| e.into_inner());
+        permits.retain(|_, permit| Arc::strong_count(permit) > 1);
+        permits.entry(key.to_owned()).or_default().clone()
+    }
+
+    /// Cancels queued or waiting work; asks running work to stop. Settled work is unchanged.
+    pub fn cancel_operation(&self, receipt: &Receipt) -> Result<(), ToolError> {
+        let cancel = self
+            .live()
+            .get(&receipt.operation_id)
+            .map(|live| live.cancel.clone());
+        match receipt.state {
+            OperationState::Queued | OperationState::AwaitingUser => {
+                match self.step(
+                    &receipt.operation_id,
+                    receipt.state,
+                    OperationState::Cancelled,
+                    EffectState::None,
+                    None,
+                ) {
+                    Ok(_) | Err(StoreError::StateMismatch { .. }) => {}
+                    Err(error) => return Err(store_error(error)),
+                }
+            }
+            OperationState::Running => {
+                match self.step(
+                    &receipt.operation_id,
+                    OperationState::Running,
+                    OperationState::Cancelling,
+                    receipt.effect_state,
+                    None,
+                ) {
+                    Ok(_) | Err(StoreError::StateMismatch { .. }) => {}
+                    Err(error) => return Err(store_error(error)),
+                }
+            }
+            _ => return Ok(()),
+        }
+        if let Some(cancel) = cancel {
+            cancel.cancel();
+        }
+        Ok(())
+    }
+
+    /// The person's decision on an `awaiting_user` operation.
+    pub fn decide(&self, id: &OperationId, approve: bool) -> Result<(), ToolError> {
+        let sender = self
+            .live()
+            .get_mut(id)
+            .and_then(|live| live.decision.take());
+        match sender {
+            Some(sender) => sender
+                .send(approve)
+                .map_err(|_| ToolError::invalid(format!("operation {id} is no longer waiting"))),
+            None => Err(ToolError::invalid(format!(
+                "operation {id} is not waiting for a decision (see `lomi operation show {id}`)"
+            ))),
+        }
+    }
+}
+
+fn same_request(prior: Receipt, fingerprint: &str) -> Result<OperationId, ToolError> {
+    if prior.fingerprint == fingerprint {
+        Ok(prior.operation_id)
+    } else {
+        Err(store_error(StoreError::IdempotencyConflict {
+            operation_id: prior.operation_id,
+        }))
+    }
+}
+
+fn error_outcome(error: &ToolError) -> Outcome {
+    let details = error.details.clone();
+    Outcome {
+        result: details.map(|d| serde_json::json!({ "details": d })),
+        error: Some(OutcomeError {
+            code: error.code.as_str().to_owned(),
+            message: error.message.clone(),
+        }),
+    }
+}
+
+/// A receipt as its connection sees it.
+pub fn view(receipt: &Receipt) -> OperationView {
+    let error = receipt.error_code.as_ref().map(|code| OperationError {
+        code: serde_json::from_value(Value::String(code.clone())).unwrap_or(ErrorCode::Internal),
+        message: receipt.error_message.clone().unwrap_or_default(),
+    });
+    OperationView {
+        operation_id: receipt.operation_id.clone(),
+        tool: receipt.key.tool.0.clone(),
+        state: receipt.state,
+        effect_state: receipt.effect_state,
+        workspace_id: receipt.workspace_id.clone(),
+        project_id: receipt.key.project_id.clone(),
+        retry_epoch: receipt.key.retry_epoch.clone(),
+        request_key: receipt.key.request_key.clone(),
+        created_at: receipt.created_at,
+        updated_at: receipt.updated_at,
+        settled_at: receipt.settled_at,
+        result: receipt.result.clone(),
+        error,
+    }
+}

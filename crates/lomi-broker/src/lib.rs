@@ -1,0 +1,155 @@
+//! Lomi's broker: the one backend per user session. It owns pairings, grants, workspaces,
+//! retry epochs and the operation engine every mutation goes through. Front doors (MCP, the
+//! command line, the desktop window) call its API; it knows nothing of their protocols.
+
+mod domain;
+mod engine;
+mod entropy;
+mod pairings;
+mod persist;
+mod session;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use lomi_protocol::{BrokerInstanceId, ErrorCode, ToolError};
+use lomi_store::{Clock, Store, StoreError, StoreOptions};
+
+pub use domain::{Credential, Domain, Pairing, Policy, Project, Workspace};
+pub use engine::{EffectContext, EffectOutcome, Mutation};
+pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
+pub use lomi_store::{ManualClock, SystemClock};
+pub use pairings::{CreatedPairing, PairingSummary};
+
+/// The file in the data dir that holds the person's domain.
+pub const DOMAIN_FILE: &str = "domain.json";
+
+/// A retry epoch is valid this long after `lomi_connect`.
+pub const RETRY_EPOCH_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How a broker is started.
+pub struct BrokerConfig {
+    pub data_dir: PathBuf,
+    pub clock: Arc<dyn Clock>,
+    pub entropy: Arc<dyn Entropy>,
+    pub store_options: StoreOptions,
+    /// How long a mutating call waits for its operation to settle before it answers with the
+    /// operation still in flight (the agent then follows it with `lomi_operation_get`).
+    pub settle_wait: Duration,
+}
+
+impl BrokerConfig {
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        BrokerConfig {
+            data_dir: data_dir.into(),
+            clock: Arc::new(SystemClock),
+            entropy: Arc::new(OsEntropy),
+            store_options: StoreOptions::default(),
+            settle_wait: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Errors starting a broker.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot read {path}: {source}")]
+    Domain {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The broker. Cheap to clone; all clones are the same broker.
+#[derive(Clone)]
+pub struct Broker {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    data_dir: PathBuf,
+    instance: BrokerInstanceId,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    store: Store,
+    settle_wait: Duration,
+    domain: Mutex<Domain>,
+    live: Mutex<HashMap<lomi_protocol::OperationId, engine::LiveOperation>>,
+    permits: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Broker {
+    /// Opens the data dir's store (marking unfinished receipts `outcome_unknown`) and domain,
+    /// and starts a new broker instance.
+    pub fn start(config: BrokerConfig) -> Result<Broker, StartError> {
+        let store = Store::open(&config.data_dir, config.clock.clone(), config.store_options)?;
+        let domain_path = config.data_dir.join(DOMAIN_FILE);
+        let domain: Domain = persist::read_json(&domain_path)
+            .map_err(|source| StartError::Domain {
+                path: domain_path.clone(),
+                source,
+            })?
+            .unwrap_or_default();
+        let instance = BrokerInstanceId::from_random(config.entropy.bytes16());
+        Ok(Broker {
+            inner: Arc::new(Inner {
+                data_dir: config.data_dir,
+                instance,
+                clock: config.clock,
+                entropy: config.entropy,
+                store,
+                settle_wait: config.settle_wait,
+                domain: Mutex::new(domain),
+                live: Mutex::new(HashMap::new()),
+                permits: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    pub fn instance_id(&self) -> &BrokerInstanceId {
+        &self.inner.instance
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.data_dir
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Operations that the store marked `outcome_unknown` when this instance opened it.
+    pub fn recovered_operations(&self) -> usize {
+        self.inner.store.recovery().marked_outcome_unknown.len()
+    }
+
+    fn now(&self) -> lomi_protocol::Timestamp {
+        self.inner.clock.now()
+    }
+
+    fn domain(&self) -> MutexGuard<'_, Domain> {
+        self.inner.domain.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes the durable part of the domain. Called with the domain lock held, so writes
+    /// happen in the order of the changes they record.
+    fn save(&self, domain: &Domain) -> Result<(), ToolError> {
+        let mut durable = domain.clone();
+        durable.pairings.retain(Pairing::is_durable);
+        persist::write_json(&self.inner.data_dir.join(DOMAIN_FILE), &durable).map_err(|e| {
+            ToolError::new(
+                ErrorCode::StoreUnavailable,
+                format!("could not save Lomi's workspaces and pairings: {e}; nothing was changed"),
+            )
+        })
+    }
+}
+
+/// Converts a store failure into the envelope's error.
+pub(crate) fn store_error(error: StoreError) -> ToolError {
+    ToolError::new(error.code(), error.to_string())
+}

@@ -1,0 +1,301 @@
+//! Pairings and grants: a new client is pending until the person approves it; grants name the
+//! workspaces it may use; deny and revoke cut access at once.
+
+use lomi_protocol::tools::session::{PairingState, PairingStatus};
+use lomi_protocol::{ErrorCode, PairingId, Timestamp, ToolError, WorkspaceId};
+use serde::Serialize;
+
+use crate::Broker;
+use crate::domain::{Credential, Domain, Pairing, check_name};
+use crate::entropy::{bearer_token, secret_hash, verification_code};
+
+/// A pairing as the person sees it in a list.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairingSummary {
+    pub pairing_id: PairingId,
+    pub client_name: String,
+    pub verification_code: String,
+    pub state: PairingState,
+    pub grants: Vec<WorkspaceId>,
+    /// `session` (ends with its MCP session) or `token` (survives reconnects and restarts).
+    pub credential: &'static str,
+    pub created_at: Timestamp,
+}
+
+/// A pairing the person created ahead, with its one-time bearer token.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedPairing {
+    pub pairing_id: PairingId,
+    pub token: String,
+    pub grants: Vec<WorkspaceId>,
+}
+
+/// Where the person approves; shown in PAIRING_REQUIRED messages.
+const WHERE_TO_APPROVE: &str =
+    "Approve it in Lomi's window, or on the command line with `lomi pairing approve";
+
+impl Broker {
+    /// Applies `change` to a copy of the domain, saves it, and only then makes it current, so
+    /// a failed save changes nothing.
+    pub(crate) fn update_domain<T>(
+        &self,
+        change: impl FnOnce(&mut Domain) -> Result<T, ToolError>,
+    ) -> Result<T, ToolError> {
+        let mut domain = self.domain();
+        let mut next = domain.clone();
+        let value = change(&mut next)?;
+        self.save(&next)?;
+        *domain = next;
+        Ok(value)
+    }
+
+    /// A new pending pairing for a client, bound to its transport session or to a secret.
+    pub fn pairing_begin(&self, client_name: &str, secret: Option<&str>) -> PairingId {
+        let name: String = client_name
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(120)
+            .collect();
+        let name = if name.trim().is_empty() {
+            "unnamed client".to_owned()
+        } else {
+            name
+        };
+        let pairing = Pairing {
+            id: PairingId::from_random(self.inner.entropy.bytes16()),
+            client_name: name,
+            verification_code: verification_code(self.inner.entropy.as_ref()),
+            state: PairingState::Pending,
+            credential: match secret {
+                Some(secret) => Credential::SecretHash(secret_hash(secret)),
+                None => Credential::Session,
+            },
+            grants: Vec::new(),
+            created_at: self.now(),
+            decided_at: None,
+        };
+        let id = pairing.id.clone();
+        // A pending pairing is in memory until decided; a failed save only loses the pending
+        // entry across a restart, where the client starts a new one anyway.
+        let mut domain = self.domain();
+        domain.pairings.push(pairing);
+        if let Err(error) = self.save(&domain) {
+            tracing::warn!("pending pairing not saved: {error}");
+        }
+        id
+    }
+
+    /// The pairing a secret (bearer token or keyring secret) belongs to.
+    pub fn pairing_by_secret(&self, secret: &str) -> Option<PairingId> {
+        let hash = secret_hash(secret);
+        self.domain()
+            .pairings
+            .iter()
+            .find(|p| p.credential == Credential::SecretHash(hash.clone()))
+            .map(|p| p.id.clone())
+    }
+
+    /// Forgets a session-bound pairing whose transport session ended.
+    pub fn pairing_session_ended(&self, id: &PairingId) {
+        let mut domain = self.domain();
+        domain.pairings.retain(|p| &p.id != id || p.is_durable());
+    }
+
+    /// What `lomi_pairing_status` answers.
+    pub fn pairing_status(&self, id: &PairingId) -> Result<PairingStatus, ToolError> {
+        let domain = self.domain();
+        let pairing = domain
+            .pairings
+            .iter()
+            .find(|p| &p.id == id)
+            .ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::PairingRequired,
+                    "this session has no pairing; reconnect",
+                )
+            })?;
+        let message = match pairing.state {
+            PairingState::Pending => format!(
+                "Waiting for the person to approve \"{}\" with code {}. {} {}`.",
+                pairing.client_name, pairing.verification_code, WHERE_TO_APPROVE, pairing.id
+            ),
+            PairingState::Approved => {
+                "Approved. Use lomi_workspace_list, then lomi_connect.".to_owned()
+            }
+            PairingState::Denied => "The person denied this pairing.".to_owned(),
+            PairingState::Revoked => "The person revoked this pairing.".to_owned(),
+        };
+        Ok(PairingStatus {
+            state: pairing.state,
+            pairing_id: pairing.id.clone(),
+            client_name: pairing.client_name.clone(),
+            verification_code: pairing.verification_code.clone(),
+            message,
+            granted_workspaces: pairing.grants.clone(),
+        })
+    }
+
+    /// The approved pairing's grants, or the error every tool but pairing status answers.
+    pub fn authorize(&self, id: &PairingId) -> Result<Vec<WorkspaceId>, ToolError> {
+        let domain = self.domain();
+        let Some(pairing) = domain.pairings.iter().find(|p| &p.id == id) else {
+            return Err(ToolError::new(
+                ErrorCode::PairingRequired,
+                "this session has no pairing; reconnect",
+            ));
+        };
+        match pairing.state {
+            PairingState::Approved => Ok(pairing.grants.clone()),
+            PairingState::Pending => Err(ToolError::new(
+                ErrorCode::PairingRequired,
+                format!(
+                    "Lomi has not approved this client yet. The person must approve \"{}\" (code {}). {} {}`.",
+                    pairing.client_name, pairing.verification_code, WHERE_TO_APPROVE, pairing.id
+                ),
+            )
+            .with_details(serde_json::json!({
+                "pairingId": pairing.id,
+                "verificationCode": pairing.verification_code,
+            }))),
+            PairingState::Denied => Err(ToolError::new(
+                ErrorCode::PairingDenied,
+                "the person denied this pairing; do not retry",
+            )),
+            PairingState::Revoked => Err(ToolError::new(
+                ErrorCode::PairingRevoked,
+                "the person revoked this pairing; ask them to pair again",
+            )),
+        }
+    }
+
+    pub fn pairing_list(&self) -> Vec<PairingSummary> {
+        self.domain()
+            .pairings
+            .iter()
+            .map(|p| PairingSummary {
+                pairing_id: p.id.clone(),
+                client_name: p.client_name.clone(),
+                verification_code: p.verification_code.clone(),
+                state: p.state,
+                grants: p.grants.clone(),
+                credential: if p.is_durable() { "token" } else { "session" },
+                created_at: p.created_at,
+            })
+            .collect()
+    }
+
+    /// Approves a pending pairing with explicit grants (none is allowed: it then sees nothing).
+    pub fn pairing_approve(&self, id: &PairingId, grants: &[WorkspaceId]) -> Result<(), ToolError> {
+        let now = self.now();
+        self.update_domain(|domain| {
+            check_grants(domain, grants)?;
+            let pairing = find_pairing(domain, id)?;
+            if pairing.state != PairingState::Pending {
+                return Err(ToolError::invalid(format!(
+                    "pairing {id} is {}, only a pending pairing can be approved",
+                    state_name(pairing.state)
+                )));
+            }
+            pairing.state = PairingState::Approved;
+            pairing.grants = grants.to_vec();
+            pairing.decided_at = Some(now);
+            Ok(())
+        })
+    }
+
+    pub fn pairing_deny(&self, id: &PairingId) -> Result<(), ToolError> {
+        let now = self.now();
+        self.update_domain(|domain| {
+            let pairing = find_pairing(domain, id)?;
+            if pairing.state != PairingState::Pending {
+                return Err(ToolError::invalid(format!(
+                    "pairing {id} is {}, only a pending pairing can be denied (revoke an approved one)",
+                    state_name(pairing.state)
+                )));
+            }
+            pairing.state = PairingState::Denied;
+            pairing.decided_at = Some(now);
+            Ok(())
+        })
+    }
+
+    /// Revokes an approved pairing: every later call of it is refused, and its token dies.
+    pub fn pairing_revoke(&self, id: &PairingId) -> Result<(), ToolError> {
+        let now = self.now();
+        self.update_domain(|domain| {
+            let pairing = find_pairing(domain, id)?;
+            if pairing.state != PairingState::Approved {
+                return Err(ToolError::invalid(format!(
+                    "pairing {id} is {}, only an approved pairing can be revoked",
+                    state_name(pairing.state)
+                )));
+            }
+            pairing.state = PairingState::Revoked;
+            pairing.grants.clear();
+            pairing.decided_at = Some(now);
+            Ok(())
+        })
+    }
+
+    /// Creates an approved pairing ahead of time, with a bearer token shown once.
+    pub fn pairing_create(
+        &self,
+        client_name: &str,
+        grants: &[WorkspaceId],
+    ) -> Result<CreatedPairing, ToolError> {
+        check_name("the client name", client_name).map_err(ToolError::invalid)?;
+        let token = bearer_token(self.inner.entropy.as_ref());
+        let now = self.now();
+        let pairing = Pairing {
+            id: PairingId::from_random(self.inner.entropy.bytes16()),
+            client_name: client_name.to_owned(),
+            verification_code: verification_code(self.inner.entropy.as_ref()),
+            state: PairingState::Approved,
+            credential: Credential::SecretHash(secret_hash(&token)),
+            grants: grants.to_vec(),
+            created_at: now,
+            decided_at: Some(now),
+        };
+        let id = pairing.id.clone();
+        self.update_domain(|domain| {
+            check_grants(domain, grants)?;
+            domain.pairings.push(pairing);
+            Ok(())
+        })?;
+        Ok(CreatedPairing {
+            pairing_id: id,
+            token,
+            grants: grants.to_vec(),
+        })
+    }
+}
+
+fn find_pairing<'a>(domain: &'a mut Domain, id: &PairingId) -> Result<&'a mut Pairing, ToolError> {
+    domain
+        .pairings
+        .iter_mut()
+        .find(|p| &p.id == id)
+        .ok_or_else(|| ToolError::not_found(format!("no pairing {id}; see `lomi pairing list`")))
+}
+
+fn check_grants(domain: &Domain, grants: &[WorkspaceId]) -> Result<(), ToolError> {
+    for id in grants {
+        if !domain.workspaces.iter().any(|w| &w.id == id) {
+            return Err(ToolError::not_found(format!(
+                "no workspace {id}; see `lomi workspace list`"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn state_name(state: PairingState) -> &'static str {
+    match state {
+        PairingState::Pending => "pending",
+        PairingState::Approved => "approved",
+        PairingState::Denied => "denied",
+        PairingState::Revoked => "revoked",
+    }
+}

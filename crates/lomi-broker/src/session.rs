@@ -1,0 +1,498 @@
+//! What agents and the person ask of the broker: listings, connections and retry epochs,
+//! the workspace mutation, receipts, cancellation, the event feed, store status, and the
+//! person's own workspace and operation commands.
+
+use std::path::Path;
+
+use lomi_protocol::tools::operations::{
+    EventPage, EventsReadInput, OperationEvent, OperationGetInput, OperationView, StoreStatusView,
+};
+use lomi_protocol::tools::session::{
+    ConnectInput, Connection, PanelList, PanelListInput, WorkspaceChange, WorkspaceList,
+    WorkspaceUpdateInput, WorkspaceUpdateResult,
+};
+use lomi_protocol::{
+    ConnectionId, EffectState, ErrorCode, OperationId, PairingId, ProjectId, RetryEpoch, ToolError,
+    ToolName, WorkspaceId,
+};
+use lomi_store::{ReceiptKey, RetryEpochRecord};
+
+use crate::domain::{Project, Workspace, check_name};
+use crate::engine::{EffectOutcome, Mutation, view};
+use crate::{Broker, RETRY_EPOCH_LIFETIME, store_error};
+
+/// Default and largest page of `lomi_events_read`.
+const DEFAULT_EVENTS: u32 = 100;
+const MAX_EVENTS: u32 = 500;
+
+impl Broker {
+    fn not_granted(workspace: &WorkspaceId) -> ToolError {
+        ToolError::not_found(format!(
+            "no workspace {workspace} among those granted to this client"
+        ))
+    }
+
+    /// The granted workspace, or NOT_FOUND (never saying whether it exists).
+    fn granted_workspace(
+        &self,
+        caller: &PairingId,
+        id: &WorkspaceId,
+    ) -> Result<Workspace, ToolError> {
+        let grants = self.authorize(caller)?;
+        if !grants.contains(id) {
+            return Err(Self::not_granted(id));
+        }
+        self.domain()
+            .workspaces
+            .iter()
+            .find(|w| &w.id == id)
+            .cloned()
+            .ok_or_else(|| Self::not_granted(id))
+    }
+
+    pub fn workspace_list(&self, caller: &PairingId) -> Result<WorkspaceList, ToolError> {
+        let grants = self.authorize(caller)?;
+        let domain = self.domain();
+        let workspaces = domain
+            .workspaces
+            .iter()
+            .filter(|w| grants.contains(&w.id))
+            .map(Workspace::view)
+            .collect();
+        Ok(WorkspaceList { workspaces })
+    }
+
+    pub fn panel_list(
+        &self,
+        caller: &PairingId,
+        input: &PanelListInput,
+    ) -> Result<PanelList, ToolError> {
+        let workspace = self.granted_workspace(caller, &input.workspace_id)?;
+        Ok(PanelList {
+            workspace_id: workspace.id,
+            domain_revision: workspace.revision,
+            panels: Vec::new(),
+        })
+    }
+
+    /// `lomi_connect`: a new connection and its retry epoch, durably recorded.
+    pub fn connect(
+        &self,
+        caller: &PairingId,
+        input: &ConnectInput,
+    ) -> Result<Connection, ToolError> {
+        let workspace = self.granted_workspace(caller, &input.workspace_id)?;
+        let now = self.now();
+        let lifetime = i64::try_from(RETRY_EPOCH_LIFETIME.as_millis()).unwrap_or(i64::MAX);
+        let record = RetryEpochRecord {
+            retry_epoch: RetryEpoch::from_random(self.inner.entropy.bytes16()),
+            pairing_id: caller.clone(),
+            broker_instance_id: self.inner.instance.clone(),
+            connection_id: ConnectionId::from_random(self.inner.entropy.bytes16()),
+            workspace_id: workspace.id.clone(),
+            created_at: now,
+            expires_at: now.plus_millis(lifetime),
+        };
+        self.inner
+            .store
+            .create_retry_epoch(&record)
+            .map_err(store_error)?;
+        Ok(Connection {
+            workspace_id: workspace.id.clone(),
+            retry_epoch: record.retry_epoch,
+            expires_at: record.expires_at,
+            broker_instance_id: self.inner.instance.clone(),
+            domain_revision: workspace.revision,
+            projects: workspace.projects.iter().map(Project::view).collect(),
+        })
+    }
+
+    /// Checks that a retry epoch belongs to the caller, this broker instance and (if given)
+    /// the workspace, and has not expired.
+    pub(crate) fn check_retry_epoch(
+        &self,
+        caller: &PairingId,
+        epoch: &RetryEpoch,
+        workspace: Option<&WorkspaceId>,
+    ) -> Result<RetryEpochRecord, ToolError> {
+        self.authorize(caller)?;
+        let invalid = || {
+            ToolError::new(
+                ErrorCode::RetryEpochInvalid,
+                format!(
+                    "retry epoch {epoch} is not valid for this connection of this Lomi instance; call lomi_connect for a fresh one"
+                ),
+            )
+        };
+        let record = self
+            .inner
+            .store
+            .retry_epoch(epoch)
+            .map_err(store_error)?
+            .ok_or_else(invalid)?;
+        if &record.pairing_id != caller || record.broker_instance_id != self.inner.instance {
+            return Err(invalid());
+        }
+        if let Some(workspace) = workspace
+            && &record.workspace_id != workspace
+        {
+            return Err(ToolError::invalid(format!(
+                "retry epoch {epoch} belongs to workspace {}, not {workspace}; call lomi_connect for that workspace",
+                record.workspace_id
+            )));
+        }
+        if record.expires_at <= self.now() {
+            return Err(ToolError::new(
+                ErrorCode::RetryEpochExpired,
+                format!(
+                    "retry epoch {epoch} expired at {}; call lomi_connect for a fresh one",
+                    record.expires_at
+                ),
+            ));
+        }
+        // The grant may have been narrowed since the connection was made.
+        self.granted_workspace(caller, &record.workspace_id)?;
+        Ok(record)
+    }
+
+    /// `lomi_workspace_update`: rename or reorder, compared and swapped by revision.
+    pub async fn workspace_update(
+        &self,
+        caller: &PairingId,
+        input: WorkspaceUpdateInput,
+    ) -> Result<OperationView, ToolError> {
+        self.granted_workspace(caller, &input.workspace_id)?;
+        match &input.change {
+            WorkspaceChange::Rename(rename) => {
+                check_name("name", &rename.name).map_err(ToolError::invalid)?
+            }
+            WorkspaceChange::Layout(layout) => {
+                let mut seen = std::collections::HashSet::new();
+                if let Some(dup) = layout.panel_order.iter().find(|p| !seen.insert(*p)) {
+                    return Err(ToolError::invalid(format!("panelOrder names {dup} twice")));
+                }
+            }
+        }
+        let workspace_id = input.workspace_id.clone();
+        let expected = input.expected_revision;
+        let mutation = Mutation {
+            tool: "lomi_workspace_update",
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id: None,
+            payload: serde_json::to_value(&input)
+                .map_err(|e| ToolError::internal(e.to_string()))?,
+            generation: None,
+            revision: Some(expected.to_string()),
+            permit_key: format!("workspace:{workspace_id}"),
+        };
+        let check_id = workspace_id.clone();
+        let precheck = move |broker: &Broker| broker.check_revision(&check_id, expected);
+        let change = input.change;
+        let id = self.submit(
+            caller,
+            mutation,
+            precheck,
+            Box::new(move |context| {
+                Box::pin(async move {
+                    let broker = context.broker;
+                    let applied = broker.update_domain(|domain| {
+                        let workspace = domain
+                            .workspaces
+                            .iter_mut()
+                            .find(|w| w.id == workspace_id)
+                            .ok_or_else(|| ToolError::not_found(format!("workspace {workspace_id} was removed")))?;
+                        if workspace.revision != expected {
+                            return Err(revision_mismatch(workspace));
+                        }
+                        match &change {
+                            WorkspaceChange::Rename(rename) => workspace.name = rename.name.clone(),
+                            WorkspaceChange::Layout(layout) => {
+                                let mut wanted = layout.panel_order.clone();
+                                let mut have = workspace.panel_order.clone();
+                                wanted.sort();
+                                have.sort();
+                                if wanted != have {
+                                    return Err(ToolError::invalid(
+                                        "panelOrder must name every panel of the workspace exactly once",
+                                    ));
+                                }
+                                workspace.panel_order = layout.panel_order.clone();
+                            }
+                        }
+                        workspace.revision = workspace.revision.next();
+                        Ok(workspace.view())
+                    });
+                    match applied {
+                        Ok(workspace) => match serde_json::to_value(WorkspaceUpdateResult { workspace }) {
+                            Ok(value) => EffectOutcome::Succeeded(value),
+                            Err(e) => EffectOutcome::Unknown { effect: EffectState::Complete, message: e.to_string() },
+                        },
+                        Err(error) => EffectOutcome::Failed { effect: EffectState::None, error },
+                    }
+                })
+            }),
+        )?;
+        self.wait_settled(&id).await;
+        self.operation_view(&id)
+    }
+
+    fn check_revision(
+        &self,
+        id: &WorkspaceId,
+        expected: lomi_protocol::DomainRevision,
+    ) -> Result<(), ToolError> {
+        let domain = self.domain();
+        match domain.workspaces.iter().find(|w| &w.id == id) {
+            Some(workspace) if workspace.revision != expected => Err(revision_mismatch(workspace)),
+            Some(_) => Ok(()),
+            None => Err(Self::not_granted(id)),
+        }
+    }
+
+    fn operation_view(&self, id: &OperationId) -> Result<OperationView, ToolError> {
+        let receipt = self
+            .inner
+            .store
+            .get(id)
+            .map_err(store_error)?
+            .ok_or_else(|| {
+                ToolError::internal(format!("operation {id} vanished from the store"))
+            })?;
+        Ok(view(&receipt))
+    }
+
+    /// A receipt the caller may see: its own pairing, through a retry epoch that is still
+    /// valid on this instance. Anything else reads as NOT_FOUND.
+    fn visible_receipt(
+        &self,
+        caller: &PairingId,
+        input: &OperationGetInput,
+    ) -> Result<lomi_store::Receipt, ToolError> {
+        self.authorize(caller)?;
+        let receipt = match input {
+            OperationGetInput::ById(id) => self.inner.store.get(id).map_err(store_error)?,
+            OperationGetInput::ByKey {
+                retry_epoch,
+                request_key,
+                tool,
+                project_id,
+            } => {
+                let key = ReceiptKey {
+                    pairing_id: caller.clone(),
+                    retry_epoch: retry_epoch.clone(),
+                    project_id: project_id.clone(),
+                    tool: ToolName(tool.clone()),
+                    request_key: request_key.clone(),
+                };
+                self.inner.store.lookup(&key).map_err(store_error)?
+            }
+        };
+        let not_found =
+            || ToolError::not_found("no such operation among this connection's operations");
+        let receipt = receipt.ok_or_else(not_found)?;
+        if &receipt.key.pairing_id != caller {
+            return Err(not_found());
+        }
+        match self.check_retry_epoch(caller, &receipt.key.retry_epoch, None) {
+            Ok(_) => Ok(receipt),
+            Err(error)
+                if matches!(
+                    error.code,
+                    ErrorCode::PairingRevoked
+                        | ErrorCode::PairingDenied
+                        | ErrorCode::PairingRequired
+                ) =>
+            {
+                Err(error)
+            }
+            Err(_) => Err(not_found()),
+        }
+    }
+
+    pub fn operation_get(
+        &self,
+        caller: &PairingId,
+        input: &OperationGetInput,
+    ) -> Result<OperationView, ToolError> {
+        self.visible_receipt(caller, input).map(|r| view(&r))
+    }
+
+    pub async fn operation_cancel(
+        &self,
+        caller: &PairingId,
+        id: &OperationId,
+    ) -> Result<OperationView, ToolError> {
+        let receipt = self.visible_receipt(caller, &OperationGetInput::ById(id.clone()))?;
+        self.cancel_operation(&receipt)?;
+        self.wait_settled(id).await;
+        self.operation_view(id)
+    }
+
+    /// `lomi_events_read`: the caller connection's operation state changes after a cursor.
+    pub fn events_read(
+        &self,
+        caller: &PairingId,
+        input: &EventsReadInput,
+    ) -> Result<EventPage, ToolError> {
+        self.check_retry_epoch(caller, &input.retry_epoch, None)?;
+        let max = input.max_events.unwrap_or(DEFAULT_EVENTS);
+        if max == 0 || max > MAX_EVENTS {
+            return Err(ToolError::invalid(format!(
+                "maxEvents must be 1 to {MAX_EVENTS}"
+            )));
+        }
+        let after: i64 = match &input.cursor {
+            None => 0,
+            Some(text) => lomi_protocol::parse_decimal(text)
+                .and_then(|n| i64::try_from(n).ok())
+                .ok_or_else(|| {
+                    ToolError::invalid(format!("cursor {text:?} is not a cursor Lomi gave out"))
+                })?,
+        };
+        // Scan a bounded window of the shared log and keep this connection's events; a page
+        // can be empty while the cursor still moves on.
+        let page = self
+            .inner
+            .store
+            .events_after(after, MAX_EVENTS as usize)
+            .map_err(store_error)?;
+        if after > 0 && page.cursor_expired(after) {
+            return Err(ToolError::new(
+                ErrorCode::CursorExpired,
+                "the cursor is older than the retained events; read again without a cursor and re-observe operations",
+            ));
+        }
+        let mut events = Vec::new();
+        let mut next = after;
+        for event in page.events {
+            if events.len() == max as usize {
+                break;
+            }
+            next = event.seq;
+            if event.retry_epoch == input.retry_epoch && &event.pairing_id == caller {
+                events.push(OperationEvent {
+                    cursor: event.seq.to_string(),
+                    operation_id: event.operation_id,
+                    tool: event.tool.0,
+                    state: event.state,
+                    effect_state: event.effect_state,
+                    at: event.at,
+                });
+            }
+        }
+        Ok(EventPage {
+            events,
+            next_cursor: next.to_string(),
+        })
+    }
+
+    pub fn store_status(&self, caller: &PairingId) -> Result<StoreStatusView, ToolError> {
+        self.authorize(caller)?;
+        let status = self.inner.store.status().map_err(store_error)?;
+        Ok(StoreStatusView {
+            receipts: status.receipts,
+            receipt_cap: status.receipt_cap as u64,
+            unsettled_receipts: status.unsettled_receipts,
+            removable_receipts: status.removable_receipts,
+            retry_epochs: status.retry_epochs,
+            retry_epoch_cap: status.retry_epoch_cap as u64,
+            expired_retry_epochs: status.expired_retry_epochs,
+            oldest_receipt_at: status.oldest_receipt_at,
+            oldest_retry_epoch_at: status.oldest_retry_epoch_at,
+            maintenance: "Expired records stay until the person runs `lomi store reconcile` (or uses the Settings page).".to_owned(),
+        })
+    }
+
+    // ---- the person's commands ----
+
+    /// Adds a workspace with one project directory.
+    pub fn workspace_add(&self, name: &str, project_root: &Path) -> Result<Workspace, ToolError> {
+        check_name("the workspace name", name).map_err(ToolError::invalid)?;
+        let root = project_root
+            .canonicalize()
+            .map_err(|e| ToolError::invalid(format!("project {}: {e}", project_root.display())))?;
+        if !root.is_dir() {
+            return Err(ToolError::invalid(format!(
+                "project {} is not a directory",
+                root.display()
+            )));
+        }
+        let project_name = root.file_name().map_or_else(
+            || root.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let workspace = Workspace {
+            id: WorkspaceId::from_random(self.inner.entropy.bytes16()),
+            name: name.to_owned(),
+            revision: lomi_protocol::DomainRevision(1),
+            projects: vec![Project {
+                id: ProjectId::from_random(self.inner.entropy.bytes16()),
+                name: project_name,
+                root,
+            }],
+            panel_order: Vec::new(),
+        };
+        let added = workspace.clone();
+        self.update_domain(|domain| {
+            domain.workspaces.push(workspace);
+            Ok(())
+        })?;
+        Ok(added)
+    }
+
+    pub fn workspaces(&self) -> Vec<Workspace> {
+        self.domain().workspaces.clone()
+    }
+
+    /// Every receipt, newest first, for the person (`lomi operation list`).
+    pub fn operations(&self, limit: usize) -> Result<Vec<OperationView>, ToolError> {
+        let receipts = self
+            .inner
+            .store
+            .list_receipts(limit, 0)
+            .map_err(store_error)?;
+        Ok(receipts.iter().map(view).collect())
+    }
+
+    /// One receipt, for the person (`lomi operation show`).
+    pub fn operation(&self, id: &OperationId) -> Result<OperationView, ToolError> {
+        self.inner
+            .store
+            .get(id)
+            .map_err(store_error)?
+            .map(|r| view(&r))
+            .ok_or_else(|| ToolError::not_found(format!("no operation {id}")))
+    }
+
+    /// Marks a tool as needing the person's decision before it runs (or clears the mark).
+    pub fn set_confirmation(&self, tool: &str, confirm: bool) -> Result<(), ToolError> {
+        if lomi_protocol::catalog::tool(tool)
+            .is_none_or(|t| t.kind != lomi_protocol::catalog::ToolKind::Mutation)
+        {
+            return Err(ToolError::invalid(format!(
+                "{tool} is not a mutating tool of Lomi's catalog"
+            )));
+        }
+        self.update_domain(|domain| {
+            if confirm {
+                domain.policy.confirm_tools.insert(tool.to_owned());
+            } else {
+                domain.policy.confirm_tools.remove(tool);
+            }
+            Ok(())
+        })
+    }
+}
+
+fn revision_mismatch(workspace: &Workspace) -> ToolError {
+    ToolError::new(
+        ErrorCode::RevisionMismatch,
+        format!(
+            "workspace {} is at revision {}; re-read it (lomi_workspace_list) and decide again",
+            workspace.id, workspace.revision
+        ),
+    )
+    .with_details(serde_json::json!({ "currentRevision": workspace.revision }))
+}
