@@ -96,7 +96,14 @@ impl Broker {
         if let Some(prior) = self.inner.store.lookup(&key).map_err(store_error)? {
             return same_request(prior, &fingerprint);
         }
-        precheck(self)?;
+        if let Err(error) = precheck(self) {
+            // An identical request admitted since the lookup above may be what changed the
+            // revision: then its operation is this request's answer, not a mismatch.
+            return match self.inner.store.lookup(&key).map_err(store_error)? {
+                Some(prior) => same_request(prior, &fingerprint),
+                None => Err(error),
+            };
+        }
         let reservation = self
             .inner
             .store
@@ -125,7 +132,7 @@ impl Broker {
         );
         let broker = self.clone();
         let id = receipt.operation_id.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             broker
                 .run(
                     id.clone(),
@@ -138,7 +145,29 @@ impl Broker {
             broker.live().remove(&id);
             let _settled = settled_tx.send(true);
         });
+        let mut tasks = self.tasks();
+        tasks.retain(|task| !task.is_finished());
+        tasks.push(task);
         Ok(receipt.operation_id)
+    }
+
+    /// Stops this instance before it is dropped: operations waiting for the person's decision
+    /// or for a permit stop waiting, with nothing recorded (the next start marks them
+    /// `outcome_unknown`); running effects finish. Returns once no operation task holds the
+    /// broker, so dropping the last clone releases the store's lock. Call it after the front
+    /// doors stopped taking calls.
+    pub async fn shutdown(&self) {
+        self.inner.stopping.cancel();
+        let tasks = std::mem::take(&mut *self.tasks());
+        for task in tasks {
+            if let Err(error) = task.await {
+                tracing::error!("an operation task ended abnormally: {error}");
+            }
+        }
+    }
+
+    fn tasks(&self) -> std::sync::MutexGuard<'_, Vec<tokio::task::JoinHandle<()>>> {
+        self.inner.tasks.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Waits (bounded by the configured settle wait) for an operation to settle.
@@ -180,6 +209,7 @@ impl Broker {
             let approved = tokio::select! {
                 answer = decision => answer.unwrap_or(false),
                 () = cancel.cancelled() => return,
+                () = self.inner.stopping.cancelled() => return,
             };
             if !approved {
                 let error = ToolError::new(
@@ -212,6 +242,7 @@ impl Broker {
         let _guard = tokio::select! {
             guard = permit.lock_owned() => guard,
             () = cancel.cancelled() => return,
+            () = self.inner.stopping.cancelled() => return,
         };
         // Compare-and-swap from queued: if cancellation won the race, nothing is dispatched.
         if self
@@ -314,38 +345,42 @@ impl Broker {
 
     /// Cancels queued or waiting work; asks running work to stop. Settled work is unchanged.
     pub fn cancel_operation(&self, receipt: &Receipt) -> Result<(), ToolError> {
-        let cancel = self
-            .live()
-            .get(&receipt.operation_id)
-            .map(|live| live.cancel.clone());
-        match receipt.state {
-            OperationState::Queued | OperationState::AwaitingUser => {
-                match self.step(
-                    &receipt.operation_id,
-                    receipt.state,
+        let id = &receipt.operation_id;
+        let (mut state, mut effect) = (receipt.state, receipt.effect_state);
+        // The operation may move on between the caller's read and this step (a decision, a
+        // permit, its effect settling): on a mismatch, re-read it and cancel from where it is.
+        loop {
+            let step = match state {
+                OperationState::Queued | OperationState::AwaitingUser => self.step(
+                    id,
+                    state,
                     OperationState::Cancelled,
                     EffectState::None,
                     None,
-                ) {
-                    Ok(_) | Err(StoreError::StateMismatch { .. }) => {}
-                    Err(error) => return Err(store_error(error)),
-                }
-            }
-            OperationState::Running => {
-                match self.step(
-                    &receipt.operation_id,
+                ),
+                OperationState::Running => self.step(
+                    id,
                     OperationState::Running,
                     OperationState::Cancelling,
-                    receipt.effect_state,
+                    effect,
                     None,
-                ) {
-                    Ok(_) | Err(StoreError::StateMismatch { .. }) => {}
-                    Err(error) => return Err(store_error(error)),
+                ),
+                _ => return Ok(()),
+            };
+            match step {
+                Ok(_) => break,
+                Err(StoreError::StateMismatch { .. }) => {
+                    let current = self.inner.store.get(id).map_err(store_error)?;
+                    let current = current.ok_or_else(|| {
+                        ToolError::internal(format!("operation {id} vanished from the store"))
+                    })?;
+                    state = current.state;
+                    effect = current.effect_state;
                 }
+                Err(error) => return Err(store_error(error)),
             }
-            _ => return Ok(()),
         }
-        if let Some(cancel) = cancel {
+        if let Some(cancel) = self.live().get(id).map(|live| live.cancel.clone()) {
             cancel.cancel();
         }
         Ok(())

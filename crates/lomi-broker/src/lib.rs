@@ -80,6 +80,10 @@ struct Inner {
     domain: Mutex<Domain>,
     live: Mutex<HashMap<lomi_protocol::OperationId, engine::LiveOperation>>,
     permits: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Fired by `shutdown`: operations waiting for a decision or a permit stop waiting.
+    stopping: tokio_util::sync::CancellationToken,
+    /// The tasks of operations this instance dispatched, so `shutdown` can wait for them.
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Broker {
@@ -106,6 +110,8 @@ impl Broker {
                 domain: Mutex::new(domain),
                 live: Mutex::new(HashMap::new()),
                 permits: Mutex::new(HashMap::new()),
+                stopping: tokio_util::sync::CancellationToken::new(),
+                tasks: Mutex::new(Vec::new()),
             }),
         })
     }

@@ -358,6 +358,11 @@ impl Broker {
             .store
             .events_after(after, MAX_EVENTS as usize)
             .map_err(store_error)?;
+        if after > page.newest_seq {
+            return Err(ToolError::invalid(format!(
+                "cursor {after} is not a cursor Lomi gave out; read without a cursor to start"
+            )));
+        }
         if after > 0 && page.cursor_expired(after) {
             return Err(ToolError::new(
                 ErrorCode::CursorExpired,

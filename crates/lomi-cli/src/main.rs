@@ -1,12 +1,19 @@
 //! The `lomi` binary: parses the command line and forwards to the crates that do the work.
 
 mod data_dir;
+mod person;
+mod serve;
 mod store_commands;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use lomi_mcp::control::ControlRequest;
+use lomi_protocol::OperationId;
+
+use crate::person::{Decision, OperationCommand, PairingCommand, WorkspaceCommand};
 
 /// Lomi: workspaces of panels that AI agents work in through MCP, with the person in control.
 #[derive(Debug, Parser)]
@@ -22,8 +29,51 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the broker and its MCP endpoint.
+    Serve {
+        /// Run without a window; decisions are taken with `lomi pairing …` and `lomi decide …`.
+        #[arg(long)]
+        headless: bool,
+        /// Where the MCP endpoint listens (loopback only; port 0 picks a free port).
+        #[arg(
+            long,
+            value_name = "ADDR",
+            default_value = "127.0.0.1:7457",
+            env = "LOMI_HTTP"
+        )]
+        http: SocketAddr,
+    },
     /// Print every tool with its input and output JSON schemas, as JSON.
     Catalog,
+    /// Workspaces and their projects.
+    Workspace {
+        #[command(subcommand)]
+        command: WorkspaceCommand,
+    },
+    /// Agents' pairings and their grants.
+    Pairing {
+        #[command(subcommand)]
+        command: PairingCommand,
+    },
+    /// Approve or deny an operation that waits for you (awaiting_user).
+    Decide {
+        operation_id: OperationId,
+        #[arg(value_enum)]
+        decision: Decision,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every operation's receipt, for you.
+    Operation {
+        #[command(subcommand)]
+        command: OperationCommand,
+    },
+    /// Mark a mutating tool as needing your decision before it runs (or clear the mark).
+    Confirm {
+        tool: String,
+        #[arg(long)]
+        off: bool,
+    },
     /// Inspect or maintain the private receipt store.
     Store {
         #[command(subcommand)]
@@ -42,6 +92,12 @@ fn main() -> ExitCode {
     }
 }
 
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Catalog => {
@@ -52,6 +108,121 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Store { command } => {
             let dir = data_dir::resolve(cli.data_dir)?;
             store_commands::run(&dir, command)
+        }
+        Command::Serve { headless: _, http } => {
+            let dir = data_dir::resolve(cli.data_dir)?;
+            tracing_subscriber::fmt()
+                .with_writer(std::io::stderr)
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_env("LOMI_LOG")
+                        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                )
+                .init();
+            runtime()?.block_on(serve::run(&dir, http))
+        }
+        command => {
+            let dir = data_dir::resolve(cli.data_dir)?;
+            let (request, json, render) = person_request(command);
+            runtime()?.block_on(person::send(&dir, request, json, render))
+        }
+    }
+}
+
+type Render = fn(&serde_json::Value);
+
+fn person_request(command: Command) -> (ControlRequest, bool, Render) {
+    match command {
+        Command::Workspace { command } => match command {
+            WorkspaceCommand::Add {
+                name,
+                project,
+                json,
+            } => {
+                let project = std::path::absolute(&project).unwrap_or(project);
+                (
+                    ControlRequest::WorkspaceAdd { name, project },
+                    json,
+                    person::render_workspace,
+                )
+            }
+            WorkspaceCommand::List { json } => (
+                ControlRequest::WorkspaceList {},
+                json,
+                person::render_workspaces,
+            ),
+        },
+        Command::Pairing { command } => match command {
+            PairingCommand::List { json } => (
+                ControlRequest::PairingList {},
+                json,
+                person::render_pairings,
+            ),
+            PairingCommand::Approve {
+                pairing_id,
+                workspaces,
+                json,
+            } => (
+                ControlRequest::PairingApprove {
+                    pairing_id,
+                    workspaces,
+                },
+                json,
+                person::render_decision,
+            ),
+            PairingCommand::Deny { pairing_id, json } => (
+                ControlRequest::PairingDeny { pairing_id },
+                json,
+                person::render_decision,
+            ),
+            PairingCommand::Revoke { pairing_id, json } => (
+                ControlRequest::PairingRevoke { pairing_id },
+                json,
+                person::render_decision,
+            ),
+            PairingCommand::Create {
+                name,
+                workspaces,
+                json,
+            } => (
+                ControlRequest::PairingCreate { name, workspaces },
+                json,
+                person::render_created,
+            ),
+        },
+        Command::Decide {
+            operation_id,
+            decision,
+            json,
+        } => (
+            ControlRequest::Decide {
+                operation_id,
+                approve: matches!(decision, Decision::Approve),
+            },
+            json,
+            person::render_decision,
+        ),
+        Command::Operation { command } => match command {
+            OperationCommand::List { limit, json } => (
+                ControlRequest::OperationList { limit },
+                json,
+                person::render_operations,
+            ),
+            OperationCommand::Show { operation_id, json } => (
+                ControlRequest::OperationShow { operation_id },
+                json,
+                person::render_operation,
+            ),
+        },
+        Command::Confirm { tool, off } => (
+            ControlRequest::Confirm {
+                tool,
+                confirm: !off,
+            },
+            false,
+            person::render_operation,
+        ),
+        Command::Serve { .. } | Command::Catalog | Command::Store { .. } => {
+            (ControlRequest::Status {}, false, person::render_operation)
         }
     }
 }

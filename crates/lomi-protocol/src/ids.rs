@@ -62,6 +62,14 @@ macro_rules! string_id {
             }
         }
 
+        impl std::str::FromStr for $name {
+            type Err = String;
+
+            fn from_str(value: &str) -> Result<Self, String> {
+                $name::parse(value)
+            }
+        }
+
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(&self.0)

@@ -1,0 +1,1002 @@
+//! Integration tests of the broker over a real store in a temp data dir, driven the way the MCP
+//! layer drives it: pairings and grants, retries, privacy of receipts, restarts, epoch expiry,
+//! the person's decisions, concurrency, the event feed and failed domain saves.
+
+use std::fmt::Debug;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lomi_broker::{Broker, BrokerConfig, DOMAIN_FILE, ManualClock, SeededEntropy};
+use lomi_protocol::tools::operations::{EventsReadInput, OperationGetInput, OperationView};
+use lomi_protocol::tools::session::{
+    ConnectInput, PairingState, PanelListInput, RenameChange, WorkspaceChange,
+    WorkspaceUpdateInput, WorkspaceUpdateResult,
+};
+use lomi_protocol::{
+    DomainRevision, EffectState, ErrorCode, OperationId, OperationState, PairingId, RequestKey,
+    RetryEpoch, ToolError, WorkspaceId,
+};
+
+const UPDATE: &str = "lomi_workspace_update";
+
+struct Setup {
+    dir: tempfile::TempDir,
+    clock: Arc<ManualClock>,
+    settle_wait: Duration,
+}
+
+fn setup() -> Setup {
+    Setup {
+        dir: tempfile::tempdir().expect("temp dir"),
+        clock: Arc::new(ManualClock::default()),
+        settle_wait: Duration::from_secs(2),
+    }
+}
+
+impl Setup {
+    fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Starts a broker on this setup's data dir; each start of one test takes its own seed, so
+    /// instance ids differ as they do across real restarts.
+    fn start(&self, seed: u64) -> Broker {
+        let mut config = BrokerConfig::new(self.data_dir());
+        config.clock = self.clock.clone();
+        config.entropy = Arc::new(SeededEntropy::new(seed));
+        config.settle_wait = self.settle_wait;
+        Broker::start(config).expect("start broker")
+    }
+
+    /// Adds a workspace over a fresh project directory.
+    fn workspace(&self, broker: &Broker, name: &str) -> WorkspaceId {
+        let root = self
+            .dir
+            .path()
+            .join("projects")
+            .join(name.replace(' ', "-"));
+        std::fs::create_dir_all(&root).expect("project dir");
+        broker.workspace_add(name, &root).expect("add workspace").id
+    }
+}
+
+/// A session pairing the person approved for one workspace.
+fn approved(broker: &Broker, client: &str, grant: &WorkspaceId) -> PairingId {
+    let id = broker.pairing_begin(client, None);
+    broker
+        .pairing_approve(&id, std::slice::from_ref(grant))
+        .expect("approve");
+    id
+}
+
+fn connect(broker: &Broker, caller: &PairingId, workspace: &WorkspaceId) -> RetryEpoch {
+    broker
+        .connect(
+            caller,
+            &ConnectInput {
+                workspace_id: workspace.clone(),
+            },
+        )
+        .expect("connect")
+        .retry_epoch
+}
+
+fn rename(
+    workspace: &WorkspaceId,
+    revision: u64,
+    epoch: &RetryEpoch,
+    key: &str,
+    name: &str,
+) -> WorkspaceUpdateInput {
+    WorkspaceUpdateInput {
+        workspace_id: workspace.clone(),
+        expected_revision: DomainRevision(revision),
+        retry_epoch: epoch.clone(),
+        request_key: RequestKey::parse(key).expect("request key"),
+        change: WorkspaceChange::Rename(RenameChange {
+            name: name.to_owned(),
+        }),
+    }
+}
+
+fn by_id(id: &OperationId) -> OperationGetInput {
+    OperationGetInput::ById(id.clone())
+}
+
+fn by_key(epoch: &RetryEpoch, key: &str, tool: &str) -> OperationGetInput {
+    OperationGetInput::ByKey {
+        retry_epoch: epoch.clone(),
+        request_key: RequestKey::parse(key).expect("request key"),
+        tool: tool.to_owned(),
+        project_id: None,
+    }
+}
+
+/// The error of a call that must fail with `code`.
+fn expect_error<T: Debug>(what: &str, result: Result<T, ToolError>, code: ErrorCode) -> ToolError {
+    match result {
+        Ok(value) => panic!("{what}: expected {code}, got Ok({value:#?})"),
+        Err(error) => {
+            assert_eq!(error.code, code, "{what}: {error}");
+            error
+        }
+    }
+}
+
+/// Polls `operation_get` until the operation is in `state` (or settled elsewhere, which fails).
+async fn wait_state(
+    broker: &Broker,
+    caller: &PairingId,
+    id: &OperationId,
+    state: OperationState,
+) -> OperationView {
+    for _ in 0..500 {
+        let view = broker
+            .operation_get(caller, &by_id(id))
+            .expect("operation_get");
+        if view.state == state {
+            return view;
+        }
+        assert!(
+            !view.state.is_settled(),
+            "operation {id} settled as {} while waiting for {state}: {view:#?}",
+            view.state
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("operation {id} never reached {state}");
+}
+
+/// Polls the person's view of an operation until it is settled.
+async fn wait_settled(broker: &Broker, id: &OperationId) -> OperationView {
+    for _ in 0..500 {
+        let view = broker.operation(id).expect("operation");
+        if view.state.is_settled() {
+            return view;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("operation {id} never settled");
+}
+
+fn workspace_state(broker: &Broker, id: &WorkspaceId) -> (String, DomainRevision) {
+    let workspace = broker
+        .workspaces()
+        .into_iter()
+        .find(|w| &w.id == id)
+        .expect("workspace");
+    (workspace.name, workspace.revision)
+}
+
+fn assert_succeeded(view: &OperationView) -> WorkspaceUpdateResult {
+    assert_eq!(view.state, OperationState::Succeeded, "{view:#?}");
+    assert_eq!(view.effect_state, EffectState::Complete, "{view:#?}");
+    serde_json::from_value(view.result.clone().expect("a result")).expect("typed result")
+}
+
+fn assert_failed(view: &OperationView, code: ErrorCode) {
+    assert_eq!(view.state, OperationState::Failed, "{view:#?}");
+    assert_eq!(view.effect_state, EffectState::None, "{view:#?}");
+    assert_eq!(view.error.as_ref().map(|e| e.code), Some(code), "{view:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairing_gates_every_tool_and_grants_hide_other_workspaces() {
+    let setup = setup();
+    let broker = setup.start(1);
+    let alpha = setup.workspace(&broker, "Alpha");
+    let secret = setup.workspace(&broker, "Secret Beta");
+
+    let pairing = broker.pairing_begin("Claude Code", None);
+    let status = broker
+        .pairing_status(&pairing)
+        .expect("status while pending");
+    assert_eq!(status.state, PairingState::Pending);
+    assert!(
+        status.message.contains(&status.verification_code),
+        "{status:?}"
+    );
+    let error = expect_error(
+        "workspace_list while pending",
+        broker.workspace_list(&pairing),
+        ErrorCode::PairingRequired,
+    );
+    for needle in [
+        status.verification_code.as_str(),
+        "Lomi's window",
+        "lomi pairing approve",
+        pairing.as_str(),
+    ] {
+        assert!(error.message.contains(needle), "{needle:?} not in {error}");
+    }
+    let connect_input = ConnectInput {
+        workspace_id: alpha.clone(),
+    };
+    expect_error(
+        "connect while pending",
+        broker.connect(&pairing, &connect_input),
+        ErrorCode::PairingRequired,
+    );
+
+    broker
+        .pairing_approve(&pairing, std::slice::from_ref(&alpha))
+        .expect("approve");
+    let listed: Vec<WorkspaceId> = broker
+        .workspace_list(&pairing)
+        .expect("list")
+        .workspaces
+        .into_iter()
+        .map(|w| w.workspace_id)
+        .collect();
+    assert_eq!(listed, vec![alpha.clone()]);
+    let panels = broker
+        .panel_list(
+            &pairing,
+            &PanelListInput {
+                workspace_id: alpha.clone(),
+            },
+        )
+        .expect("panels of a granted workspace");
+    assert_eq!(panels.domain_revision, DomainRevision(1));
+
+    // An existing but ungranted workspace reads exactly like one that does not exist.
+    let missing = WorkspaceId::parse("ws_missing").expect("id");
+    for target in [&secret, &missing] {
+        let panel_error = expect_error(
+            "panel_list of an ungranted workspace",
+            broker.panel_list(
+                &pairing,
+                &PanelListInput {
+                    workspace_id: target.clone(),
+                },
+            ),
+            ErrorCode::NotFound,
+        );
+        let connect_error = expect_error(
+            "connect to an ungranted workspace",
+            broker.connect(
+                &pairing,
+                &ConnectInput {
+                    workspace_id: target.clone(),
+                },
+            ),
+            ErrorCode::NotFound,
+        );
+        for error in [panel_error, connect_error] {
+            assert!(!error.message.contains("Secret Beta"), "{error}");
+            assert_eq!(
+                error.message.replace(target.as_str(), "<id>"),
+                "no workspace <id> among those granted to this client"
+            );
+        }
+    }
+
+    let epoch = connect(&broker, &pairing, &alpha);
+    let earlier = broker
+        .workspace_update(&pairing, rename(&alpha, 1, &epoch, "k1", "Alpha 2"))
+        .await
+        .expect("update");
+    assert_succeeded(&earlier);
+
+    broker.pairing_revoke(&pairing).expect("revoke");
+    expect_error(
+        "list after revoke",
+        broker.workspace_list(&pairing),
+        ErrorCode::PairingRevoked,
+    );
+    expect_error(
+        "operation_get after revoke",
+        broker.operation_get(&pairing, &by_id(&earlier.operation_id)),
+        ErrorCode::PairingRevoked,
+    );
+    expect_error(
+        "update after revoke",
+        broker
+            .workspace_update(&pairing, rename(&alpha, 2, &epoch, "k2", "Alpha 3"))
+            .await,
+        ErrorCode::PairingRevoked,
+    );
+    assert_eq!(
+        broker.pairing_status(&pairing).expect("status").state,
+        PairingState::Revoked
+    );
+
+    let denied = broker.pairing_begin("Unwanted", None);
+    broker.pairing_deny(&denied).expect("deny");
+    expect_error(
+        "list after deny",
+        broker.workspace_list(&denied),
+        ErrorCode::PairingDenied,
+    );
+    expect_error(
+        "connect after deny",
+        broker.connect(&denied, &connect_input),
+        ErrorCode::PairingDenied,
+    );
+    assert_eq!(
+        broker.pairing_status(&denied).expect("status").state,
+        PairingState::Denied
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_is_keyed_fingerprinted_and_compared_by_revision() {
+    let setup = setup();
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let pairing = approved(&broker, "agent", &workspace);
+    let connection = broker
+        .connect(
+            &pairing,
+            &ConnectInput {
+                workspace_id: workspace.clone(),
+            },
+        )
+        .expect("connect");
+    assert_eq!(connection.domain_revision, DomainRevision(1));
+    let epoch = connection.retry_epoch;
+
+    let original = rename(&workspace, 1, &epoch, "rename-1", "Renamed");
+    let first = broker
+        .workspace_update(&pairing, original.clone())
+        .await
+        .expect("update");
+    let result = assert_succeeded(&first);
+    assert_eq!(result.workspace.name, "Renamed");
+    assert_eq!(result.workspace.domain_revision, DomainRevision(2));
+
+    let found = broker
+        .operation_get(&pairing, &by_id(&first.operation_id))
+        .expect("by id");
+    assert_eq!(found, first);
+    let found = broker
+        .operation_get(&pairing, &by_key(&epoch, "rename-1", UPDATE))
+        .expect("by key");
+    assert_eq!(found, first);
+    expect_error(
+        "by key with another tool",
+        broker.operation_get(
+            &pairing,
+            &by_key(&epoch, "rename-1", "lomi_terminal_create"),
+        ),
+        ErrorCode::NotFound,
+    );
+
+    let retry = broker
+        .workspace_update(&pairing, original.clone())
+        .await
+        .expect("retry");
+    assert_eq!(retry.operation_id, first.operation_id);
+    assert_eq!(retry.state, OperationState::Succeeded);
+    assert_eq!(
+        workspace_state(&broker, &workspace),
+        ("Renamed".to_owned(), DomainRevision(2))
+    );
+    assert_eq!(broker.operations(100).expect("operations").len(), 1);
+
+    expect_error(
+        "same key, other payload",
+        broker
+            .workspace_update(&pairing, rename(&workspace, 1, &epoch, "rename-1", "Other"))
+            .await,
+        ErrorCode::IdempotencyConflict,
+    );
+    let stale = expect_error(
+        "fresh key, stale revision",
+        broker
+            .workspace_update(&pairing, rename(&workspace, 1, &epoch, "rename-2", "Other"))
+            .await,
+        ErrorCode::RevisionMismatch,
+    );
+    assert_eq!(
+        stale.details,
+        Some(serde_json::json!({ "currentRevision": "2" }))
+    );
+
+    // The original request, now stale, still finds its receipt: lookup comes before precheck.
+    let late_retry = broker
+        .workspace_update(&pairing, original)
+        .await
+        .expect("late retry");
+    assert_eq!(late_retry.operation_id, first.operation_id);
+    assert_succeeded(&late_retry);
+    assert_eq!(
+        workspace_state(&broker, &workspace),
+        ("Renamed".to_owned(), DomainRevision(2))
+    );
+    assert_eq!(broker.operations(100).expect("operations").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receipts_are_visible_only_to_their_own_pairing() {
+    let setup = setup();
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Shared");
+    let owner = approved(&broker, "owner", &workspace);
+    let other = approved(&broker, "other", &workspace);
+    let epoch = connect(&broker, &owner, &workspace);
+    let operation = broker
+        .workspace_update(&owner, rename(&workspace, 1, &epoch, "k", "Renamed"))
+        .await
+        .expect("update");
+    assert_succeeded(&operation);
+    let id = &operation.operation_id;
+
+    let other_epoch = connect(&broker, &other, &workspace);
+    let owner_second_epoch = connect(&broker, &owner, &workspace);
+    let cases = [
+        ("other pairing, by id", &other, by_id(id)),
+        (
+            "other pairing, by the owner's key",
+            &other,
+            by_key(&epoch, "k", UPDATE),
+        ),
+        (
+            "other pairing, by key with its own epoch",
+            &other,
+            by_key(&other_epoch, "k", UPDATE),
+        ),
+        (
+            "owner, by key with another epoch",
+            &owner,
+            by_key(&owner_second_epoch, "k", UPDATE),
+        ),
+    ];
+    for (what, caller, input) in cases {
+        let error = expect_error(
+            what,
+            broker.operation_get(caller, &input),
+            ErrorCode::NotFound,
+        );
+        assert!(!error.message.contains(id.as_str()), "{what}: {error}");
+    }
+    expect_error(
+        "other pairing cancels",
+        broker.operation_cancel(&other, id).await,
+        ErrorCode::NotFound,
+    );
+    expect_error(
+        "other pairing uses the owner's epoch",
+        broker
+            .workspace_update(&other, rename(&workspace, 2, &epoch, "k", "Renamed"))
+            .await,
+        ErrorCode::RetryEpochInvalid,
+    );
+    let own = broker
+        .operation_get(&owner, &by_key(&epoch, "k", UPDATE))
+        .expect("the owner's own key");
+    assert_eq!(&own.operation_id, id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_keeps_receipts_and_token_pairings_but_not_epochs() {
+    let setup = Setup {
+        settle_wait: Duration::from_millis(100),
+        ..setup()
+    };
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let created = broker
+        .pairing_create("CI bot", std::slice::from_ref(&workspace))
+        .expect("create pairing");
+    let session = approved(&broker, "session agent", &workspace);
+    let epoch = connect(&broker, &created.pairing_id, &workspace);
+    let done = broker
+        .workspace_update(
+            &created.pairing_id,
+            rename(&workspace, 1, &epoch, "k1", "Renamed"),
+        )
+        .await
+        .expect("update");
+    assert_succeeded(&done);
+    broker.set_confirmation(UPDATE, true).expect("policy");
+    let waiting = broker
+        .workspace_update(
+            &created.pairing_id,
+            rename(&workspace, 2, &epoch, "k2", "Never"),
+        )
+        .await
+        .expect("update awaiting the person");
+    wait_state(
+        &broker,
+        &created.pairing_id,
+        &waiting.operation_id,
+        OperationState::AwaitingUser,
+    )
+    .await;
+    assert!(
+        Broker::start(BrokerConfig::new(setup.data_dir())).is_err(),
+        "a second broker must not open a data dir that one already owns"
+    );
+
+    broker.shutdown().await;
+    let first_instance = broker.instance_id().clone();
+    drop(broker);
+    let broker = setup.start(2);
+    assert_ne!(broker.instance_id(), &first_instance);
+    assert_eq!(broker.recovered_operations(), 1);
+
+    assert_eq!(
+        broker.pairing_by_secret(&created.token),
+        Some(created.pairing_id.clone())
+    );
+    assert_eq!(
+        broker
+            .pairing_status(&created.pairing_id)
+            .expect("status")
+            .state,
+        PairingState::Approved
+    );
+    assert_eq!(
+        broker
+            .workspace_list(&created.pairing_id)
+            .expect("list")
+            .workspaces
+            .len(),
+        1
+    );
+    expect_error(
+        "a session pairing after restart",
+        broker.workspace_list(&session),
+        ErrorCode::PairingRequired,
+    );
+    expect_error(
+        "the old epoch after restart",
+        broker
+            .workspace_update(
+                &created.pairing_id,
+                rename(&workspace, 2, &epoch, "k3", "Again"),
+            )
+            .await,
+        ErrorCode::RetryEpochInvalid,
+    );
+    assert_eq!(
+        workspace_state(&broker, &workspace),
+        ("Renamed".to_owned(), DomainRevision(2))
+    );
+
+    let listed: Vec<OperationId> = broker
+        .operations(100)
+        .expect("operations")
+        .into_iter()
+        .map(|o| o.operation_id)
+        .collect();
+    assert_eq!(
+        listed,
+        vec![waiting.operation_id.clone(), done.operation_id.clone()]
+    );
+    assert_eq!(
+        broker.operation(&done.operation_id).expect("done").state,
+        OperationState::Succeeded
+    );
+    let unknown = broker.operation(&waiting.operation_id).expect("waiting");
+    assert_eq!(
+        unknown.state,
+        OperationState::OutcomeUnknown,
+        "{unknown:#?}"
+    );
+    assert_eq!(unknown.effect_state, EffectState::Unknown);
+    expect_error(
+        "deciding an operation of the previous instance",
+        broker.decide(&waiting.operation_id, true),
+        ErrorCode::InvalidArgument,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_epoch_expires_after_24_hours() {
+    let setup = setup();
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let pairing = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &pairing, &workspace);
+
+    setup
+        .clock
+        .advance(Duration::from_secs(24 * 60 * 60) - Duration::from_millis(1));
+    let last = broker
+        .workspace_update(
+            &pairing,
+            rename(&workspace, 1, &epoch, "k1", "Just in time"),
+        )
+        .await
+        .expect("update just before expiry");
+    assert_succeeded(&last);
+
+    setup.clock.advance(Duration::from_millis(1));
+    expect_error(
+        "update after expiry",
+        broker
+            .workspace_update(&pairing, rename(&workspace, 2, &epoch, "k2", "Too late"))
+            .await,
+        ErrorCode::RetryEpochExpired,
+    );
+    expect_error(
+        "events after expiry",
+        broker.events_read(
+            &pairing,
+            &EventsReadInput {
+                retry_epoch: epoch.clone(),
+                cursor: None,
+                max_events: None,
+            },
+        ),
+        ErrorCode::RetryEpochExpired,
+    );
+    let fresh = connect(&broker, &pairing, &workspace);
+    let view = broker
+        .workspace_update(&pairing, rename(&workspace, 2, &fresh, "k2", "Fresh"))
+        .await
+        .expect("update with a fresh epoch");
+    assert_succeeded(&view);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn awaiting_user_waits_for_the_persons_decision() {
+    let setup = Setup {
+        settle_wait: Duration::from_millis(100),
+        ..setup()
+    };
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let pairing = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &pairing, &workspace);
+    broker.set_confirmation(UPDATE, true).expect("policy");
+    expect_error(
+        "confirmation for a read-only tool",
+        broker.set_confirmation("lomi_workspace_list", true),
+        ErrorCode::InvalidArgument,
+    );
+
+    // Approved: it runs.
+    let approved_op = broker
+        .workspace_update(&pairing, rename(&workspace, 1, &epoch, "k1", "Approved"))
+        .await
+        .expect("update");
+    let id = approved_op.operation_id;
+    let waiting = wait_state(&broker, &pairing, &id, OperationState::AwaitingUser).await;
+    assert_eq!(waiting.effect_state, EffectState::None);
+    assert_eq!(workspace_state(&broker, &workspace).1, DomainRevision(1));
+    broker.decide(&id, true).expect("approve");
+    assert_succeeded(&wait_settled(&broker, &id).await);
+    assert_eq!(
+        workspace_state(&broker, &workspace),
+        ("Approved".to_owned(), DomainRevision(2))
+    );
+    expect_error(
+        "deciding twice",
+        broker.decide(&id, true),
+        ErrorCode::InvalidArgument,
+    );
+
+    // Denied: it fails with USER_DENIED and no effect.
+    let denied = broker
+        .workspace_update(&pairing, rename(&workspace, 2, &epoch, "k2", "Denied"))
+        .await
+        .expect("update")
+        .operation_id;
+    wait_state(&broker, &pairing, &denied, OperationState::AwaitingUser).await;
+    broker.decide(&denied, false).expect("deny");
+    assert_failed(&wait_settled(&broker, &denied).await, ErrorCode::UserDenied);
+
+    // Cancelled by the agent while waiting: cancelled, and no decision is taken any more.
+    let cancelled = broker
+        .workspace_update(&pairing, rename(&workspace, 2, &epoch, "k3", "Cancelled"))
+        .await
+        .expect("update")
+        .operation_id;
+    wait_state(&broker, &pairing, &cancelled, OperationState::AwaitingUser).await;
+    let view = broker
+        .operation_cancel(&pairing, &cancelled)
+        .await
+        .expect("cancel");
+    assert_eq!(view.state, OperationState::Cancelled, "{view:#?}");
+    assert_eq!(view.effect_state, EffectState::None);
+    expect_error(
+        "deciding a cancelled operation",
+        broker.decide(&cancelled, true),
+        ErrorCode::InvalidArgument,
+    );
+    assert_eq!(
+        broker
+            .operation_get(&pairing, &by_id(&cancelled))
+            .expect("get")
+            .state,
+        OperationState::Cancelled
+    );
+    assert_eq!(
+        workspace_state(&broker, &workspace),
+        ("Approved".to_owned(), DomainRevision(2))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_racing_the_persons_approval_still_settles() {
+    let setup = Setup {
+        settle_wait: Duration::from_millis(100),
+        ..setup()
+    };
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let pairing = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &pairing, &workspace);
+    broker.set_confirmation(UPDATE, true).expect("policy");
+    let mut revision = 1;
+    for round in 0..20 {
+        let id = broker
+            .workspace_update(
+                &pairing,
+                rename(
+                    &workspace,
+                    revision,
+                    &epoch,
+                    &format!("k{round}"),
+                    &format!("Name {round}"),
+                ),
+            )
+            .await
+            .expect("update")
+            .operation_id;
+        wait_state(&broker, &pairing, &id, OperationState::AwaitingUser).await;
+        let cancel = {
+            let (broker, pairing, id) = (broker.clone(), pairing.clone(), id.clone());
+            // A varying head start for the decision, to shift where the two meet.
+            tokio::spawn(async move {
+                for _ in 0..round % 10 {
+                    tokio::task::yield_now().await;
+                }
+                broker.operation_cancel(&pairing, &id).await
+            })
+        };
+        let decide = {
+            let (broker, id) = (broker.clone(), id.clone());
+            tokio::spawn(async move { broker.decide(&id, true) })
+        };
+        let decided = decide.await.expect("task");
+        cancel.await.expect("task").expect("cancel");
+        // Either the cancellation or the approved rename wins; neither may leave it hanging.
+        let view = wait_settled(&broker, &id).await;
+        match view.state {
+            OperationState::Succeeded => revision += 1,
+            OperationState::Cancelled => assert_eq!(view.effect_state, EffectState::None),
+            other => panic!("round {round}: settled as {other}: {view:#?}"),
+        }
+        if let Err(error) = decided {
+            // Refused only because the cancellation settled it first.
+            assert_eq!(error.code, ErrorCode::InvalidArgument, "{error}");
+            assert_eq!(view.state, OperationState::Cancelled);
+        }
+        assert_eq!(
+            workspace_state(&broker, &workspace).1,
+            DomainRevision(revision)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_duplicates_share_one_operation_and_one_effect() {
+    let setup = setup();
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let pairing = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &pairing, &workspace);
+    let input = rename(&workspace, 1, &epoch, "same", "Once");
+
+    let calls: Vec<_> = (0..32)
+        .map(|_| {
+            let broker = broker.clone();
+            let pairing = pairing.clone();
+            let input = input.clone();
+            tokio::spawn(async move { broker.workspace_update(&pairing, input).await })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for call in calls {
+        ids.push(call.await.expect("task").expect("update").operation_id);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert_succeeded(&wait_settled(&broker, &ids[0]).await);
+    assert_eq!(
+        workspace_state(&broker, &workspace),
+        ("Once".to_owned(), DomainRevision(2))
+    );
+    assert_eq!(broker.operations(100).expect("operations").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn competing_updates_of_one_revision_apply_exactly_once() {
+    for contenders in [2, 3, 8] {
+        let setup = setup();
+        let broker = setup.start(1);
+        let workspace = setup.workspace(&broker, "Alpha");
+        let pairing = approved(&broker, "agent", &workspace);
+        let epoch = connect(&broker, &pairing, &workspace);
+        let calls: Vec<_> = (0..contenders)
+            .map(|i| {
+                let broker = broker.clone();
+                let pairing = pairing.clone();
+                let input = rename(
+                    &workspace,
+                    1,
+                    &epoch,
+                    &format!("k{i}"),
+                    &format!("Name {i}"),
+                );
+                tokio::spawn(async move { broker.workspace_update(&pairing, input).await })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for call in calls {
+            match call.await.expect("task") {
+                Ok(view) => {
+                    let view = wait_settled(&broker, &view.operation_id).await;
+                    if view.state == OperationState::Succeeded {
+                        winners.push(assert_succeeded(&view).workspace.name);
+                    } else {
+                        assert_failed(&view, ErrorCode::RevisionMismatch);
+                    }
+                }
+                Err(error) => assert_eq!(error.code, ErrorCode::RevisionMismatch, "{error}"),
+            }
+        }
+        assert_eq!(winners.len(), 1, "{contenders} contenders: {winners:?}");
+        assert_eq!(
+            workspace_state(&broker, &workspace),
+            (winners[0].clone(), DomainRevision(2))
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_feed_shows_this_connections_state_changes() {
+    use OperationState::{Queued, Running, Succeeded};
+    let setup = setup();
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let pairing = approved(&broker, "agent", &workspace);
+    let other = approved(&broker, "other agent", &workspace);
+    let epoch = connect(&broker, &pairing, &workspace);
+    let second_epoch = connect(&broker, &pairing, &workspace);
+    let other_epoch = connect(&broker, &other, &workspace);
+    let read = |cursor: Option<&str>, max_events: Option<u32>| {
+        broker.events_read(
+            &pairing,
+            &EventsReadInput {
+                retry_epoch: epoch.clone(),
+                cursor: cursor.map(str::to_owned),
+                max_events,
+            },
+        )
+    };
+
+    let empty = read(None, None).expect("read before any operation");
+    assert!(empty.events.is_empty());
+    let mut mine = Vec::new();
+    for (caller, epoch, key, revision) in [
+        (&pairing, &epoch, "mine-1", 1),
+        (&other, &other_epoch, "theirs", 2),
+        (&pairing, &epoch, "mine-2", 3),
+        (&pairing, &second_epoch, "other-connection", 4),
+    ] {
+        let view = broker
+            .workspace_update(
+                caller,
+                rename(
+                    &workspace,
+                    revision,
+                    epoch,
+                    key,
+                    &format!("Name {revision}"),
+                ),
+            )
+            .await
+            .expect("update");
+        assert_succeeded(&view);
+        if key.starts_with("mine") {
+            mine.push(view.operation_id);
+        }
+    }
+
+    let page = read(Some(&empty.next_cursor), None).expect("read");
+    let seen: Vec<(OperationId, OperationState)> = page
+        .events
+        .iter()
+        .map(|e| (e.operation_id.clone(), e.state))
+        .collect();
+    let expected: Vec<(OperationId, OperationState)> = mine
+        .iter()
+        .flat_map(|id| [Queued, Running, Succeeded].map(|s| (id.clone(), s)))
+        .collect();
+    assert_eq!(seen, expected);
+    assert!(page.events.iter().all(|e| e.tool == UPDATE));
+    let cursors: Vec<u64> = page
+        .events
+        .iter()
+        .map(|e| e.cursor.parse().expect("decimal cursor"))
+        .collect();
+    assert!(cursors.windows(2).all(|w| w[0] < w[1]), "{cursors:?}");
+    let again = read(Some(&page.next_cursor), None).expect("read on");
+    assert!(again.events.is_empty(), "{again:#?}");
+
+    // Small pages continue where the last one stopped, without repeats or gaps.
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let page = read(cursor.as_deref(), Some(2)).expect("page");
+        assert!(page.events.len() <= 2);
+        paged.extend(page.events.into_iter().map(|e| (e.operation_id, e.state)));
+        cursor = Some(page.next_cursor);
+    }
+    assert_eq!(paged, expected);
+
+    for bad in ["abc", "-1", "01", "1.5", "", "999999999"] {
+        expect_error(
+            &format!("cursor {bad:?}"),
+            read(Some(bad), None),
+            ErrorCode::InvalidArgument,
+        );
+    }
+    for max in [0, 501] {
+        expect_error(
+            &format!("maxEvents {max}"),
+            read(None, Some(max)),
+            ErrorCode::InvalidArgument,
+        );
+    }
+    assert_eq!(
+        read(None, Some(500)).expect("maxEvents 500").events.len(),
+        6
+    );
+    expect_error(
+        "another pairing reading this connection's feed",
+        broker.events_read(
+            &other,
+            &EventsReadInput {
+                retry_epoch: epoch.clone(),
+                cursor: None,
+                max_events: None,
+            },
+        ),
+        ErrorCode::RetryEpochInvalid,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_domain_save_fails_the_update_and_changes_nothing() {
+    let setup = setup();
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let pairing = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &pairing, &workspace);
+
+    // Tests run as root, so permissions cannot make the file unwritable: a directory in its
+    // place makes the atomic rename fail.
+    let domain_file = setup.data_dir().join(DOMAIN_FILE);
+    std::fs::remove_file(&domain_file).expect("remove domain.json");
+    std::fs::create_dir(&domain_file).expect("directory in its place");
+    let view = broker
+        .workspace_update(&pairing, rename(&workspace, 1, &epoch, "k1", "Unsaved"))
+        .await
+        .expect("update");
+    let view = wait_settled(&broker, &view.operation_id).await;
+    assert_failed(&view, ErrorCode::StoreUnavailable);
+    assert_eq!(
+        workspace_state(&broker, &workspace),
+        ("Alpha".to_owned(), DomainRevision(1))
+    );
+    let listed = broker.workspace_list(&pairing).expect("list");
+    assert_eq!(listed.workspaces[0].name, "Alpha");
+    assert_eq!(listed.workspaces[0].domain_revision, DomainRevision(1));
+
+    // Once the path is writable again, a fresh request at the same revision goes through.
+    std::fs::remove_dir(&domain_file).expect("remove the directory");
+    let view = broker
+        .workspace_update(&pairing, rename(&workspace, 1, &epoch, "k2", "Saved"))
+        .await
+        .expect("update");
+    assert_succeeded(&view);
+    let saved = std::fs::read_to_string(&domain_file).expect("domain.json written again");
+    assert!(saved.contains("Saved"), "{saved}");
+}

@@ -1,0 +1,226 @@
+//! The person's commands against the running broker, over the local socket: workspaces,
+//! pairings and grants, decisions, and every receipt.
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use lomi_mcp::control::ControlRequest;
+use lomi_protocol::{OperationId, PairingId, WorkspaceId};
+use serde_json::Value;
+
+#[derive(Debug, Subcommand)]
+pub enum WorkspaceCommand {
+    /// Add a workspace with one project directory; prints its ids.
+    Add {
+        #[arg(long)]
+        name: String,
+        /// The project's root directory.
+        #[arg(long)]
+        project: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List workspaces with their projects and revisions.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PairingCommand {
+    /// List pairings: pending ones wait for you.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a pending pairing, granting the named workspaces (repeat --workspace).
+    Approve {
+        pairing_id: PairingId,
+        #[arg(long = "workspace")]
+        workspaces: Vec<WorkspaceId>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deny a pending pairing.
+    Deny {
+        pairing_id: PairingId,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke an approved pairing at once.
+    Revoke {
+        pairing_id: PairingId,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create an approved pairing ahead, with a bearer token and a client config to paste.
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long = "workspace")]
+        workspaces: Vec<WorkspaceId>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OperationCommand {
+    /// Every receipt, newest first, including outcome_unknown ones.
+    List {
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One receipt in full.
+    Show {
+        operation_id: OperationId,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Decision {
+    Approve,
+    Deny,
+}
+
+/// Sends `request` and prints the answer; an error envelope becomes one line and exit 1.
+pub async fn send(
+    data_dir: &Path,
+    request: ControlRequest,
+    json: bool,
+    render: fn(&Value),
+) -> anyhow::Result<()> {
+    let reply = lomi_mcp::local::request(data_dir, &request).await?;
+    if reply["status"] == "ok" {
+        if json {
+            println!("{}", serde_json::to_string_pretty(&reply["data"])?);
+        } else {
+            render(&reply["data"]);
+        }
+        Ok(())
+    } else {
+        let code = reply["code"].as_str().unwrap_or("ERROR");
+        let message = reply["message"].as_str().unwrap_or("unknown error");
+        anyhow::bail!("{code}: {message}")
+    }
+}
+
+fn text(value: &Value) -> &str {
+    value.as_str().unwrap_or("")
+}
+
+pub fn render_workspace(w: &Value) {
+    println!(
+        "{}  {}  (revision {})",
+        text(&w["workspaceId"]),
+        text(&w["name"]),
+        text(&w["domainRevision"])
+    );
+    for p in w["projects"].as_array().into_iter().flatten() {
+        println!(
+            "    project {}  {}",
+            text(&p["projectId"]),
+            text(&p["root"])
+        );
+    }
+}
+
+pub fn render_workspaces(list: &Value) {
+    let items = list.as_array().cloned().unwrap_or_default();
+    if items.is_empty() {
+        println!("no workspaces; add one with `lomi workspace add --name NAME --project PATH`");
+    }
+    for w in &items {
+        render_workspace(w);
+    }
+}
+
+pub fn render_pairings(list: &Value) {
+    let items = list.as_array().cloned().unwrap_or_default();
+    if items.is_empty() {
+        println!("no pairings");
+    }
+    for p in &items {
+        let grants: Vec<&str> = p["grants"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        println!(
+            "{}  {:<8}  code {}  \"{}\"  ({})  grants: {}",
+            text(&p["pairingId"]),
+            text(&p["state"]),
+            text(&p["verificationCode"]),
+            text(&p["clientName"]),
+            text(&p["credential"]),
+            if grants.is_empty() {
+                "none".to_owned()
+            } else {
+                grants.join(", ")
+            }
+        );
+    }
+}
+
+pub fn render_decision(v: &Value) {
+    let subject = v
+        .get("pairingId")
+        .or_else(|| v.get("operationId"))
+        .map(text)
+        .unwrap_or("");
+    let state = v
+        .get("state")
+        .or_else(|| v.get("decision"))
+        .map(text)
+        .unwrap_or("done");
+    println!("{subject}: {state}");
+}
+
+pub fn render_created(v: &Value) {
+    let url = text(&v["url"]);
+    let token = text(&v["token"]);
+    println!("pairing {} created and approved", text(&v["pairingId"]));
+    println!("bearer token (shown once; keep it secret): {token}");
+    println!();
+    println!("Claude Code:");
+    println!(
+        "  claude mcp add --transport http lomi {url} --header \"Authorization: Bearer {token}\""
+    );
+    println!();
+    println!("VS Code (.vscode/mcp.json):");
+    let config = serde_json::json!({
+        "servers": {"lomi": {"type": "http", "url": url, "headers": {"Authorization": format!("Bearer {token}")}}}
+    });
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&config).unwrap_or_default()
+    );
+}
+
+pub fn render_operations(list: &Value) {
+    let items = list.as_array().cloned().unwrap_or_default();
+    if items.is_empty() {
+        println!("no operations");
+    }
+    for op in &items {
+        println!(
+            "{}  {:<15}  effect {:<8}  {}  key {}  at {}",
+            text(&op["operationId"]),
+            text(&op["state"]),
+            text(&op["effectState"]),
+            text(&op["tool"]),
+            text(&op["requestKey"]),
+            text(&op["createdAt"])
+        );
+    }
+}
+
+pub fn render_operation(op: &Value) {
+    println!("{}", serde_json::to_string_pretty(op).unwrap_or_default());
+}

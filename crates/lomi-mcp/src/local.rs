@@ -1,0 +1,161 @@
+//! The local socket in the data dir (`lomi.sock`, user-only): the person's control requests
+//! from the `lomi` command, and MCP streams from the `lomi mcp` stdio bridge.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lomi_broker::Broker;
+use rmcp::ServiceExt;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio_util::sync::CancellationToken;
+
+use crate::control::{self, ControlRequest};
+use crate::server::{Caller, LomiServer, mcp_tools};
+
+/// The socket's file name in the data dir.
+pub const SOCKET_FILE: &str = "lomi.sock";
+
+/// Longest first line a client may send.
+const MAX_HELLO_BYTES: usize = 64 * 1024;
+
+/// The first line on a connection: what the client wants.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum Hello {
+    /// One request of the person's; one reply line.
+    Control(ControlRequest),
+    /// An MCP stream (newline-delimited JSON-RPC) for the pairing this secret proves.
+    Mcp(McpHello),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpHello {
+    pub client_name: String,
+    /// The bridge's secret from the OS keyring; Lomi keeps only its SHA-256.
+    pub secret: String,
+}
+
+pub fn socket_path(data_dir: &Path) -> PathBuf {
+    data_dir.join(SOCKET_FILE)
+}
+
+/// Binds the socket with user-only permissions. The caller owns the data dir's store, so a
+/// socket file left by an earlier crash is stale and may be replaced.
+pub fn bind(data_dir: &Path) -> anyhow::Result<UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = socket_path(data_dir);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(anyhow::anyhow!("cannot replace {}: {e}", path.display())),
+    }
+    let listener = UnixListener::bind(&path)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Accepts connections until `shutdown` fires.
+pub async fn serve(
+    listener: UnixListener,
+    broker: Broker,
+    http_url: String,
+    shutdown: CancellationToken,
+) {
+    let tools = Arc::new(mcp_tools());
+    loop {
+        let stream = tokio::select! {
+            () = shutdown.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    tracing::warn!("local socket: {error}");
+                    continue;
+                }
+            },
+        };
+        let broker = broker.clone();
+        let tools = tools.clone();
+        let url = http_url.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(error) = connection(stream, broker, tools, url, shutdown).await {
+                tracing::debug!("local connection ended: {error}");
+            }
+        });
+    }
+}
+
+async fn connection(
+    stream: UnixStream,
+    broker: Broker,
+    tools: Arc<Vec<rmcp::model::Tool>>,
+    http_url: String,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let mut line = String::new();
+    let read_bytes = (&mut reader)
+        .take(MAX_HELLO_BYTES as u64)
+        .read_line(&mut line)
+        .await?;
+    if read_bytes == 0 {
+        return Ok(());
+    }
+    let hello: Hello = match serde_json::from_str(line.trim_end()) {
+        Ok(hello) => hello,
+        Err(error) => {
+            let reply = lomi_protocol::Reply::<()>::error(lomi_protocol::ToolError::invalid(
+                format!("not a request Lomi understands: {error}"),
+            ));
+            write
+                .write_all(format!("{}\n", reply.to_value()).as_bytes())
+                .await?;
+            return Ok(());
+        }
+    };
+    match hello {
+        Hello::Control(request) => {
+            let reply = control::handle(&broker, request, &http_url);
+            write.write_all(format!("{reply}\n").as_bytes()).await?;
+            write.shutdown().await?;
+        }
+        Hello::Mcp(hello) => {
+            let pairing = match broker.pairing_by_secret(&hello.secret) {
+                Some(id) => id,
+                None => broker.pairing_begin(&hello.client_name, Some(&hello.secret)),
+            };
+            let server = LomiServer::new(broker, tools, Caller::Known(pairing));
+            let running = server.serve((reader, write)).await?;
+            tokio::select! {
+                _ = running.waiting() => {}
+                () = shutdown.cancelled() => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sends one control request to the running broker and returns its envelope.
+pub async fn request(
+    data_dir: &Path,
+    request: &ControlRequest,
+) -> anyhow::Result<serde_json::Value> {
+    let path = socket_path(data_dir);
+    let stream = UnixStream::connect(&path).await.map_err(|e| {
+        anyhow::anyhow!(
+            "no Lomi is running for {} ({e}); start it with `lomi serve --headless`",
+            data_dir.display()
+        )
+    })?;
+    let (read, mut write) = stream.into_split();
+    let hello = serde_json::to_string(&Hello::Control(request.clone()))?;
+    write.write_all(format!("{hello}\n").as_bytes()).await?;
+    let mut reader = BufReader::new(read);
+    let mut line = String::new();
+    reader.read_line(&mut line).await?;
+    Ok(serde_json::from_str(line.trim_end())?)
+}

@@ -1,0 +1,83 @@
+//! Tool calls by name: decode strictly, forward to the broker, wrap the answer in the
+//! envelope. Tools hold no logic of their own.
+
+use lomi_broker::Broker;
+use lomi_protocol::tools::NoArguments;
+use lomi_protocol::tools::operations::{EventsReadInput, OperationCancelInput, OperationGetInput};
+use lomi_protocol::tools::session::{ConnectInput, PanelListInput, WorkspaceUpdateInput};
+use lomi_protocol::{PairingId, Reply, ToolError, strict};
+use serde::Serialize;
+use serde_json::Value;
+
+/// The answer to one tool call: the envelope as JSON, and whether it is an error.
+pub struct Answer {
+    pub envelope: Value,
+    pub is_error: bool,
+    pub summary: String,
+}
+
+fn answer<T: Serialize>(result: Result<T, ToolError>) -> Answer {
+    let reply = Reply::from_result(result);
+    Answer {
+        envelope: reply.to_value(),
+        is_error: reply.is_error(),
+        summary: reply.summary(),
+    }
+}
+
+/// Calls `tool` for `caller` with the raw MCP arguments.
+pub async fn call(
+    broker: &Broker,
+    caller: &PairingId,
+    tool: &str,
+    arguments: Option<Value>,
+) -> Answer {
+    // Until the person approves the pairing, every tool but the status one answers
+    // PAIRING_REQUIRED, whatever its arguments.
+    if tool != "lomi_pairing_status"
+        && let Err(error) = broker.authorize(caller)
+    {
+        return answer::<()>(Err(error));
+    }
+    match tool {
+        "lomi_pairing_status" => answer(
+            strict::decode::<NoArguments>(tool, arguments)
+                .and_then(|_| broker.pairing_status(caller)),
+        ),
+        "lomi_workspace_list" => answer(
+            strict::decode::<NoArguments>(tool, arguments)
+                .and_then(|_| broker.workspace_list(caller)),
+        ),
+        "lomi_panel_list" => answer(
+            strict::decode::<PanelListInput>(tool, arguments)
+                .and_then(|input| broker.panel_list(caller, &input)),
+        ),
+        "lomi_connect" => answer(
+            strict::decode::<ConnectInput>(tool, arguments)
+                .and_then(|input| broker.connect(caller, &input)),
+        ),
+        "lomi_workspace_update" => match strict::decode::<WorkspaceUpdateInput>(tool, arguments) {
+            Ok(input) => answer(broker.workspace_update(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_operation_get" => answer(
+            strict::decode::<OperationGetInput>(tool, arguments)
+                .and_then(|input| broker.operation_get(caller, &input)),
+        ),
+        "lomi_operation_cancel" => match strict::decode::<OperationCancelInput>(tool, arguments) {
+            Ok(input) => answer(broker.operation_cancel(caller, &input.operation_id).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_events_read" => answer(
+            strict::decode::<EventsReadInput>(tool, arguments)
+                .and_then(|input| broker.events_read(caller, &input)),
+        ),
+        "lomi_store_status" => answer(
+            strict::decode::<NoArguments>(tool, arguments)
+                .and_then(|_| broker.store_status(caller)),
+        ),
+        other => answer::<()>(Err(ToolError::invalid(format!(
+            "there is no tool {other:?}; see tools/list or `lomi catalog`"
+        )))),
+    }
+}
