@@ -118,7 +118,7 @@ impl Broker {
             })?;
         let message = match pairing.state {
             PairingState::Pending => format!(
-                "Waiting for the person to approve \"{}\" with code {}. {} {}`.",
+                "Waiting for the person to approve \"{}\" with code {}. {} {} --workspace WORKSPACE_ID`.",
                 pairing.client_name, pairing.verification_code, WHERE_TO_APPROVE, pairing.id
             ),
             PairingState::Approved => {
@@ -151,7 +151,7 @@ impl Broker {
             PairingState::Pending => Err(ToolError::new(
                 ErrorCode::PairingRequired,
                 format!(
-                    "Lomi has not approved this client yet. The person must approve \"{}\" (code {}). {} {}`.",
+                    "Lomi has not approved this client yet. The person must approve \"{}\" (code {}). {} {} --workspace WORKSPACE_ID`.",
                     pairing.client_name, pairing.verification_code, WHERE_TO_APPROVE, pairing.id
                 ),
             )

@@ -1,5 +1,6 @@
 //! The `lomi` binary: parses the command line and forwards to the crates that do the work.
 
+mod bridge;
 mod data_dir;
 mod person;
 mod serve;
@@ -42,6 +43,13 @@ enum Command {
             env = "LOMI_HTTP"
         )]
         http: SocketAddr,
+    },
+    /// The stdio MCP server an agent launches: relays to the running Lomi, paired through a
+    /// secret kept in the OS keyring.
+    Mcp {
+        /// The name the person sees when approving this client.
+        #[arg(long, default_value = "MCP client (stdio)")]
+        name: String,
     },
     /// Print every tool with its input and output JSON schemas, as JSON.
     Catalog,
@@ -119,6 +127,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 )
                 .init();
             runtime()?.block_on(serve::run(&dir, http))
+        }
+        Command::Mcp { name } => {
+            let dir = data_dir::resolve(cli.data_dir)?;
+            // The keyring is asked before the async runtime starts: its client runs its own
+            // executor and must not be nested inside tokio's.
+            let secret = bridge::secret(&dir)?;
+            runtime()?.block_on(bridge::relay(&dir, name, secret))
         }
         command => {
             let dir = data_dir::resolve(cli.data_dir)?;
@@ -221,7 +236,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
             false,
             person::render_operation,
         ),
-        Command::Serve { .. } | Command::Catalog | Command::Store { .. } => {
+        Command::Serve { .. } | Command::Catalog | Command::Store { .. } | Command::Mcp { .. } => {
             (ControlRequest::Status {}, false, person::render_operation)
         }
     }
