@@ -36,6 +36,29 @@ ensure_packages() {
 
 # What building Lomi needs on Debian/Ubuntu.
 BUILD_PACKAGES=(build-essential pkg-config ca-certificates curl)
+# What the end-to-end tests add: Python for the MCP Python SDK, Node.js for the MCP
+# conformance suite, and a real Secret Service (D-Bus + GNOME Keyring) for the stdio bridge.
+TEST_PACKAGES=(python3 python3-venv nodejs npm dbus dbus-x11 gnome-keyring)
+
+LOMI_CACHE="${LOMI_CACHE:-$HOME/.cache/lomi}"
+export LOMI_CACHE
+
+# ensure_venv: the test virtualenv with tests/requirements.txt installed; prints its python.
+ensure_venv() {
+  local venv="$LOMI_CACHE/venv"
+  local stamp="$venv/.requirements.sha256"
+  local want
+  want="$(sha256sum "$LOMI_ROOT/tests/requirements.txt" | cut -d' ' -f1)"
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv" >&2
+  fi
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    say "installing Python test packages"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$LOMI_ROOT/tests/requirements.txt" >&2
+    printf '%s\n' "$want" > "$stamp"
+  fi
+  printf '%s\n' "$venv/bin/python"
+}
 
 ensure_rust() {
   if ! command -v cargo >/dev/null 2>&1; then

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use lomi_broker::Broker;
-use lomi_protocol::PairingId;
+use lomi_protocol::{ErrorCode, PairingId, ToolError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, InitializeResult, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool,
@@ -84,14 +84,19 @@ impl LomiServer {
         }
     }
 
-    fn caller(&self, context: &RequestContext<RoleServer>) -> PairingId {
+    /// The calling pairing. A bearer token Lomi never issued is refused rather than turned
+    /// into a new pending pairing, so a client with a mistyped token learns it at once.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<PairingId, ToolError> {
         if let Some(id) = &self.fixed {
-            return id.clone();
+            return Ok(id.clone());
         }
-        if let Some(id) =
-            bearer_token(context).and_then(|token| self.broker.pairing_by_secret(&token))
-        {
-            return id;
+        if let Some(token) = bearer_token(context) {
+            return self.broker.pairing_by_secret(&token).ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::PairingRequired,
+                    "the bearer token is not one Lomi issued; ask the person for a token from `lomi pairing create`, or connect without one and have the person approve the session",
+                )
+            });
         }
         let mut pairing = self
             .session
@@ -99,7 +104,7 @@ impl LomiServer {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         if let Some(id) = pairing.as_ref() {
-            return id.clone();
+            return Ok(id.clone());
         }
         let name = context
             .peer
@@ -108,7 +113,7 @@ impl LomiServer {
             .unwrap_or_else(|| "MCP client".to_owned());
         let id = self.broker.pairing_begin(&name, None);
         *pairing = Some(id.clone());
-        id
+        Ok(id)
     }
 }
 
@@ -164,9 +169,22 @@ impl ServerHandler for LomiServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let caller = self.caller(&context);
-        let arguments = request.arguments.map(serde_json::Value::Object);
-        let answer = crate::tools::call(&self.broker, &caller, &request.name, arguments).await;
+        if !self.tools.iter().any(|tool| tool.name == request.name) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "there is no tool {:?}; see tools/list or `lomi catalog`",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        let answer = match self.caller(&context) {
+            Ok(caller) => {
+                let arguments = request.arguments.map(serde_json::Value::Object);
+                crate::tools::call(&self.broker, &caller, &request.name, arguments).await
+            }
+            Err(error) => crate::tools::refused(error),
+        };
         let result = json!({
             "content": [{"type": "text", "text": answer.summary}],
             "structuredContent": answer.envelope,

@@ -25,6 +25,11 @@ fn answer<T: Serialize>(result: Result<T, ToolError>) -> Answer {
     }
 }
 
+/// The answer to a call whose caller could not be established.
+pub fn refused(error: ToolError) -> Answer {
+    answer::<()>(Err(error))
+}
+
 /// Calls `tool` for `caller` with the raw MCP arguments.
 pub async fn call(
     broker: &Broker,

@@ -13,7 +13,9 @@ pub fn schema_of<T: JsonSchema>() -> Map<String, Value> {
         .with(|settings| settings.inline_subschemas = true)
         .into_generator();
     let schema = generator.into_root_schema_for::<T>();
-    match schema.to_value() {
+    let mut value = schema.to_value();
+    drop_nonstandard_formats(&mut value);
+    match value {
         Value::Object(mut map) => {
             map.remove("title");
             map
@@ -38,4 +40,38 @@ pub fn output_schema<T: JsonSchema>() -> Map<String, Value> {
     let mut map = schema_of::<Reply<T>>();
     map.insert("type".to_owned(), Value::String("object".to_owned()));
     map
+}
+
+/// JSON Schema's own formats; schemars also emits Rust-specific ones such as `uint64`, which
+/// clients' validators warn about and ignore, so those are dropped.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "uuid",
+    "regex",
+];
+
+fn drop_nonstandard_formats(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let nonstandard = matches!(
+                map.get("format"),
+                Some(Value::String(format)) if !STANDARD_FORMATS.contains(&format.as_str())
+            );
+            if nonstandard {
+                map.remove("format");
+            }
+            map.values_mut().for_each(drop_nonstandard_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nonstandard_formats),
+        _ => {}
+    }
 }
