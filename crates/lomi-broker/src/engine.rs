@@ -132,10 +132,12 @@ impl Broker {
         );
         let broker = self.clone();
         let id = receipt.operation_id.clone();
+        let pairing = caller.clone();
         let task = tokio::spawn(async move {
             broker
                 .run(
                     id.clone(),
+                    &pairing,
                     mutation.permit_key,
                     needs_decision.then_some(decision_rx),
                     cancel,
@@ -188,6 +190,7 @@ impl Broker {
     async fn run(
         &self,
         id: OperationId,
+        pairing: &PairingId,
         permit_key: String,
         decision: Option<oneshot::Receiver<bool>>,
         cancel: CancellationToken,
@@ -244,6 +247,18 @@ impl Broker {
             () = cancel.cancelled() => return,
             () = self.inner.stopping.cancelled() => return,
         };
+        // A pairing revoked (or denied) while its operation waited gets no effect: authority is
+        // checked at dispatch, not only at admission.
+        if let Err(error) = self.authorize(pairing) {
+            let _recorded = self.step(
+                &id,
+                OperationState::Queued,
+                OperationState::Failed,
+                EffectState::None,
+                Some(error_outcome(&error)),
+            );
+            return;
+        }
         // Compare-and-swap from queued: if cancellation won the race, nothing is dispatched.
         if self
             .step(
@@ -426,10 +441,18 @@ fn error_outcome(error: &ToolError) -> Outcome {
 
 /// A receipt as its connection sees it.
 pub fn view(receipt: &Receipt) -> OperationView {
-    let error = receipt.error_code.as_ref().map(|code| OperationError {
+    let mut error = receipt.error_code.as_ref().map(|code| OperationError {
         code: serde_json::from_value(Value::String(code.clone())).unwrap_or(ErrorCode::Internal),
         message: receipt.error_message.clone().unwrap_or_default(),
     });
+    if error.is_none() && receipt.state == OperationState::OutcomeUnknown {
+        // Reopen recovery records no reason of its own; say what happened and what to do.
+        error = Some(OperationError {
+            code: ErrorCode::Internal,
+            message: "Lomi stopped before this operation settled; it was not run again. Inspect the                       real resource before deciding anything (see docs/recovery.md)."
+                .to_owned(),
+        });
+    }
     OperationView {
         operation_id: receipt.operation_id.clone(),
         tool: receipt.key.tool.0.clone(),

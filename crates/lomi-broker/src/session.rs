@@ -235,6 +235,8 @@ impl Broker {
             }),
         )?;
         self.wait_settled(&id).await;
+        // The pairing may have been revoked while the call waited.
+        self.authorize(caller)?;
         self.operation_view(&id)
     }
 
@@ -327,6 +329,7 @@ impl Broker {
         let receipt = self.visible_receipt(caller, &OperationGetInput::ById(id.clone()))?;
         self.cancel_operation(&receipt)?;
         self.wait_settled(id).await;
+        self.authorize(caller)?;
         self.operation_view(id)
     }
 

@@ -100,6 +100,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// Prints to stdout; a reader that closed the pipe early (`lomi catalog | head`) is not an error.
+pub fn print_out(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(error.into()),
+        _ => Ok(()),
+    }
+}
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -110,8 +120,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Catalog => {
             let text = serde_json::to_string_pretty(&lomi_protocol::catalog::catalog_json())?;
-            println!("{text}");
-            Ok(())
+            print_out(&text)
         }
         Command::Store { command } => {
             let dir = data_dir::resolve(cli.data_dir)?;

@@ -98,7 +98,7 @@ pub async fn send(
     let reply = lomi_mcp::local::request(data_dir, &request).await?;
     if reply["status"] == "ok" {
         if json {
-            println!("{}", serde_json::to_string_pretty(&reply["data"])?);
+            crate::print_out(&serde_json::to_string_pretty(&reply["data"])?)?;
         } else {
             render(&reply["data"]);
         }

@@ -42,6 +42,17 @@ pub fn output_schema<T: JsonSchema>() -> Map<String, Value> {
     map
 }
 
+/// Adds `oneOf` over required-field sets to an object schema: the shape of a union whose
+/// variants are told apart by which fields are present.
+pub fn exactly_one_of(mut schema: schemars::Schema, variants: &[&[&str]]) -> schemars::Schema {
+    let choices: Vec<Value> = variants
+        .iter()
+        .map(|required| serde_json::json!({ "required": required }))
+        .collect();
+    schema.insert("oneOf".to_owned(), Value::Array(choices));
+    schema
+}
+
 /// JSON Schema's own formats; schemars also emits Rust-specific ones such as `uint64`, which
 /// clients' validators warn about and ignore, so those are dropped.
 const STANDARD_FORMATS: &[&str] = &[

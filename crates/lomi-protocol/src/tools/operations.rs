@@ -101,15 +101,10 @@ impl schemars::JsonSchema for OperationGetInput {
     }
 
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let mut schema = OperationGetArguments::json_schema(generator);
-        schema.insert(
-            "oneOf".to_owned(),
-            serde_json::json!([
-                {"required": ["operationId"]},
-                {"required": ["retryEpoch", "requestKey", "tool"]}
-            ]),
-        );
-        schema
+        crate::schema::exactly_one_of(
+            OperationGetArguments::json_schema(generator),
+            &[&["operationId"], &["retryEpoch", "requestKey", "tool"]],
+        )
     }
 }
 

@@ -142,13 +142,51 @@ pub struct WorkspaceUpdateInput {
 }
 
 /// Exactly one of `rename` or `layout`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", try_from = "WorkspaceChangeArguments")]
 pub enum WorkspaceChange {
     /// Give the workspace a new display name.
     Rename(RenameChange),
     /// Reorder the workspace's panels.
     Layout(LayoutChange),
+}
+
+/// Exactly one of `rename` or `layout`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkspaceChangeArguments {
+    /// Give the workspace a new display name.
+    pub rename: Option<RenameChange>,
+    /// Reorder the workspace's panels.
+    pub layout: Option<LayoutChange>,
+}
+
+impl TryFrom<WorkspaceChangeArguments> for WorkspaceChange {
+    type Error = String;
+
+    fn try_from(a: WorkspaceChangeArguments) -> Result<Self, String> {
+        match (a.rename, a.layout) {
+            (Some(rename), None) => Ok(WorkspaceChange::Rename(rename)),
+            (None, Some(layout)) => Ok(WorkspaceChange::Layout(layout)),
+            (Some(_), Some(_)) => {
+                Err("change takes exactly one of rename or layout, not both".to_owned())
+            }
+            (None, None) => Err("change takes exactly one of rename or layout".to_owned()),
+        }
+    }
+}
+
+impl schemars::JsonSchema for WorkspaceChange {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "WorkspaceChange".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        crate::schema::exactly_one_of(
+            WorkspaceChangeArguments::json_schema(generator),
+            &[&["rename"], &["layout"]],
+        )
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -170,4 +208,56 @@ pub struct LayoutChange {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkspaceUpdateResult {
     pub workspace: WorkspaceView,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::strict::decode;
+    use serde_json::json;
+
+    fn update(change: serde_json::Value) -> Result<WorkspaceUpdateInput, String> {
+        decode::<WorkspaceUpdateInput>(
+            "lomi_workspace_update",
+            Some(json!({
+                "workspaceId": "ws_1",
+                "expectedRevision": "1",
+                "retryEpoch": "re_1",
+                "requestKey": "k",
+                "change": change,
+            })),
+        )
+        .map_err(|e| e.message)
+    }
+
+    #[test]
+    fn a_change_is_exactly_one_variant() {
+        assert!(matches!(
+            update(json!({"rename": {"name": "x"}})).map(|u| u.change),
+            Ok(WorkspaceChange::Rename(_))
+        ));
+        assert!(matches!(
+            update(json!({"layout": {"panelOrder": []}})).map(|u| u.change),
+            Ok(WorkspaceChange::Layout(_))
+        ));
+        let both = update(json!({"rename": {"name": "x"}, "layout": {"panelOrder": []}}));
+        assert!(
+            both.as_ref()
+                .is_err_and(|m| m.contains("exactly one of rename or layout, not both")),
+            "{both:?}"
+        );
+        let none = update(json!({}));
+        assert!(
+            none.as_ref()
+                .is_err_and(|m| m.contains("exactly one of rename or layout")),
+            "{none:?}"
+        );
+        let unknown = update(json!({"move": {}}));
+        assert!(
+            unknown
+                .as_ref()
+                .is_err_and(|m| m.contains("unknown field `move`")),
+            "{unknown:?}"
+        );
+    }
 }

@@ -1,0 +1,418 @@
+"""Fixtures for Lomi's end-to-end tests: a real `lomi serve --headless` per test, the person's
+`lomi` commands against it, and a third-party MCP client (the MCP Python SDK) talking to it.
+
+Every failing test gets the serve logs, the CLI transcript and the MCP transcript appended to
+its report, so a failure can be read without re-running it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types as mcp_types
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+LOMI_BIN = os.environ.get("LOMI_BIN", "/root/.cache/lomi/target/debug/lomi")
+
+# Bounds for everything that waits: nothing in this suite sleeps for a fixed time.
+START_DEADLINE = 10.0
+STOP_DEADLINE = 10.0
+CALL_DEADLINE = 15.0
+SETTLE_DEADLINE = 10.0
+CLI_DEADLINE = 15.0
+
+SETTLED = {"succeeded", "failed", "cancelled", "outcome_unknown"}
+
+
+def dump(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=str)
+
+
+class Transcript:
+    """What a test did, in order: CLI commands and MCP calls with their answers."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, title: str, body: Any) -> None:
+        text = body if isinstance(body, str) else dump(body)
+        self.lines.append(f"--- {title}\n{text}")
+
+    def text(self) -> str:
+        return "\n".join(self.lines[-60:]) or "(empty)"
+
+
+class Lomi:
+    """One data dir and the `lomi serve --headless` processes started on it, one at a time."""
+
+    def __init__(self, data_dir: Path, log_dir: Path, transcript: Transcript) -> None:
+        self.data_dir = data_dir
+        self.log_dir = log_dir
+        self.transcript = transcript
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.broker: dict[str, Any] = {}
+        self.starts = 0
+        self.log_files: list[Path] = []
+
+    # ---- the serve process ----
+
+    @property
+    def url(self) -> str:
+        return self.broker["url"]
+
+    @property
+    def port(self) -> int:
+        return int(self.url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+
+    @property
+    def broker_file(self) -> Path:
+        return self.data_dir / "broker.json"
+
+    def start(self, http: str = "127.0.0.1:0") -> dict[str, Any]:
+        """Starts serve and waits until broker.json names this very process."""
+        assert self.proc is None or self.proc.poll() is not None, "serve already running"
+        self.starts += 1
+        out = self.log_dir / f"serve-{self.starts}.stdout"
+        err = self.log_dir / f"serve-{self.starts}.stderr"
+        self.log_files += [out, err]
+        env = dict(os.environ, LOMI_LOG=os.environ.get("LOMI_LOG", "info"), RUST_BACKTRACE="1", NO_COLOR="1")
+        with out.open("wb") as stdout, err.open("wb") as stderr:
+            self.proc = subprocess.Popen(
+                [LOMI_BIN, "serve", "--headless", "--http", http, "--data-dir", str(self.data_dir)],
+                stdout=stdout,
+                stderr=stderr,
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
+        deadline = time.monotonic() + START_DEADLINE
+        while True:
+            # After a SIGKILL the old broker.json is still there: wait for ours (same pid).
+            record = self._read_broker_file()
+            if record and record.get("pid") == self.proc.pid:
+                self.broker = record
+                self.transcript.add(f"serve #{self.starts} ready (pid {self.proc.pid})", record)
+                return record
+            code = self.proc.poll()
+            if code is not None:
+                pytest.fail(f"lomi serve exited with {code} before it was ready\n{self.logs()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"lomi serve wrote no broker.json in {START_DEADLINE}s\n{self.logs()}")
+            time.sleep(0.02)
+
+    def _read_broker_file(self) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.broker_file.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> int:
+        """SIGTERM and wait: the clean stop. Returns the exit code."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=STOP_DEADLINE)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"lomi serve ignored SIGTERM for {STOP_DEADLINE}s\n{self.logs()}")
+        self.transcript.add("serve stopped (SIGTERM)", f"exit code {code}")
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL by pid and reap: a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=STOP_DEADLINE)
+            self.transcript.add("serve killed (SIGKILL)", f"pid {self.proc.pid}")
+
+    def restart(self, how: str) -> dict[str, Any]:
+        """Stops serve with SIGKILL or SIGTERM and starts it again on the same data dir."""
+        if how == "SIGKILL":
+            self.kill()
+        elif how == "SIGTERM":
+            assert self.stop() == 0, f"serve did not stop cleanly\n{self.logs()}"
+            assert not self.broker_file.exists(), "a clean stop removes broker.json"
+        else:
+            raise ValueError(how)
+        previous = self.broker.get("brokerInstanceId")
+        record = self.start()
+        assert record["brokerInstanceId"] != previous, "every start gets a fresh brokerInstanceId"
+        return record
+
+    def logs(self) -> str:
+        parts = []
+        for path in self.log_files:
+            try:
+                text = path.read_text(errors="replace")
+            except FileNotFoundError:
+                text = "(missing)"
+            parts.append(f"=== {path.name} ===\n{text[-20_000:]}")
+        return "\n".join(parts) or "(serve never started)"
+
+    # ---- the person's commands ----
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Runs `lomi --data-dir D ARGS…` and records it; never raises on a non-zero exit."""
+        command = [LOMI_BIN, "--data-dir", str(self.data_dir), *args]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=CLI_DEADLINE)
+        self.transcript.add(
+            "$ lomi " + " ".join(args),
+            f"exit {done.returncode}\nstdout: {done.stdout.strip()}\nstderr: {done.stderr.strip()}",
+        )
+        return done
+
+    def cli(self, *args: str, json_flag: bool = True) -> Any:
+        """Runs a person's command (with --json) that must succeed; returns its parsed JSON."""
+        done = self.run(*args, *(["--json"] if json_flag else []))
+        assert done.returncode == 0, (
+            f"`lomi {' '.join(args)}` failed with {done.returncode}\n"
+            f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}\n{self.logs()}"
+        )
+        try:
+            return json.loads(done.stdout)
+        except json.JSONDecodeError:
+            pytest.fail(f"`lomi {' '.join(args)}` printed no JSON:\n{done.stdout}")
+
+    def cli_fails(self, *args: str) -> str:
+        """Runs a command that must fail; returns its stderr."""
+        done = self.run(*args)
+        assert done.returncode != 0, f"`lomi {' '.join(args)}` should have failed:\n{done.stdout}"
+        return done.stderr
+
+    async def acli(self, *args: str, json_flag: bool = True) -> Any:
+        """`cli` off the event loop, for use while MCP calls are in flight."""
+        return await anyio.to_thread.run_sync(lambda: self.cli(*args, json_flag=json_flag))
+
+    # ---- shortcuts for what most tests need ----
+
+    def add_workspace(self, name: str, project: Path) -> dict[str, Any]:
+        project.mkdir(parents=True, exist_ok=True)
+        return self.cli("workspace", "add", "--name", name, "--project", str(project))
+
+    def workspace(self, workspace_id: str) -> dict[str, Any]:
+        for w in self.cli("workspace", "list"):
+            if w["workspaceId"] == workspace_id:
+                return w
+        pytest.fail(f"no workspace {workspace_id} in `lomi workspace list`")
+
+    def pairing(self, pairing_id: str) -> dict[str, Any]:
+        for p in self.cli("pairing", "list"):
+            if p["pairingId"] == pairing_id:
+                return p
+        pytest.fail(f"no pairing {pairing_id} in `lomi pairing list`")
+
+    def create_token(self, *workspaces: str, name: str = "e2e-token") -> dict[str, Any]:
+        args = ["pairing", "create", "--name", name]
+        for w in workspaces:
+            args += ["--workspace", w]
+        return self.cli(*args)
+
+    def wait_operation(self, operation_id: str, state: str) -> dict[str, Any]:
+        """Polls `lomi operation show` until the receipt reaches `state`."""
+        deadline = time.monotonic() + SETTLE_DEADLINE
+        while True:
+            op = self.cli("operation", "show", operation_id)
+            if op["state"] == state:
+                return op
+            if time.monotonic() > deadline:
+                pytest.fail(f"operation never reached {state}:\n{dump(op)}\n{self.logs()}")
+            time.sleep(0.02)
+
+    def wait_operation_for_key(self, request_key: str, state: str) -> dict[str, Any]:
+        """Polls `lomi operation list` for the receipt with this request key in `state`."""
+        deadline = time.monotonic() + SETTLE_DEADLINE
+        while True:
+            ops = [o for o in self.cli("operation", "list") if o["requestKey"] == request_key]
+            if ops and ops[0]["state"] == state:
+                return ops[0]
+            if time.monotonic() > deadline:
+                pytest.fail(f"no receipt for {request_key} in {state}:\n{dump(ops)}\n{self.logs()}")
+            time.sleep(0.02)
+
+
+class Envelope(dict):
+    """structuredContent of one call, with the CallToolResult it came in."""
+
+    raw: mcp_types.CallToolResult
+
+
+class Mcp:
+    """One MCP session (the SDK's ClientSession over Streamable HTTP) with Lomi's conventions."""
+
+    def __init__(self, session: ClientSession, transcript: Transcript, label: str) -> None:
+        self.session = session
+        self.transcript = transcript
+        self.label = label
+
+    async def raw(self, tool: str, arguments: dict[str, Any] | None = None) -> mcp_types.CallToolResult:
+        """tools/call as the SDK returns it."""
+        with anyio.fail_after(CALL_DEADLINE):
+            result = await self.session.call_tool(tool, arguments or {})
+        assert isinstance(result, mcp_types.CallToolResult), result
+        self.transcript.add(
+            f"[{self.label}] {tool} {json.dumps(arguments or {})}",
+            result.model_dump(by_alias=True, exclude_none=True, mode="json"),
+        )
+        return result
+
+    async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> Envelope:
+        """tools/call → structuredContent, after checking the envelope's invariants."""
+        result = await self.raw(tool, arguments)
+        envelope = Envelope(result.structured_content or {})
+        envelope.raw = result
+        shown = dump(result.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        assert envelope.get("controlApiVersion") == "1.0", f"{tool}: bad envelope\n{shown}"
+        assert envelope.get("status") in ("ok", "error"), f"{tool}: bad envelope\n{shown}"
+        assert result.is_error is (envelope["status"] == "error"), (
+            f"{tool}: isError must be true exactly for error envelopes\n{shown}"
+        )
+        texts = [c for c in result.content if c.type == "text" and c.text]
+        assert texts, f"{tool}: the result has no text block\n{shown}"
+        return envelope
+
+    async def ok(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A call that must answer status ok; returns `data`."""
+        envelope = await self.call(tool, arguments)
+        assert envelope["status"] == "ok", f"{tool} {arguments}: expected ok, got\n{dump(envelope)}"
+        assert envelope.raw.is_error is False
+        return envelope["data"]
+
+    async def error(self, tool: str, arguments: dict[str, Any] | None, code: str) -> Envelope:
+        """A call that must answer an error envelope with `code`."""
+        envelope = await self.call(tool, arguments)
+        assert envelope["status"] == "error" and envelope.get("code") == code, (
+            f"{tool} {arguments}: expected {code}, got\n{dump(envelope)}"
+        )
+        assert envelope.raw.is_error is True
+        assert isinstance(envelope.get("message"), str) and envelope["message"], dump(envelope)
+        return envelope
+
+    async def settle(self, operation_id: str) -> dict[str, Any]:
+        """Polls lomi_operation_get until the operation settles."""
+        deadline = time.monotonic() + SETTLE_DEADLINE
+        while True:
+            op = await self.ok("lomi_operation_get", {"operationId": operation_id})
+            if op["state"] in SETTLED:
+                return op
+            if time.monotonic() > deadline:
+                pytest.fail(f"operation did not settle in {SETTLE_DEADLINE}s:\n{dump(op)}")
+            await anyio.sleep(0.02)
+
+    async def connect(self, workspace_id: str) -> dict[str, Any]:
+        return await self.ok("lomi_connect", {"workspaceId": workspace_id})
+
+    async def rename(
+        self, workspace_id: str, revision: str, epoch: str, key: str, name: str
+    ) -> Envelope:
+        return await self.call(
+            "lomi_workspace_update",
+            rename_args(workspace_id, revision, epoch, key, name),
+        )
+
+
+def rename_args(workspace_id: str, revision: str, epoch: str, key: str, name: str) -> dict[str, Any]:
+    return {
+        "workspaceId": workspace_id,
+        "expectedRevision": revision,
+        "retryEpoch": epoch,
+        "requestKey": key,
+        "change": {"rename": {"name": name}},
+    }
+
+
+class McpFactory:
+    """Opens MCP sessions to the test's Lomi: unauthenticated or with a bearer token."""
+
+    def __init__(self, lomi: Lomi, transcript: Transcript) -> None:
+        self.lomi = lomi
+        self.transcript = transcript
+        self.opened = 0
+
+    @contextlib.asynccontextmanager
+    async def session(self, token: str | None = None, client_name: str = "lomi-e2e") -> AsyncIterator[Mcp]:
+        self.opened += 1
+        label = f"mcp#{self.opened}{' token' if token else ''}"
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        async with create_mcp_http_client(headers=headers) as http:
+            async with streamable_http_client(self.lomi.url, http_client=http) as (read, write):
+                info = mcp_types.Implementation(name=client_name, version="0.0.0")
+                async with ClientSession(read, write, client_info=info) as session:
+                    with anyio.fail_after(CALL_DEADLINE):
+                        await session.initialize()
+                    self.transcript.add(f"[{label}] initialized", self.lomi.url)
+                    yield Mcp(session, self.transcript, label)
+
+
+# ---- fixtures ----
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def transcript(request: pytest.FixtureRequest) -> Transcript:
+    t = Transcript()
+    request.node.lomi_transcript = t
+    return t
+
+
+@pytest.fixture
+def lomi(tmp_path: Path, transcript: Transcript, request: pytest.FixtureRequest):
+    """A running `lomi serve --headless` on a fresh data dir; always killed by pid afterwards."""
+    assert Path(LOMI_BIN).is_file(), (
+        f"no lomi binary at {LOMI_BIN}: build it with "
+        "`CARGO_TARGET_DIR=/root/.cache/lomi/target cargo build -p lomi-cli` or set LOMI_BIN"
+    )
+    data_dir = tmp_path / "data"
+    logs = tmp_path / "logs"
+    data_dir.mkdir()
+    logs.mkdir()
+    instance = Lomi(data_dir, logs, transcript)
+    request.node.lomi_instance = instance
+    instance.start()
+    yield instance
+    instance.kill()
+
+
+@pytest.fixture
+def workspaces(lomi: Lomi, tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two workspaces: A (the one tests grant) and B (never granted, never to be seen)."""
+    a = lomi.add_workspace("Alpha workspace", tmp_path / "project-a")
+    b = lomi.add_workspace("Secret Bravo workspace", tmp_path / "project-b")
+    return a, b
+
+
+@pytest.fixture
+def mcp(lomi: Lomi, transcript: Transcript) -> McpFactory:
+    return McpFactory(lomi, transcript)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    transcript = getattr(item, "lomi_transcript", None)
+    if transcript is not None:
+        report.sections.append(("lomi transcript (CLI and MCP)", transcript.text()))
+    instance = getattr(item, "lomi_instance", None)
+    if instance is not None:
+        report.sections.append(("lomi serve logs", instance.logs()))

@@ -1,0 +1,69 @@
+"""`lomi catalog` is the contract: the live server's tools/list must say exactly the same, both
+on the wire (raw JSON-RPC) and as a third-party SDK parses it."""
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import LOMI_BIN, dump
+from rawhttp import RawSession
+
+pytestmark = pytest.mark.anyio
+
+FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+
+
+def catalog() -> dict:
+    done = subprocess.run([LOMI_BIN, "catalog"], capture_output=True, text=True, timeout=10)
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["controlApiVersion"] == "1.0"
+    return printed
+
+
+def by_name(tools: list[dict]) -> dict[str, dict]:
+    named = {tool["name"]: tool for tool in tools}
+    assert len(named) == len(tools), "duplicate tool names"
+    return named
+
+
+def test_catalog_equals_tools_list_on_the_wire(lomi):
+    expected = catalog()["tools"]
+    session = RawSession(lomi.port)  # tools/list needs no approval
+    listed = session.request("tools/list")
+    assert "nextCursor" not in listed, "one page holds every tool"
+    # Byte-for-byte the same JSON values, in the same order.
+    assert [t["name"] for t in listed["tools"]] == [t["name"] for t in expected]
+    live = by_name(listed["tools"])
+    for name, tool in by_name(expected).items():
+        assert live[name] == tool, f"{name} differs:\ncatalog:\n{dump(tool)}\nlive:\n{dump(live[name])}"
+    for tool in expected:
+        assert set(FIELDS) <= set(tool), f"{tool['name']} lacks {set(FIELDS) - set(tool)}"
+        assert tool["inputSchema"]["type"] == "object"
+        assert tool["inputSchema"].get("additionalProperties") is False, tool["name"]
+
+
+async def test_catalog_equals_tools_list_through_the_sdk(lomi, mcp):
+    expected = by_name(catalog()["tools"])
+    async with mcp.session() as agent:
+        listed = await agent.session.list_tools()
+    assert listed.next_cursor is None
+    live = by_name([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listed.tools])
+    assert sorted(live) == sorted(expected)
+    for name, tool in expected.items():
+        # The SDK may add fields of its own (with defaults); compare the catalog's fields.
+        seen = {field: live[name].get(field) for field in tool}
+        assert seen == tool, f"{name} differs:\ncatalog:\n{dump(tool)}\nSDK:\n{dump(live[name])}"
+
+
+def test_every_tool_declares_the_envelope_output_schema():
+    for tool in catalog()["tools"]:
+        schema = tool["outputSchema"]
+        assert schema["type"] == "object" and "oneOf" in schema, dump(schema)
+        variants = schema.get("oneOf", [schema])
+        statuses = sorted(v["properties"]["status"].get("const") or v["properties"]["status"]["enum"][0]
+                          for v in variants)
+        assert statuses == ["error", "ok"], f"{tool['name']}: {dump(schema)}"
+        for variant in variants:
+            assert variant["properties"]["controlApiVersion"]["const"] == "1.0", dump(variant)

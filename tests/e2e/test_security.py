@@ -1,0 +1,263 @@
+"""Hostile input: DNS rebinding and cross-site requests, oversized and absurdly nested bodies
+over raw HTTP; strict argument decoding and non-disclosure through the SDK; loopback only."""
+
+import re
+import subprocess
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from conftest import LOMI_BIN, dump, rename_args
+from rawhttp import RawSession, initialize_request, post
+
+pytestmark = pytest.mark.anyio
+
+FORBIDDEN = {
+    "foreign-host": {"host": "evil.example:{port}"},
+    "foreign-host-no-port": {"host": "evil.example"},
+    "loopback-host-other-port": {"host": "127.0.0.1:1"},
+    "foreign-origin": {"headers": {"Origin": "http://evil.example"}},
+    "foreign-origin-same-port": {"headers": {"Origin": "http://evil.example:{port}"}},
+    "loopback-origin-other-port": {"headers": {"Origin": "http://127.0.0.1:1"}},
+    "null-origin": {"headers": {"Origin": "null"}},
+}
+
+ALLOWED = {
+    "plain": {},
+    "localhost-host": {"host": "localhost:{port}"},
+    "own-origin": {"headers": {"Origin": "http://127.0.0.1:{port}"}},
+}
+
+
+def fill(case: dict, port: int) -> dict:
+    out = {}
+    if "host" in case:
+        out["host"] = case["host"].format(port=port)
+    if "headers" in case:
+        out["headers"] = {k: v.format(port=port) for k, v in case["headers"].items()}
+    return out
+
+
+def assert_alive(lomi) -> None:
+    """The endpoint still answers a full handshake and a tools/list."""
+    session = RawSession(lomi.port)
+    assert session.request("tools/list")["tools"], "no tools listed"
+    assert lomi.running, lomi.logs()
+
+
+@pytest.mark.parametrize("case", sorted(FORBIDDEN))
+def test_foreign_host_or_origin_is_403(lomi, case):
+    response = post(lomi.port, initialize_request(), **fill(FORBIDDEN[case], lomi.port))
+    assert response.status == 403, response.describe()
+    assert "mcp-session-id" not in response.headers, response.describe()
+    # Also on an existing session's other requests: the SSE stream (GET) and ending it (DELETE).
+    session = RawSession(lomi.port)
+    forged = fill(FORBIDDEN[case], lomi.port)
+    forged["headers"] = {**session.headers, **forged.get("headers", {})}
+    for method, body in (("POST", {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}), ("GET", b""), ("DELETE", b"")):
+        answer = post(lomi.port, body, method=method, timeout=5, **forged)
+        assert answer.status == 403, f"{method}: {answer.describe()}"
+    assert session.request("tools/list")["tools"], "the forged DELETE ended the session"
+    assert_alive(lomi)
+
+
+@pytest.mark.parametrize("case", sorted(ALLOWED))
+def test_loopback_host_and_own_origin_are_served(lomi, case):
+    response = post(lomi.port, initialize_request(), **fill(ALLOWED[case], lomi.port))
+    assert response.status == 200, response.describe()
+    assert response.messages and response.messages[-1]["result"]["serverInfo"]["name"] == "lomi"
+
+
+def test_body_over_4_mib_is_413(lomi):
+    padding = "x" * (4 * 1024 * 1024 + 1)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": {"pad": padding}}}
+    response = post(lomi.port, body)
+    assert response.status == 413, response.describe()
+    # Also inside an initialized session, on a tool call.
+    session = RawSession(lomi.port)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tools/call",
+        "params": {"name": "lomi_pairing_status", "arguments": {"pad": padding}},
+    }
+    assert session.request_raw(call).status == 413
+    assert_alive(lomi)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b"[" * 10_000 + b"]" * 10_000, id="bare-arrays"),
+        pytest.param(
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":'
+            + b'{"a":' * 10_000 + b"1" + b"}" * 10_000 + b"}",
+            id="in-initialize",
+        ),
+    ],
+)
+def test_absurd_nesting_is_a_4xx_and_the_server_lives(lomi, body):
+    response = post(lomi.port, body)
+    assert 400 <= response.status < 500, response.describe()
+    assert_alive(lomi)
+
+
+def test_absurd_nesting_in_a_tool_call_of_a_session(lomi):
+    session = RawSession(lomi.port)
+    deep = b"[" * 10_000 + b"]" * 10_000
+    body = (
+        b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"lomi_pairing_status",'
+        b'"arguments":{"x":' + deep + b"}}}"
+    )
+    response = session.request_raw(body)
+    if response.status == 200:
+        # A JSON-RPC error or an error envelope is acceptable too; a success is not.
+        (message,) = [m for m in response.messages if m.get("id") == 7] or [{}]
+        assert "error" in message or message.get("result", {}).get("isError") is True, response.describe()
+    else:
+        assert 400 <= response.status < 500, response.describe()
+    assert session.request("tools/list")["tools"]
+    assert_alive(lomi)
+
+
+def nested(depth: int):
+    value = "leaf"
+    for _ in range(depth):
+        value = {"deeper": value}
+    return value
+
+
+# (tool, arguments) built from the granted workspace A and a live connection to it.
+INVALID = {
+    "unknown-field-no-arguments-tool": lambda a, c: ("lomi_workspace_list", {"verbose": True}),
+    "unknown-field-connect": lambda a, c: ("lomi_connect", {"workspaceId": a, "focus": True}),
+    "unknown-field-in-change": lambda a, c: (
+        "lomi_workspace_update",
+        {**rename_args(a, c["domainRevision"], c["retryEpoch"], "k", "N"),
+         "change": {"rename": {"name": "N", "color": "red"}}},
+    ),
+    "unknown-field-top-level-update": lambda a, c: (
+        "lomi_workspace_update",
+        {**rename_args(a, c["domainRevision"], c["retryEpoch"], "k", "N"), "force": True},
+    ),
+    "snake-case-field": lambda a, c: ("lomi_connect", {"workspace_id": a}),
+    "two-union-variants": lambda a, c: (
+        "lomi_workspace_update",
+        {**rename_args(a, c["domainRevision"], c["retryEpoch"], "k", "N"),
+         "change": {"rename": {"name": "N"}, "layout": {"panelOrder": []}}},
+    ),
+    "no-union-variant": lambda a, c: (
+        "lomi_workspace_update",
+        {**rename_args(a, c["domainRevision"], c["retryEpoch"], "k", "N"), "change": {}},
+    ),
+    "operation-get-id-and-key": lambda a, c: (
+        "lomi_operation_get",
+        {"operationId": "op_0123", "retryEpoch": c["retryEpoch"], "requestKey": "k",
+         "tool": "lomi_workspace_update"},
+    ),
+    "operation-get-neither": lambda a, c: ("lomi_operation_get", {}),
+    "operation-get-partial-key": lambda a, c: (
+        "lomi_operation_get", {"retryEpoch": c["retryEpoch"], "requestKey": "k"}
+    ),
+    "nested-60-levels": lambda a, c: ("lomi_connect", {"workspaceId": nested(60)}),
+    "nested-60-levels-unknown-tool-field": lambda a, c: (
+        "lomi_events_read", {"retryEpoch": c["retryEpoch"], "cursor": nested(60)}
+    ),
+    "revision-not-decimal": lambda a, c: (
+        "lomi_workspace_update", rename_args(a, "latest", c["retryEpoch"], "k", "N")
+    ),
+    "name-with-control-characters": lambda a, c: (
+        "lomi_workspace_update", rename_args(a, c["domainRevision"], c["retryEpoch"], "k", "a\u0007b")
+    ),
+    "events-max-zero": lambda a, c: ("lomi_events_read", {"retryEpoch": c["retryEpoch"], "maxEvents": 0}),
+    "change-with-both-variants": lambda a, c: (
+        "lomi_workspace_update",
+        {**rename_args(a, c["domainRevision"], c["retryEpoch"], "k", "N"),
+         "change": {"rename": {"name": "N"}, "layout": {"panelOrder": []}}},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INVALID))
+async def test_invalid_arguments_are_invalid_argument_envelopes(lomi, workspaces, mcp, case):
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as agent:
+        connection = await agent.connect(a["workspaceId"])
+        tool, arguments = INVALID[case](a["workspaceId"], connection)
+        envelope = await agent.error(tool, arguments, "INVALID_ARGUMENT")
+        assert len(envelope["message"]) < 2_000, dump(envelope)
+        # The message says what to fix.
+        expected = {"nested": "nested deeper", "unknown-field": "unknown field", "snake-case": "workspaceId",
+                    "operation-get-id-and-key": "not both", "change-with-both-variants": "exactly one of rename or layout"}
+        for prefix, fragment in expected.items():
+            if case.startswith(prefix):
+                assert fragment in envelope["message"], dump(envelope)
+    # Nothing was admitted.
+    assert lomi.cli("operation", "list") == []
+    assert lomi.workspace(a["workspaceId"])["domainRevision"] == connection["domainRevision"]
+
+
+async def test_an_unknown_tool_is_a_protocol_error(lomi, workspaces, mcp):
+    """An unknown tool name is not a tool's failure but a bad request: JSON-RPC -32602."""
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as agent:
+        with pytest.raises(MCPError) as raised:
+            await agent.session.call_tool("lomi_does_not_exist", {})
+        assert raised.value.error.code == -32602, raised.value.error
+        assert "lomi_does_not_exist" in raised.value.error.message
+        await agent.ok("lomi_workspace_list")
+
+
+async def test_a_bearer_token_lomi_never_issued_is_refused(lomi, workspaces, mcp):
+    async with mcp.session(token="lomi_" + "0" * 64) as agent:
+        envelope = await agent.error("lomi_workspace_list", {}, "PAIRING_REQUIRED")
+        assert "not one Lomi issued" in envelope["message"], dump(envelope)
+    # No pending pairing was made up for it.
+    assert lomi.cli("pairing", "list") == []
+
+
+UNGRANTED = {
+    "connect": lambda w, c: ("lomi_connect", {"workspaceId": w}),
+    "panel_list": lambda w, c: ("lomi_panel_list", {"workspaceId": w}),
+    "workspace_update": lambda w, c: (
+        "lomi_workspace_update", rename_args(w, "1", c["retryEpoch"], "steal", "Stolen")
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNGRANTED))
+async def test_ungranted_workspace_reads_as_not_found(lomi, workspaces, mcp, case):
+    a, b = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    missing = "ws_" + "0" * 32
+    async with mcp.session(token=token) as agent:
+        connection = await agent.connect(a["workspaceId"])
+        tool, arguments = UNGRANTED[case](b["workspaceId"], connection)
+        existing = await agent.error(tool, arguments, "NOT_FOUND")
+        text = dump(existing) + "".join(c.text for c in existing.raw.content if c.type == "text")
+        for secret in (b["name"], "Bravo", b["projects"][0]["root"], b["projects"][0]["projectId"]):
+            assert secret not in text, f"{secret!r} disclosed:\n{text}"
+        # An ungranted workspace and one that does not exist read the same.
+        tool, arguments = UNGRANTED[case](missing, connection)
+        absent = await agent.error(tool, arguments, "NOT_FOUND")
+        assert existing["message"].replace(b["workspaceId"], "W") == absent["message"].replace(missing, "W")
+        assert existing.get("details") == absent.get("details")
+    assert lomi.workspace(b["workspaceId"])["name"] == b["name"]
+    assert lomi.cli("operation", "list") == []
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0:0", "[::]:0", "192.0.2.1:0"])
+def test_serve_refuses_a_non_loopback_address(tmp_path, address):
+    data = tmp_path / "data"
+    data.mkdir()
+    done = subprocess.run(
+        [LOMI_BIN, "serve", "--headless", "--http", address, "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    assert done.returncode != 0, f"serve started on {address}:\n{done.stdout}\n{done.stderr}"
+    assert re.search(r"loopback", done.stderr), done.stderr
+    assert not (data / "broker.json").exists()
