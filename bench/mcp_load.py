@@ -6,6 +6,7 @@ store's raw admission rate measured in the same run. Run it with bench/load (see
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import signal
 import statistics
@@ -141,15 +142,22 @@ async def cold_start(lomi, runs):
     return times
 
 
-async def worker(client, url, token, workspace_id, deadline, latencies, failures):
+async def worker(client, url, token, workspace_id, deadline, latencies, failures, interval=0.0):
     session = Session(client, url, token)
     await session.open()
     connection = await session.call("lomi_connect", {"workspaceId": workspace_id})
     epoch = connection["data"]["retryEpoch"]
     revision = connection["data"]["domainRevision"]
     n = 0
-    while time.perf_counter() < deadline:
+    next_at = time.perf_counter()
+    while time.time() < deadline:
         n += 1
+        if interval:
+            # Paced (open-loop) load: each session sends at its share of the target rate.
+            next_at += interval
+            delay = next_at - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
         started = time.perf_counter()
         reply = await session.call(
             "lomi_workspace_update",
@@ -169,7 +177,24 @@ async def worker(client, url, token, workspace_id, deadline, latencies, failures
         revision = data["result"]["workspace"]["domainRevision"]
 
 
-async def load(lomi, sessions, seconds):
+async def drive(url, token, workspace_ids, deadline, interval):
+    latencies, failures = [], []
+    limits = httpx.Limits(max_connections=len(workspace_ids) * 2, max_keepalive_connections=len(workspace_ids) * 2)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        await asyncio.gather(
+            *(worker(client, url, token, ws, deadline, latencies, failures, interval) for ws in workspace_ids)
+        )
+    return latencies, failures
+
+
+def drive_process(job):
+    """One load-generating process: its share of the sessions, on its own event loop (one
+    Python process cannot keep 50 sessions busy on its own)."""
+    url, token, workspace_ids, deadline, interval = job
+    return asyncio.run(drive(url, token, workspace_ids, deadline, interval))
+
+
+def load(lomi, sessions, seconds, processes, rate=0.0):
     with tempfile.TemporaryDirectory() as data_dir, tempfile.TemporaryDirectory() as project:
         serve = Serve(lomi, data_dir)
         serve.start()
@@ -180,15 +205,16 @@ async def load(lomi, sessions, seconds):
             ]
             grants = [arg for ws in workspaces for arg in ("--workspace", ws)]
             token = serve.cli("pairing", "create", "--name", "load", *grants)["token"]
-            latencies, failures = [], []
-            limits = httpx.Limits(max_connections=sessions * 2, max_keepalive_connections=sessions * 2)
-            async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+            shares = [workspaces[i::processes] for i in range(processes) if workspaces[i::processes]]
+            with multiprocessing.Pool(len(shares)) as pool:
                 started = time.perf_counter()
-                deadline = started + seconds
-                await asyncio.gather(
-                    *(worker(client, serve.url, token, ws, deadline, latencies, failures) for ws in workspaces)
-                )
+                deadline_wall = time.time() + seconds
+                interval = sessions / rate if rate else 0.0
+                jobs = [(serve.url, token, share, deadline_wall, interval) for share in shares]
+                results = pool.map(drive_process, jobs)
                 elapsed = time.perf_counter() - started
+            latencies = [x for lat, _ in results for x in lat]
+            failures = [f for _, fail in results for f in fail]
             if failures:
                 raise RuntimeError(f"{len(failures)} sessions failed, first: {failures[0]}")
             return len(latencies) / elapsed, latencies
@@ -213,21 +239,37 @@ def main():
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cold-runs", type=int, default=7)
+    parser.add_argument("--processes", type=int, default=4, help="load-generating processes")
+    parser.add_argument("--rate", type=float, default=200.0, help="target rate of the paced run (mutations/s)")
     args = parser.parse_args()
 
     root = Path(__file__).resolve().parent.parent
-    print(f"Lomi MCP load benchmark: {args.sessions} sessions x {args.seconds:.0f} s, {args.rounds} rounds")
+    print(
+        f"Lomi MCP load benchmark: {args.sessions} sessions x {args.seconds:.0f} s, {args.rounds} rounds, "
+        f"{args.processes} client processes"
+    )
     cold = asyncio.run(cold_start(args.lomi, args.cold_runs))
     print(f"cold start, spawn to served tools/list (ms):   {spread(cold)}")
     rates, p50s, p99s = [], [], []
     for _ in range(args.rounds):
-        rate, latencies = asyncio.run(load(args.lomi, args.sessions, args.seconds))
+        rate, latencies = load(args.lomi, args.sessions, args.seconds, args.processes)
         rates.append(rate)
         p50s.append(percentile(latencies, 0.50))
         p99s.append(percentile(latencies, 0.99))
-    print(f"mutations/s (settled, over MCP):                {spread(rates)}")
-    print(f"latency p50 (ms):                               {spread(p50s)}")
-    print(f"latency p99 (ms):                               {spread(p99s)}")
+    print("saturated (every session sends its next mutation as soon as the last one settled):")
+    print(f"  mutations/s (settled, over MCP):              {spread(rates)}")
+    print(f"  latency p50 (ms):                             {spread(p50s)}")
+    print(f"  latency p99 (ms):                             {spread(p99s)}")
+    rates, p50s, p99s = [], [], []
+    for _ in range(args.rounds):
+        rate, latencies = load(args.lomi, args.sessions, args.seconds, args.processes, args.rate)
+        rates.append(rate)
+        p50s.append(percentile(latencies, 0.50))
+        p99s.append(percentile(latencies, 0.99))
+    print(f"paced at {args.rate:.0f} mutations/s in all:")
+    print(f"  mutations/s (settled, over MCP):              {spread(rates)}")
+    print(f"  latency p50 (ms):                             {spread(p50s)}")
+    print(f"  latency p99 (ms):                             {spread(p99s)}")
     print("store admission in the same run (cargo bench -p lomi-store):")
     for line in store_admission(root):
         print(f"  {line}")

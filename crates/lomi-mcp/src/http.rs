@@ -42,8 +42,16 @@ impl HttpEndpoint {
 
     /// Serves until `shutdown` fires.
     pub async fn serve(self, broker: Broker, shutdown: CancellationToken) -> anyhow::Result<()> {
+        use axum::serve::ListenerExt;
         let router = router(broker, self.address, shutdown.clone());
-        axum::serve(self.listener, router)
+        // Replies go out as several small writes (SSE events); without TCP_NODELAY, Nagle's
+        // algorithm and the peer's delayed ACK add ~40 ms to every call.
+        let listener = self.listener.tap_io(|tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::warn!("TCP_NODELAY: {error}");
+            }
+        });
+        axum::serve(listener, router)
             .with_graceful_shutdown(async move { shutdown.cancelled().await })
             .await?;
         Ok(())
