@@ -38,7 +38,7 @@ ensure_packages() {
 BUILD_PACKAGES=(build-essential pkg-config ca-certificates curl)
 # What the end-to-end tests add: Python for the MCP Python SDK, Node.js for the MCP
 # conformance suite, and a real Secret Service (D-Bus + GNOME Keyring) for the stdio bridge.
-TEST_PACKAGES=(python3 python3-venv nodejs npm dbus dbus-x11 gnome-keyring libsecret-tools)
+TEST_PACKAGES=(python3 python3-venv dbus dbus-x11 gnome-keyring libsecret-tools)
 
 LOMI_CACHE="${LOMI_CACHE:-$HOME/.cache/lomi}"
 export LOMI_CACHE
@@ -58,6 +58,14 @@ ensure_venv() {
     printf '%s\n' "$want" > "$stamp"
   fi
   printf '%s\n' "$venv/bin/python"
+}
+
+# ensure_node: Node.js and npm, from Debian unless the machine already has them (for example
+# from NodeSource, whose nodejs package bundles npm and conflicts with Debian's).
+ensure_node() {
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    ensure_packages nodejs npm
+  fi
 }
 
 ensure_rust() {
