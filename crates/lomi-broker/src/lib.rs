@@ -6,6 +6,7 @@ mod domain;
 mod engine;
 mod entropy;
 mod pairings;
+mod panels;
 mod persist;
 mod session;
 
@@ -18,10 +19,16 @@ use lomi_protocol::{BrokerInstanceId, ErrorCode, ToolError};
 use lomi_store::{Clock, Store, StoreError, StoreOptions};
 
 pub use domain::{Credential, Domain, Pairing, Policy, Project, Workspace};
+
+/// Checks a display name (1 to 120 characters, no control characters).
+pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
+    domain::check_name(what, name).map_err(ToolError::invalid)
+}
 pub use engine::{EffectContext, EffectOutcome, Mutation};
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};
 pub use pairings::{CreatedPairing, PairingSummary};
+pub use panels::{LeasedInput, PanelRecord};
 
 /// The file in the data dir that holds the person's domain.
 pub const DOMAIN_FILE: &str = "domain.json";
@@ -80,6 +87,7 @@ struct Inner {
     domain: Mutex<Domain>,
     live: Mutex<HashMap<lomi_protocol::OperationId, engine::LiveOperation>>,
     permits: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    panels: Mutex<panels::Panels>,
     /// Fired by `shutdown`: operations waiting for a decision or a permit stop waiting.
     stopping: tokio_util::sync::CancellationToken,
     /// The tasks of operations this instance dispatched, so `shutdown` can wait for them.
@@ -110,6 +118,7 @@ impl Broker {
                 domain: Mutex::new(domain),
                 live: Mutex::new(HashMap::new()),
                 permits: Mutex::new(HashMap::new()),
+                panels: Mutex::new(panels::Panels::default()),
                 stopping: tokio_util::sync::CancellationToken::new(),
                 tasks: Mutex::new(Vec::new()),
             }),
@@ -124,6 +133,11 @@ impl Broker {
         &self.inner.data_dir
     }
 
+    /// 16 bytes from the broker's (injected) randomness, for runtime ids.
+    pub fn random_bytes(&self) -> [u8; 16] {
+        self.inner.entropy.bytes16()
+    }
+
     pub fn store(&self) -> &Store {
         &self.inner.store
     }
@@ -133,7 +147,7 @@ impl Broker {
         self.inner.store.recovery().marked_outcome_unknown.len()
     }
 
-    fn now(&self) -> lomi_protocol::Timestamp {
+    pub(crate) fn now(&self) -> lomi_protocol::Timestamp {
         self.inner.clock.now()
     }
 

@@ -33,7 +33,7 @@ impl Broker {
     }
 
     /// The granted workspace, or NOT_FOUND (never saying whether it exists).
-    fn granted_workspace(
+    pub(crate) fn granted_workspace(
         &self,
         caller: &PairingId,
         id: &WorkspaceId,
@@ -68,10 +68,11 @@ impl Broker {
         input: &PanelListInput,
     ) -> Result<PanelList, ToolError> {
         let workspace = self.granted_workspace(caller, &input.workspace_id)?;
+        let panels = self.workspace_panels(&workspace.id, &workspace.panel_order);
         Ok(PanelList {
             workspace_id: workspace.id,
             domain_revision: workspace.revision,
-            panels: Vec::new(),
+            panels,
         })
     }
 
@@ -234,13 +235,23 @@ impl Broker {
                 })
             }),
         )?;
-        self.wait_settled(&id).await;
-        // The pairing may have been revoked while the call waited.
-        self.authorize(caller)?;
-        self.operation_view(&id)
+        self.answer(caller, &id).await
     }
 
-    fn check_revision(
+    /// What a mutating tool answers: the operation once settled, or as it stands after the
+    /// bounded wait. The pairing may have been revoked while the call waited.
+    pub async fn answer(
+        &self,
+        caller: &PairingId,
+        id: &OperationId,
+    ) -> Result<OperationView, ToolError> {
+        self.wait_settled(id).await;
+        self.authorize(caller)?;
+        self.operation_view(id)
+    }
+
+    /// REVISION_MISMATCH (with the current revision) unless the workspace is at `expected`.
+    pub fn check_revision(
         &self,
         id: &WorkspaceId,
         expected: lomi_protocol::DomainRevision,
@@ -328,9 +339,7 @@ impl Broker {
     ) -> Result<OperationView, ToolError> {
         let receipt = self.visible_receipt(caller, &OperationGetInput::ById(id.clone()))?;
         self.cancel_operation(&receipt)?;
-        self.wait_settled(id).await;
-        self.authorize(caller)?;
-        self.operation_view(id)
+        self.answer(caller, id).await
     }
 
     /// `lomi_events_read`: the caller connection's operation state changes after a cursor.
@@ -494,7 +503,7 @@ impl Broker {
     }
 }
 
-fn revision_mismatch(workspace: &Workspace) -> ToolError {
+pub(crate) fn revision_mismatch(workspace: &Workspace) -> ToolError {
     ToolError::new(
         ErrorCode::RevisionMismatch,
         format!(

@@ -1,5 +1,6 @@
 //! The `lomi` binary: parses the command line and forwards to the crates that do the work.
 
+mod attach;
 mod bridge;
 mod data_dir;
 mod person;
@@ -26,6 +27,12 @@ struct Cli {
 
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum TerminalCommand {
+    /// Watch a terminal panel and type in it (a takeover: agents' leases end). Ctrl-] detaches.
+    Attach { panel_id: lomi_protocol::PanelId },
 }
 
 #[derive(Debug, Subcommand)]
@@ -70,6 +77,11 @@ enum Command {
         decision: Decision,
         #[arg(long)]
         json: bool,
+    },
+    /// Terminal panels.
+    Terminal {
+        #[command(subcommand)]
+        command: TerminalCommand,
     },
     /// Every operation's receipt, for you.
     Operation {
@@ -136,6 +148,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 )
                 .init();
             runtime()?.block_on(serve::run(&dir, http))
+        }
+        Command::Terminal {
+            command: TerminalCommand::Attach { panel_id },
+        } => {
+            let dir = data_dir::resolve(cli.data_dir)?;
+            runtime()?.block_on(attach::run(&dir, panel_id))
         }
         Command::Mcp { name } => {
             let dir = data_dir::resolve(cli.data_dir)?;
@@ -245,8 +263,10 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
             false,
             person::render_operation,
         ),
-        Command::Serve { .. } | Command::Catalog | Command::Store { .. } | Command::Mcp { .. } => {
-            (ControlRequest::Status {}, false, person::render_operation)
-        }
+        Command::Serve { .. }
+        | Command::Catalog
+        | Command::Store { .. }
+        | Command::Mcp { .. }
+        | Command::Terminal { .. } => (ControlRequest::Status {}, false, person::render_operation),
     }
 }

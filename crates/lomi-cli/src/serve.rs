@@ -22,14 +22,15 @@ pub async fn run(data_dir: &Path, http: SocketAddr) -> anyhow::Result<()> {
     let url = endpoint.url();
     let socket = lomi_mcp::local::bind(data_dir).context("cannot open the local socket")?;
     let shutdown = CancellationToken::new();
+    let lomi = lomi_mcp::Lomi::new(broker.clone());
 
     let local = tokio::spawn(lomi_mcp::local::serve(
         socket,
-        broker.clone(),
+        lomi.clone(),
         url.clone(),
         shutdown.clone(),
     ));
-    let server = tokio::spawn(endpoint.serve(broker.clone(), shutdown.clone()));
+    let server = tokio::spawn(endpoint.serve(lomi.clone(), shutdown.clone()));
 
     let broker_file = data_dir.join(BROKER_FILE);
     let record = json!({
@@ -62,7 +63,7 @@ pub async fn run(data_dir: &Path, http: SocketAddr) -> anyhow::Result<()> {
     shutdown.cancel();
     let served = server.await;
     let _local = local.await;
-    broker.shutdown().await;
+    lomi.shutdown().await;
     remove_if_present(&broker_file);
     remove_if_present(&lomi_mcp::local::socket_path(data_dir));
     match served {

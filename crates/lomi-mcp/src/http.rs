@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use lomi_broker::Broker;
+use crate::Lomi;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -41,9 +41,9 @@ impl HttpEndpoint {
     }
 
     /// Serves until `shutdown` fires.
-    pub async fn serve(self, broker: Broker, shutdown: CancellationToken) -> anyhow::Result<()> {
+    pub async fn serve(self, lomi: Lomi, shutdown: CancellationToken) -> anyhow::Result<()> {
         use axum::serve::ListenerExt;
-        let router = router(broker, self.address, shutdown.clone());
+        let router = router(lomi, self.address, shutdown.clone());
         // Replies go out as several small writes (SSE events); without TCP_NODELAY, Nagle's
         // algorithm and the peer's delayed ACK add ~40 ms to every call.
         let listener = self.listener.tap_io(|tcp| {
@@ -59,7 +59,7 @@ impl HttpEndpoint {
 }
 
 /// The app, without a socket, so tests can drive it directly.
-pub fn router(broker: Broker, address: SocketAddr, shutdown: CancellationToken) -> axum::Router {
+pub fn router(lomi: Lomi, address: SocketAddr, shutdown: CancellationToken) -> axum::Router {
     let port = address.port();
     let hosts = [
         format!("127.0.0.1:{port}"),
@@ -85,7 +85,7 @@ pub fn router(broker: Broker, address: SocketAddr, shutdown: CancellationToken) 
     let service = StreamableHttpService::new(
         move || {
             Ok(LomiServer::new(
-                broker.clone(),
+                lomi.clone(),
                 tools.clone(),
                 Caller::HttpSession,
             ))

@@ -8,3 +8,28 @@ mod server;
 mod tools;
 
 pub use server::{Caller, LomiServer};
+
+use lomi_broker::Broker;
+use lomi_terminal::panels::TerminalPanels;
+
+/// Everything the MCP server forwards to: the broker and the runtimes' panels.
+#[derive(Clone)]
+pub struct Lomi {
+    pub broker: Broker,
+    pub terminals: TerminalPanels,
+}
+
+impl Lomi {
+    pub fn new(broker: Broker) -> Self {
+        Lomi {
+            terminals: TerminalPanels::new(broker.clone()),
+            broker,
+        }
+    }
+
+    /// Stops runtimes, then the broker's operations (see `Broker::shutdown`).
+    pub async fn shutdown(&self) {
+        self.terminals.close_all().await;
+        self.broker.shutdown().await;
+    }
+}

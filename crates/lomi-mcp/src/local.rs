@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lomi_broker::Broker;
+use crate::Lomi;
 use rmcp::ServiceExt;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -28,7 +28,19 @@ pub enum Hello {
     Control(ControlRequest),
     /// An MCP stream (newline-delimited JSON-RPC) for the pairing this secret proves.
     Mcp(McpHello),
+    /// The person's interactive view of a terminal panel: raw output out, raw keystrokes in.
+    /// Typing is a takeover that ends every agent's lease on the panel.
+    Attach(AttachHello),
 }
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AttachHello {
+    pub panel_id: lomi_protocol::PanelId,
+}
+
+/// How much earlier output an attach replays so the person sees the current screen.
+const ATTACH_REPLAY_BYTES: u64 = 256 * 1024;
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -60,7 +72,7 @@ pub fn bind(data_dir: &Path) -> anyhow::Result<UnixListener> {
 /// Accepts connections until `shutdown` fires.
 pub async fn serve(
     listener: UnixListener,
-    broker: Broker,
+    lomi: Lomi,
     http_url: String,
     shutdown: CancellationToken,
 ) {
@@ -76,12 +88,12 @@ pub async fn serve(
                 }
             },
         };
-        let broker = broker.clone();
+        let lomi = lomi.clone();
         let tools = tools.clone();
         let url = http_url.clone();
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            if let Err(error) = connection(stream, broker, tools, url, shutdown).await {
+            if let Err(error) = connection(stream, lomi, tools, url, shutdown).await {
                 tracing::debug!("local connection ended: {error}");
             }
         });
@@ -90,7 +102,7 @@ pub async fn serve(
 
 async fn connection(
     stream: UnixStream,
-    broker: Broker,
+    lomi: Lomi,
     tools: Arc<Vec<rmcp::model::Tool>>,
     http_url: String,
     shutdown: CancellationToken,
@@ -119,16 +131,19 @@ async fn connection(
     };
     match hello {
         Hello::Control(request) => {
-            let reply = control::handle(&broker, request, &http_url);
+            let reply = control::handle(&lomi.broker, request, &http_url);
             write.write_all(format!("{reply}\n").as_bytes()).await?;
             write.shutdown().await?;
         }
+        Hello::Attach(hello) => attach(reader, write, lomi, hello.panel_id, shutdown).await?,
         Hello::Mcp(hello) => {
-            let pairing = match broker.pairing_by_secret(&hello.secret) {
+            let pairing = match lomi.broker.pairing_by_secret(&hello.secret) {
                 Some(id) => id,
-                None => broker.pairing_begin(&hello.client_name, Some(&hello.secret)),
+                None => lomi
+                    .broker
+                    .pairing_begin(&hello.client_name, Some(&hello.secret)),
             };
-            let server = LomiServer::new(broker, tools, Caller::Known(pairing));
+            let server = LomiServer::new(lomi, tools, Caller::Known(pairing));
             let running = server.serve((reader, write)).await?;
             tokio::select! {
                 _ = running.waiting() => {}
@@ -137,6 +152,71 @@ async fn connection(
         }
     }
     Ok(())
+}
+
+/// Streams a terminal to the person and their keystrokes to it, until either side ends.
+async fn attach(
+    mut reader: BufReader<tokio::net::unix::OwnedReadHalf>,
+    mut write: tokio::net::unix::OwnedWriteHalf,
+    lomi: Lomi,
+    panel: lomi_protocol::PanelId,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let Some(runtime) = lomi.terminals.runtime_for_person(&panel) else {
+        let reply = lomi_protocol::Reply::<()>::error(lomi_protocol::ToolError::not_found(
+            format!("no terminal panel {panel} is running"),
+        ));
+        write
+            .write_all(format!("{}\n", reply.to_value()).as_bytes())
+            .await?;
+        return Ok(());
+    };
+    let ready = lomi_protocol::Reply::ok(serde_json::json!({
+        "panelId": panel,
+        "terminalSessionId": runtime.session_id,
+        "generation": runtime.generation,
+    }));
+    write
+        .write_all(format!("{}\n", ready.to_value()).as_bytes())
+        .await?;
+    let terminal = runtime.terminal;
+    let mut progress = terminal.progress();
+    let mut cursor = terminal.output_cursor().saturating_sub(ATTACH_REPLAY_BYTES);
+    let mut keys = [0u8; 4096];
+    loop {
+        // Send everything new first, so the person sees what the agent saw.
+        loop {
+            let output = terminal.output_since(cursor, 64 * 1024);
+            if !output.bytes.is_empty() {
+                write.write_all(&output.bytes).await?;
+            }
+            cursor = output.end;
+            if !output.more {
+                break;
+            }
+        }
+        if terminal.exit_status().is_some() {
+            return Ok(());
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            changed = progress.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+            }
+            read = tokio::io::AsyncReadExt::read(&mut reader, &mut keys) => {
+                let n = read?;
+                if n == 0 {
+                    return Ok(());
+                }
+                // Every keystroke is the person's: any lease an agent holds (or took again
+                // meanwhile) ends.
+                lomi.broker.takeover(&panel);
+                terminal.write(&keys[..n]).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            }
+        }
+    }
 }
 
 /// Sends one control request to the running broker and returns its envelope.

@@ -5,6 +5,8 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use lomi_broker::Broker;
+
+use crate::Lomi;
 use lomi_protocol::{ErrorCode, PairingId, ToolError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, InitializeResult, ListToolsResult,
@@ -26,6 +28,7 @@ pub enum Caller {
 /// One MCP session's handler.
 #[derive(Clone)]
 pub struct LomiServer {
+    lomi: Lomi,
     broker: Broker,
     tools: Arc<Vec<Tool>>,
     session: Arc<SessionPairing>,
@@ -68,7 +71,8 @@ pub fn mcp_tools() -> Vec<Tool> {
 }
 
 impl LomiServer {
-    pub fn new(broker: Broker, tools: Arc<Vec<Tool>>, caller: Caller) -> Self {
+    pub fn new(lomi: Lomi, tools: Arc<Vec<Tool>>, caller: Caller) -> Self {
+        let broker = lomi.broker.clone();
         let fixed = match caller {
             Caller::Known(id) => Some(id),
             Caller::HttpSession => None,
@@ -78,6 +82,7 @@ impl LomiServer {
                 broker: broker.clone(),
                 pairing: Mutex::new(None),
             }),
+            lomi,
             broker,
             tools,
             fixed,
@@ -181,7 +186,7 @@ impl ServerHandler for LomiServer {
         let answer = match self.caller(&context) {
             Ok(caller) => {
                 let arguments = request.arguments.map(serde_json::Value::Object);
-                crate::tools::call(&self.broker, &caller, &request.name, arguments).await
+                crate::tools::call(&self.lomi, &caller, &request.name, arguments).await
             }
             Err(error) => crate::tools::refused(error),
         };

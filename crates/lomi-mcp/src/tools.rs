@@ -1,10 +1,14 @@
 //! Tool calls by name: decode strictly, forward to the broker, wrap the answer in the
 //! envelope. Tools hold no logic of their own.
 
-use lomi_broker::Broker;
+use crate::Lomi;
 use lomi_protocol::tools::NoArguments;
 use lomi_protocol::tools::operations::{EventsReadInput, OperationCancelInput, OperationGetInput};
 use lomi_protocol::tools::session::{ConnectInput, PanelListInput, WorkspaceUpdateInput};
+use lomi_protocol::tools::terminal::{
+    LeaseAcquireInput, LeaseReleaseInput, TerminalCloseInput, TerminalCreateInput,
+    TerminalInputInput, TerminalInterruptInput, TerminalReadInput,
+};
 use lomi_protocol::{PairingId, Reply, ToolError, strict};
 use serde::Serialize;
 use serde_json::Value;
@@ -31,12 +35,9 @@ pub fn refused(error: ToolError) -> Answer {
 }
 
 /// Calls `tool` for `caller` with the raw MCP arguments.
-pub async fn call(
-    broker: &Broker,
-    caller: &PairingId,
-    tool: &str,
-    arguments: Option<Value>,
-) -> Answer {
+pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option<Value>) -> Answer {
+    let broker = &lomi.broker;
+    let terminals = &lomi.terminals;
     // Until the person approves the pairing, every tool but the status one answers
     // PAIRING_REQUIRED, whatever its arguments.
     if tool != "lomi_pairing_status"
@@ -81,6 +82,36 @@ pub async fn call(
             strict::decode::<NoArguments>(tool, arguments)
                 .and_then(|_| broker.store_status(caller)),
         ),
+        "lomi_terminal_create" => match strict::decode::<TerminalCreateInput>(tool, arguments) {
+            Ok(input) => answer(terminals.create(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_lease_acquire" => answer(
+            strict::decode::<LeaseAcquireInput>(tool, arguments)
+                .and_then(|input| broker.lease_acquire(caller, &input.panel_id, &input.generation)),
+        ),
+        "lomi_lease_release" => answer(
+            strict::decode::<LeaseReleaseInput>(tool, arguments)
+                .and_then(|input| broker.lease_release(caller, &input.lease_id)),
+        ),
+        "lomi_terminal_input" => match strict::decode::<TerminalInputInput>(tool, arguments) {
+            Ok(input) => answer(terminals.input(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_terminal_read" => match strict::decode::<TerminalReadInput>(tool, arguments) {
+            Ok(input) => answer(terminals.read(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_terminal_interrupt" => {
+            match strict::decode::<TerminalInterruptInput>(tool, arguments) {
+                Ok(input) => answer(terminals.interrupt(caller, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
+        "lomi_terminal_close" => match strict::decode::<TerminalCloseInput>(tool, arguments) {
+            Ok(input) => answer(terminals.close(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
         other => answer::<()>(Err(ToolError::invalid(format!(
             "there is no tool {other:?}; see tools/list or `lomi catalog`"
         )))),

@@ -14,6 +14,11 @@ use crate::tools::session::{
     ConnectInput, Connection, PairingStatus, PanelList, PanelListInput, WorkspaceList,
     WorkspaceUpdateInput,
 };
+use crate::tools::terminal::{
+    InputAccepted, LeaseAcquireInput, LeaseReleaseInput, LeaseReleased, LeaseView,
+    TerminalCloseInput, TerminalCreateInput, TerminalInputInput, TerminalInterruptInput,
+    TerminalReadInput, TerminalReadView,
+};
 
 /// MCP tool annotations (hints for clients; Lomi enforces the real rules itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -168,6 +173,77 @@ pub fn catalog() -> Vec<ToolSpec> {
             READ,
             "A bounded page of operation state changes of this connection, after a cursor. A page may be \
              empty: continue with nextCursor. Metadata only; not proof of effect.",
+        ),
+        ToolSpec::new::<TerminalCreateInput, OperationView>(
+            "lomi_terminal_create",
+            "Create a terminal",
+            Mutation,
+            MUTATION,
+            "Starts a real terminal (the person's shell, or argv) in a project directory as a new panel, \
+             compared by the workspace's expectedRevision. Settles succeeded once the process runs and its \
+             first output is seen; the result holds panelId, terminalSessionId, generation and a leaseId for \
+             input.",
+        ),
+        ToolSpec::new::<LeaseAcquireInput, LeaseView>(
+            "lomi_lease_acquire",
+            "Acquire a lease",
+            Control,
+            Annotations {
+                idempotent_hint: false,
+                ..MUTATION
+            },
+            "Input authority over one runtime generation of a panel. It ends when the person types in the \
+             panel (takeover), the runtime is replaced, the panel closes, or the pairing is revoked.",
+        ),
+        ToolSpec::new::<LeaseReleaseInput, LeaseReleased>(
+            "lomi_lease_release",
+            "Release a lease",
+            Control,
+            MUTATION,
+            "Gives up a lease.",
+        ),
+        ToolSpec::new::<TerminalInputInput, InputAccepted>(
+            "lomi_terminal_input",
+            "Type into a terminal",
+            Control,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Sends text or named keys under a lease, ordered by inputSequence (the lease's last plus one). \
+             Repeating a sequence with the same payload acknowledges the earlier input without sending it \
+             again. The answer confirms the bytes were written, not what the program did: read to see.",
+        ),
+        ToolSpec::new::<TerminalReadInput, TerminalReadView>(
+            "lomi_terminal_read",
+            "Read a terminal",
+            Read,
+            READ,
+            "The visible screen (with cursor and alternate-screen flag) and/or output since a cursor, bounded \
+             by maxBytes. With waitFor it answers once the text or regex appears, output goes idle, or the \
+             process exits (bounded by timeoutMs), so there is no need to poll.",
+        ),
+        ToolSpec::new::<TerminalInterruptInput, OperationView>(
+            "lomi_terminal_interrupt",
+            "Interrupt a terminal",
+            Mutation,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Sends Ctrl+C (SIGINT) to the terminal's foreground process group. Succeeds when the signal was \
+             dispatched; it does not mean the process exited: read the terminal to see.",
+        ),
+        ToolSpec::new::<TerminalCloseInput, OperationView>(
+            "lomi_terminal_close",
+            "Close a terminal",
+            Mutation,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Ends every process of the terminal and removes its panel, compared by expectedRevision. Cannot \
+             be undone.",
         ),
         ToolSpec::new::<NoArguments, StoreStatusView>(
             "lomi_store_status",

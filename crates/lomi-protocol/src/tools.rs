@@ -3,6 +3,7 @@
 
 pub mod operations;
 pub mod session;
+pub mod terminal;
 
 use serde::{Deserialize, Serialize};
 

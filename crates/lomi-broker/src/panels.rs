@@ -1,0 +1,438 @@
+//! Panels and leases: the runtime panels of a workspace (kept in memory: a runtime does not
+//! survive a restart), and input authority over one runtime generation. A lease orders its
+//! holder's input by `inputSequence`; the person typing in the panel ends every lease at once.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+
+use lomi_protocol::tools::session::{PanelKind, PanelView};
+use lomi_protocol::tools::terminal::{LeaseReleased, LeaseView};
+use lomi_protocol::{
+    DomainRevision, ErrorCode, LeaseId, PairingId, PanelId, ProjectId, Timestamp, ToolError,
+    WorkspaceId,
+};
+use serde_json::Value;
+
+use crate::Broker;
+
+/// How many earlier inputs a lease remembers for duplicate detection.
+const SEQUENCE_MEMORY: usize = 256;
+
+/// A panel as the broker knows it; the runtime behind it belongs to its runtime crate.
+#[derive(Clone, Debug)]
+pub struct PanelRecord {
+    pub workspace_id: WorkspaceId,
+    pub kind: PanelKind,
+    pub title: String,
+    pub project_id: Option<ProjectId>,
+    /// The current runtime generation.
+    pub generation: Option<String>,
+}
+
+impl PanelRecord {
+    pub fn view(&self, id: &PanelId) -> PanelView {
+        PanelView {
+            panel_id: id.clone(),
+            kind: self.kind,
+            title: self.title.clone(),
+            project_id: self.project_id.clone(),
+            generation: self.generation.clone(),
+        }
+    }
+}
+
+/// One ordered input under a lease, as `lease_input` checks it.
+pub struct LeasedInput<'a> {
+    pub lease: &'a LeaseId,
+    pub panel: &'a PanelId,
+    pub generation: &'a str,
+    pub sequence: u64,
+    /// Identifies the payload: the same sequence with another fingerprint is a conflict.
+    pub fingerprint: String,
+}
+
+/// One lease: who holds it, for which runtime, and the inputs it sent.
+pub(crate) struct Lease {
+    pairing: PairingId,
+    panel: PanelId,
+    generation: String,
+    acquired_at: Timestamp,
+    /// Why it ended, if it did.
+    ended: Option<String>,
+    last_sequence: u64,
+    /// sequence → (payload fingerprint, the answer given)
+    history: BTreeMap<u64, (String, Value)>,
+    /// Held while an input is checked, sent and recorded, so one lease's inputs go in order.
+    sending: Arc<tokio::sync::Mutex<()>>,
+}
+
+#[derive(Default)]
+pub(crate) struct Panels {
+    records: HashMap<PanelId, PanelRecord>,
+    leases: HashMap<LeaseId, Lease>,
+}
+
+impl Broker {
+    fn panels(&self) -> std::sync::MutexGuard<'_, Panels> {
+        self.inner.panels.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The panels of a workspace, in layout order.
+    pub(crate) fn workspace_panels(
+        &self,
+        workspace: &WorkspaceId,
+        order: &[PanelId],
+    ) -> Vec<PanelView> {
+        let panels = self.panels();
+        order
+            .iter()
+            .filter_map(|id| {
+                panels
+                    .records
+                    .get(id)
+                    .filter(|r| &r.workspace_id == workspace)
+                    .map(|r| r.view(id))
+            })
+            .collect()
+    }
+
+    /// Adds a panel at the end of its workspace's layout if the workspace is still at
+    /// `expected`; returns the new revision. Runtimes call this from inside their effect.
+    pub fn panel_add(
+        &self,
+        expected: DomainRevision,
+        id: PanelId,
+        record: PanelRecord,
+    ) -> Result<DomainRevision, ToolError> {
+        let workspace_id = record.workspace_id.clone();
+        let revision = self.update_domain(|domain| {
+            let workspace = domain
+                .workspaces
+                .iter_mut()
+                .find(|w| w.id == workspace_id)
+                .ok_or_else(|| {
+                    ToolError::not_found(format!("workspace {workspace_id} was removed"))
+                })?;
+            if workspace.revision != expected {
+                return Err(crate::session::revision_mismatch(workspace));
+            }
+            workspace.panel_order.push(id.clone());
+            workspace.revision = workspace.revision.next();
+            Ok(workspace.revision)
+        })?;
+        self.panels().records.insert(id, record);
+        Ok(revision)
+    }
+
+    /// Removes a panel from its workspace (compared by revision when `expected` is given) and
+    /// ends its leases; returns the new revision.
+    pub fn panel_remove(
+        &self,
+        id: &PanelId,
+        expected: Option<DomainRevision>,
+    ) -> Result<DomainRevision, ToolError> {
+        let workspace_id = self
+            .panels()
+            .records
+            .get(id)
+            .map(|r| r.workspace_id.clone())
+            .ok_or_else(|| ToolError::not_found(format!("no panel {id}")))?;
+        let revision = self.update_domain(|domain| {
+            let workspace = domain
+                .workspaces
+                .iter_mut()
+                .find(|w| w.id == workspace_id)
+                .ok_or_else(|| {
+                    ToolError::not_found(format!("workspace {workspace_id} was removed"))
+                })?;
+            if let Some(expected) = expected
+                && workspace.revision != expected
+            {
+                return Err(crate::session::revision_mismatch(workspace));
+            }
+            workspace.panel_order.retain(|p| p != id);
+            workspace.revision = workspace.revision.next();
+            Ok(workspace.revision)
+        })?;
+        let mut panels = self.panels();
+        panels.records.remove(id);
+        for lease in panels.leases.values_mut().filter(|l| &l.panel == id) {
+            lease
+                .ended
+                .get_or_insert_with(|| "the panel was closed".to_owned());
+        }
+        Ok(revision)
+    }
+
+    /// Records a new runtime generation for a panel; leases on the old one end.
+    pub fn panel_set_generation(&self, id: &PanelId, generation: Option<String>) {
+        let mut panels = self.panels();
+        if let Some(record) = panels.records.get_mut(id) {
+            record.generation = generation.clone();
+        }
+        for lease in panels.leases.values_mut().filter(|l| &l.panel == id) {
+            if Some(&lease.generation) != generation.as_ref() {
+                lease
+                    .ended
+                    .get_or_insert_with(|| "the runtime was replaced".to_owned());
+            }
+        }
+    }
+
+    /// A panel the caller may see (its workspace is granted), or NOT_FOUND.
+    pub fn panel(&self, caller: &PairingId, id: &PanelId) -> Result<PanelRecord, ToolError> {
+        let grants = self.authorize(caller)?;
+        let not_found = || {
+            ToolError::not_found(format!(
+                "no panel {id} in the workspaces granted to this client"
+            ))
+        };
+        let record = self
+            .panels()
+            .records
+            .get(id)
+            .cloned()
+            .ok_or_else(not_found)?;
+        if !grants.contains(&record.workspace_id) {
+            return Err(not_found());
+        }
+        Ok(record)
+    }
+
+    /// The root of a project of a workspace the caller may use: the named one, or the only one.
+    pub fn project_root(
+        &self,
+        caller: &PairingId,
+        workspace: &WorkspaceId,
+        project: Option<&ProjectId>,
+    ) -> Result<(ProjectId, std::path::PathBuf), ToolError> {
+        let workspace = self.granted_workspace(caller, workspace)?;
+        let found = match project {
+            Some(id) => workspace.projects.iter().find(|p| &p.id == id),
+            None if workspace.projects.len() == 1 => workspace.projects.first(),
+            None => {
+                return Err(ToolError::invalid(
+                    "this workspace has several projects; name one with projectId",
+                ));
+            }
+        };
+        let project =
+            found.ok_or_else(|| ToolError::not_found("no such project in this workspace"))?;
+        Ok((project.id.clone(), project.root.clone()))
+    }
+
+    /// A new lease for the caller on a panel's current runtime generation.
+    pub fn lease_acquire(
+        &self,
+        caller: &PairingId,
+        panel: &PanelId,
+        generation: &str,
+    ) -> Result<LeaseView, ToolError> {
+        let record = self.panel(caller, panel)?;
+        check_generation(&record, generation)?;
+        let id = LeaseId::from_random(self.inner.entropy.bytes16());
+        let lease = Lease {
+            pairing: caller.clone(),
+            panel: panel.clone(),
+            generation: generation.to_owned(),
+            acquired_at: self.now(),
+            ended: None,
+            last_sequence: 0,
+            history: BTreeMap::new(),
+            sending: Arc::default(),
+        };
+        let view = lease_view(&id, &lease);
+        self.panels().leases.insert(id, lease);
+        Ok(view)
+    }
+
+    pub fn lease_release(
+        &self,
+        caller: &PairingId,
+        lease: &LeaseId,
+    ) -> Result<LeaseReleased, ToolError> {
+        self.authorize(caller)?;
+        let mut panels = self.panels();
+        match panels.leases.get(lease) {
+            Some(held) if &held.pairing == caller => {
+                panels.leases.remove(lease);
+                Ok(LeaseReleased {
+                    lease_id: lease.clone(),
+                    released: true,
+                })
+            }
+            _ => Err(ToolError::new(
+                ErrorCode::LeaseRequired,
+                format!("this client holds no lease {lease}"),
+            )),
+        }
+    }
+
+    /// The person took the panel over (typed in it): every lease on it ends at once.
+    pub fn takeover(&self, panel: &PanelId) {
+        let mut panels = self.panels();
+        for lease in panels.leases.values_mut().filter(|l| &l.panel == panel) {
+            lease.ended.get_or_insert_with(|| {
+                "the person took over this panel by typing in it".to_owned()
+            });
+        }
+    }
+
+    /// Sends one ordered input under a lease. `fingerprint` identifies the payload; `send`
+    /// runs only for the next sequence number, and its answer is remembered so that the
+    /// same sequence with the same payload gets that answer again instead of a second send.
+    pub async fn lease_input<F, Fut>(
+        &self,
+        caller: &PairingId,
+        input: LeasedInput<'_>,
+        send: F,
+    ) -> Result<(Value, bool), ToolError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Value, ToolError>>,
+    {
+        let LeasedInput {
+            lease,
+            panel,
+            generation,
+            sequence,
+            fingerprint,
+        } = input;
+        let record = self.panel(caller, panel)?;
+        let sending = {
+            let panels = self.panels();
+            let held = panels
+                .leases
+                .get(lease)
+                .filter(|l| &l.pairing == caller && &l.panel == panel)
+                .ok_or_else(|| {
+                    ToolError::new(
+                        ErrorCode::LeaseRequired,
+                        format!("no lease {lease} of this client on panel {panel}; call lomi_lease_acquire"),
+                    )
+                })?;
+            held.sending.clone()
+        };
+        let _in_order = sending.lock().await;
+        let last = {
+            let panels = self.panels();
+            let held = panels.leases.get(lease).ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::LeaseRequired,
+                    format!("lease {lease} was released"),
+                )
+            })?;
+            if let Some(reason) = &held.ended {
+                return Err(ToolError::new(
+                    ErrorCode::LeaseExpired,
+                    format!("lease {lease} ended: {reason}"),
+                ));
+            }
+            check_generation(&record, &held.generation)?;
+            if held.generation != generation {
+                return Err(generation_mismatch(&record, generation));
+            }
+            if sequence <= held.last_sequence {
+                return match held.history.get(&sequence) {
+                    Some((seen, answer)) if *seen == fingerprint => Ok((answer.clone(), true)),
+                    Some(_) => Err(ToolError::new(
+                        ErrorCode::SequenceConflict,
+                        format!(
+                            "inputSequence {sequence} was already used with another payload; the next is {}",
+                            held.last_sequence + 1
+                        ),
+                    )),
+                    None => Err(ToolError::new(
+                        ErrorCode::SequenceConflict,
+                        format!(
+                            "inputSequence {sequence} is older than this lease remembers; the next is {}",
+                            held.last_sequence + 1
+                        ),
+                    )),
+                };
+            }
+            if sequence > held.last_sequence + 1 {
+                return Err(ToolError::new(
+                    ErrorCode::SequenceGap,
+                    format!("inputSequence {sequence} skips ahead; the next is {}", held.last_sequence + 1),
+                )
+                .with_details(serde_json::json!({ "nextInputSequence": (held.last_sequence + 1).to_string() })));
+            }
+            held.last_sequence
+        };
+        let answer = send().await?;
+        let mut panels = self.panels();
+        if let Some(held) = panels.leases.get_mut(lease) {
+            held.last_sequence = last + 1;
+            held.history.insert(sequence, (fingerprint, answer.clone()));
+            while held.history.len() > SEQUENCE_MEMORY {
+                held.history.pop_first();
+            }
+        }
+        Ok((answer, false))
+    }
+
+    /// Checks that the caller holds a live lease on the panel's current generation (for
+    /// lease-guarded tools that are not ordered input, such as interrupt).
+    pub fn lease_check(
+        &self,
+        caller: &PairingId,
+        lease: &LeaseId,
+        panel: &PanelId,
+        generation: &str,
+    ) -> Result<PanelRecord, ToolError> {
+        let record = self.panel(caller, panel)?;
+        let panels = self.panels();
+        let held = panels
+            .leases
+            .get(lease)
+            .filter(|l| &l.pairing == caller && &l.panel == panel)
+            .ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::LeaseRequired,
+                    format!("no lease {lease} of this client on panel {panel}"),
+                )
+            })?;
+        if let Some(reason) = &held.ended {
+            return Err(ToolError::new(
+                ErrorCode::LeaseExpired,
+                format!("lease {lease} ended: {reason}"),
+            ));
+        }
+        if held.generation != generation {
+            return Err(generation_mismatch(&record, generation));
+        }
+        check_generation(&record, generation)?;
+        Ok(record)
+    }
+}
+
+fn check_generation(record: &PanelRecord, generation: &str) -> Result<(), ToolError> {
+    if record.generation.as_deref() == Some(generation) {
+        Ok(())
+    } else {
+        Err(generation_mismatch(record, generation))
+    }
+}
+
+fn generation_mismatch(record: &PanelRecord, generation: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::GenerationMismatch,
+        format!(
+            "generation {generation} is not the panel's current runtime ({}); re-read it with lomi_panel_list",
+            record.generation.as_deref().unwrap_or("none")
+        ),
+    )
+    .with_details(serde_json::json!({ "currentGeneration": record.generation }))
+}
+
+fn lease_view(id: &LeaseId, lease: &Lease) -> LeaseView {
+    LeaseView {
+        lease_id: id.clone(),
+        panel_id: lease.panel.clone(),
+        generation: lease.generation.clone(),
+        last_input_sequence: lease.last_sequence.to_string(),
+        acquired_at: lease.acquired_at,
+    }
+}

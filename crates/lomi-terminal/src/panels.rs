@@ -1,0 +1,555 @@
+//! Terminal panels: the terminal tools over the broker. Creation, interruption and closing are
+//! operations through the broker's engine; input is ordered by lease and `inputSequence`;
+//! reads answer at once or after a bounded wait.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lomi_broker::{Broker, EffectOutcome, LeasedInput, Mutation, PanelRecord};
+use lomi_protocol::tools::operations::OperationView;
+use lomi_protocol::tools::session::PanelKind;
+use lomi_protocol::tools::terminal::{
+    ExitView, InputAccepted, InputPayload, Interrupted, OutputView, ScreenView, TerminalCloseInput,
+    TerminalClosed, TerminalCreateInput, TerminalCreated, TerminalInputInput,
+    TerminalInterruptInput, TerminalReadInput, TerminalReadView, WaitArguments,
+};
+use lomi_protocol::{EffectState, PairingId, PanelId, ToolError, WorkspaceId};
+use serde_json::Value;
+
+use crate::{ExitStatus, Terminal, TerminalConfig, WaitFor, WaitOutcome, key_bytes};
+
+/// How long a new terminal may take to print its first output before creation fails.
+const FIRST_OUTPUT: Duration = Duration::from_secs(10);
+/// How long processes get to exit on close before they are killed.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+const DEFAULT_READ_BYTES: u32 = 16 * 1024;
+const MAX_READ_BYTES: u32 = 1024 * 1024;
+const DEFAULT_WAIT_MS: u32 = 10_000;
+const MAX_WAIT_MS: u32 = 60_000;
+const MAX_ARGV: usize = 256;
+const MAX_ARG_BYTES: usize = 4096;
+
+/// One live terminal runtime behind a panel.
+#[derive(Clone)]
+pub struct TerminalRuntime {
+    pub terminal: Terminal,
+    pub session_id: String,
+    pub generation: String,
+    pub workspace_id: WorkspaceId,
+}
+
+/// The terminal panels of one broker.
+#[derive(Clone)]
+pub struct TerminalPanels {
+    broker: Broker,
+    runtimes: Arc<Mutex<HashMap<PanelId, TerminalRuntime>>>,
+}
+
+fn exit_view(status: ExitStatus) -> ExitView {
+    ExitView {
+        code: status.code,
+        signal: status.signal,
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// `root/relative`, refusing anything that could leave the root: absolute paths, `..`, and
+/// symlinks that resolve outside it.
+pub fn confined_dir(root: &Path, relative: &str) -> Result<PathBuf, ToolError> {
+    if relative.contains('\0') {
+        return Err(ToolError::invalid("cwdRelative must not contain NUL"));
+    }
+    let path = Path::new(relative);
+    if path
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(ToolError::invalid(format!(
+            "cwdRelative {relative:?} must be relative to the project root, without `..`"
+        )));
+    }
+    let root = root
+        .canonicalize()
+        .map_err(|e| ToolError::not_found(format!("the project root is not available: {e}")))?;
+    let dir = root
+        .join(path)
+        .canonicalize()
+        .map_err(|e| ToolError::invalid(format!("cwdRelative {relative:?}: {e}")))?;
+    if !dir.starts_with(&root) {
+        return Err(ToolError::invalid(format!(
+            "cwdRelative {relative:?} leads outside the project"
+        )));
+    }
+    if !dir.is_dir() {
+        return Err(ToolError::invalid(format!(
+            "cwdRelative {relative:?} is not a directory"
+        )));
+    }
+    Ok(dir)
+}
+
+impl TerminalPanels {
+    pub fn new(broker: Broker) -> Self {
+        TerminalPanels {
+            broker,
+            runtimes: Arc::default(),
+        }
+    }
+
+    fn runtimes(&self) -> std::sync::MutexGuard<'_, HashMap<PanelId, TerminalRuntime>> {
+        self.runtimes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The runtime behind a panel the caller may see.
+    fn runtime(
+        &self,
+        caller: &PairingId,
+        panel: &PanelId,
+    ) -> Result<(PanelRecord, TerminalRuntime), ToolError> {
+        let record = self.broker.panel(caller, panel)?;
+        if record.kind != PanelKind::Terminal {
+            return Err(ToolError::invalid(format!(
+                "panel {panel} is not a terminal"
+            )));
+        }
+        let runtime = self.runtimes().get(panel).cloned().ok_or_else(|| {
+            ToolError::not_found(format!("panel {panel} has no terminal running"))
+        })?;
+        Ok((record, runtime))
+    }
+
+    /// The runtime behind a panel, for the person (no grants involved).
+    pub fn runtime_for_person(&self, panel: &PanelId) -> Option<TerminalRuntime> {
+        self.runtimes().get(panel).cloned()
+    }
+
+    /// `lomi_terminal_create`.
+    pub async fn create(
+        &self,
+        caller: &PairingId,
+        input: TerminalCreateInput,
+    ) -> Result<OperationView, ToolError> {
+        lomi_broker::check_name("title", &input.title)?;
+        let argv = input.argv.clone().unwrap_or_default();
+        if argv.len() > MAX_ARGV
+            || argv
+                .iter()
+                .any(|a| a.len() > MAX_ARG_BYTES || a.contains('\0'))
+        {
+            return Err(ToolError::invalid(format!(
+                "argv takes at most {MAX_ARGV} arguments of at most {MAX_ARG_BYTES} bytes, without NUL"
+            )));
+        }
+        if input.argv.as_ref().is_some_and(Vec::is_empty) {
+            return Err(ToolError::invalid(
+                "argv must name a program; omit it for the shell",
+            ));
+        }
+        let (project_id, root) =
+            self.broker
+                .project_root(caller, &input.workspace_id, input.project_id.as_ref())?;
+        let cwd = confined_dir(&root, &input.cwd_relative)?;
+        let workspace_id = input.workspace_id.clone();
+        let expected = input.expected_revision;
+        let mutation = Mutation {
+            tool: "lomi_terminal_create",
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id: Some(project_id.clone()),
+            payload: to_value(&input),
+            generation: None,
+            revision: Some(expected.to_string()),
+            permit_key: format!("workspace:{workspace_id}"),
+        };
+        let check_workspace = workspace_id.clone();
+        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
+        let panels = self.clone();
+        let creator = caller.clone();
+        let title = input.title.clone();
+        let id = self.broker.submit(
+            caller,
+            mutation,
+            precheck,
+            Box::new(move |context| {
+                Box::pin(async move {
+                    // Under the workspace's permit nothing else changes its layout, so the
+                    // revision checked here is the one the panel is added to.
+                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
+                        return EffectOutcome::Failed { effect: EffectState::None, error };
+                    }
+                    let mut config = TerminalConfig::new(cwd);
+                    config.argv = argv;
+                    let terminal = match Terminal::spawn(config) {
+                        Ok(terminal) => terminal,
+                        Err(error) => {
+                            return EffectOutcome::Failed {
+                                effect: EffectState::None,
+                                error: ToolError::invalid(format!("the terminal did not start: {error}")),
+                            };
+                        }
+                    };
+                    if !terminal.first_output(FIRST_OUTPUT).await {
+                        let status = terminal.close(CLOSE_GRACE).await;
+                        return EffectOutcome::Failed {
+                            effect: EffectState::Partial,
+                            error: ToolError::internal(format!(
+                                "the process printed nothing within {} s and was stopped ({status:?})",
+                                FIRST_OUTPUT.as_secs()
+                            )),
+                        };
+                    }
+                    let panel_id = PanelId::from_random(context.broker.random_bytes());
+                    let generation = format!("g{}", hex_id(&context.broker));
+                    let session_id = format!("ts_{}", hex_id(&context.broker));
+                    let record = PanelRecord {
+                        workspace_id: workspace_id.clone(),
+                        kind: PanelKind::Terminal,
+                        title,
+                        project_id: Some(project_id),
+                        generation: Some(generation.clone()),
+                    };
+                    panels.runtimes().insert(
+                        panel_id.clone(),
+                        TerminalRuntime {
+                            terminal: terminal.clone(),
+                            session_id: session_id.clone(),
+                            generation: generation.clone(),
+                            workspace_id: workspace_id.clone(),
+                        },
+                    );
+                    let revision = match context.broker.panel_add(expected, panel_id.clone(), record) {
+                        Ok(revision) => revision,
+                        Err(error) => {
+                            panels.runtimes().remove(&panel_id);
+                            terminal.close(CLOSE_GRACE).await;
+                            return EffectOutcome::Failed { effect: EffectState::Partial, error };
+                        }
+                    };
+                    let lease = match context.broker.lease_acquire(&creator, &panel_id, &generation) {
+                        Ok(lease) => lease,
+                        Err(error) => return EffectOutcome::Failed { effect: EffectState::Complete, error },
+                    };
+                    EffectOutcome::Succeeded(to_value(&TerminalCreated {
+                        panel_id,
+                        terminal_session_id: session_id,
+                        generation,
+                        lease_id: lease.lease_id,
+                        domain_revision: revision,
+                        pid: terminal.pid(),
+                    }))
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+
+    /// `lomi_terminal_input`: ordered by lease and inputSequence.
+    pub async fn input(
+        &self,
+        caller: &PairingId,
+        input: TerminalInputInput,
+    ) -> Result<InputAccepted, ToolError> {
+        let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
+        let bytes: Vec<u8> = match &input.payload {
+            InputPayload::Text(text) => text.as_bytes().to_vec(),
+            InputPayload::Keys(keys) => {
+                let mut bytes = Vec::new();
+                for key in keys {
+                    let sequence = key_bytes(key).ok_or_else(|| {
+                        ToolError::invalid(format!(
+                            "unknown key {key:?}; use Enter, Tab, Backspace, Escape, Up, Down, Left, Right, Home, End, \
+                             PageUp, PageDown, Delete, F1..F12 or Ctrl-A..Ctrl-Z"
+                        ))
+                    })?;
+                    bytes.extend_from_slice(sequence);
+                }
+                bytes
+            }
+        };
+        let fingerprint = lomi_store_fingerprint(&bytes);
+        let sequence = input.input_sequence;
+        let terminal = runtime.terminal.clone();
+        let (answer, duplicate) = self
+            .broker
+            .lease_input(
+                caller,
+                LeasedInput {
+                    lease: &input.lease_id,
+                    panel: &input.panel_id,
+                    generation: &input.generation,
+                    sequence,
+                    fingerprint,
+                },
+                || async move {
+                    let cursor = terminal.output_cursor();
+                    terminal.write(&bytes).await.map_err(|e| {
+                        ToolError::invalid(format!("the terminal did not take the input: {e}"))
+                    })?;
+                    Ok(to_value(&InputAccepted {
+                        input_sequence: sequence.to_string(),
+                        duplicate: false,
+                        bytes_written: bytes.len() as u64,
+                        output_cursor: cursor.to_string(),
+                    }))
+                },
+            )
+            .await?;
+        let mut accepted: InputAccepted =
+            serde_json::from_value(answer).map_err(|e| ToolError::internal(e.to_string()))?;
+        accepted.duplicate = duplicate;
+        Ok(accepted)
+    }
+
+    /// `lomi_terminal_read`.
+    pub async fn read(
+        &self,
+        caller: &PairingId,
+        input: TerminalReadInput,
+    ) -> Result<TerminalReadView, ToolError> {
+        let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
+        let max_bytes = input.max_bytes.unwrap_or(DEFAULT_READ_BYTES);
+        if max_bytes == 0 || max_bytes > MAX_READ_BYTES {
+            return Err(ToolError::invalid(format!(
+                "maxBytes must be 1 to {MAX_READ_BYTES}"
+            )));
+        }
+        let since = match &input.since_cursor {
+            Some(text) => Some(lomi_protocol::parse_decimal(text).ok_or_else(|| {
+                ToolError::invalid(format!("sinceCursor {text:?} is not a decimal cursor"))
+            })?),
+            None => None,
+        };
+        let timeout_ms = input.timeout_ms.unwrap_or(DEFAULT_WAIT_MS);
+        if timeout_ms == 0 || timeout_ms > MAX_WAIT_MS {
+            return Err(ToolError::invalid(format!(
+                "timeoutMs must be 1 to {MAX_WAIT_MS}"
+            )));
+        }
+        let terminal = &runtime.terminal;
+        let waited = match &input.wait_for {
+            Some(wait) => {
+                let until = wait_for(wait)?;
+                let from = since.unwrap_or_else(|| terminal.output_cursor());
+                let outcome = terminal
+                    .wait(until, from, Duration::from_millis(u64::from(timeout_ms)))
+                    .await;
+                Some(
+                    match outcome {
+                        WaitOutcome::Matched { .. } => "matched",
+                        WaitOutcome::Idle => "idle",
+                        WaitOutcome::Exited(_) => "exited",
+                        WaitOutcome::TimedOut => "timed_out",
+                    }
+                    .to_owned(),
+                )
+            }
+            None => None,
+        };
+        let screen = input.screen.unwrap_or(true).then(|| {
+            let screen = terminal.screen();
+            ScreenView {
+                rows: screen.rows,
+                cols: screen.cols,
+                lines: screen.lines,
+                cursor_row: screen.cursor_row,
+                cursor_col: screen.cursor_col,
+                alternate_screen: screen.alternate_screen,
+                title: screen.title,
+            }
+        });
+        let output = since.map(|cursor| {
+            let output = terminal.output_since(cursor, max_bytes as usize);
+            OutputView {
+                start_cursor: output.start.to_string(),
+                end_cursor: output.end.to_string(),
+                text: String::from_utf8_lossy(&output.bytes).into_owned(),
+                truncated_before: output.truncated_before,
+                more: output.more,
+            }
+        });
+        Ok(TerminalReadView {
+            panel_id: input.panel_id,
+            terminal_session_id: runtime.session_id.clone(),
+            generation: runtime.generation.clone(),
+            output_cursor: terminal.output_cursor().to_string(),
+            screen,
+            output,
+            waited,
+            exited: terminal.exit_status().map(exit_view),
+        })
+    }
+
+    /// `lomi_terminal_interrupt`: SIGINT to the foreground process group. Confirms dispatch,
+    /// not that anything exited.
+    pub async fn interrupt(
+        &self,
+        caller: &PairingId,
+        input: TerminalInterruptInput,
+    ) -> Result<OperationView, ToolError> {
+        let record =
+            self.broker
+                .lease_check(caller, &input.lease_id, &input.panel_id, &input.generation)?;
+        let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
+        let panel_id = input.panel_id.clone();
+        let mutation = Mutation {
+            tool: "lomi_terminal_interrupt",
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+            workspace_id: record.workspace_id.clone(),
+            project_id: record.project_id.clone(),
+            payload: to_value(&input),
+            generation: Some(input.generation.clone()),
+            revision: None,
+            permit_key: format!("panel:{panel_id}"),
+        };
+        let terminal = runtime.terminal.clone();
+        let id = self.broker.submit(
+            caller,
+            mutation,
+            |_| Ok(()),
+            Box::new(move |_context| {
+                Box::pin(async move {
+                    match terminal.interrupt() {
+                        Ok(sent) => EffectOutcome::Succeeded(to_value(&Interrupted {
+                            panel_id,
+                            process_group: sent.process_group,
+                            signal: "SIGINT".to_owned(),
+                        })),
+                        Err(error) => EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error: ToolError::invalid(format!("no interrupt was sent: {error}")),
+                        },
+                    }
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+
+    /// `lomi_terminal_close`: ends every process of the terminal and removes the panel.
+    pub async fn close(
+        &self,
+        caller: &PairingId,
+        input: TerminalCloseInput,
+    ) -> Result<OperationView, ToolError> {
+        let (record, runtime) = self.runtime(caller, &input.panel_id)?;
+        if record.workspace_id != input.workspace_id {
+            return Err(ToolError::not_found(format!(
+                "no panel {} in workspace {}",
+                input.panel_id, input.workspace_id
+            )));
+        }
+        let workspace_id = input.workspace_id.clone();
+        let expected = input.expected_revision;
+        let panel_id = input.panel_id.clone();
+        let mutation = Mutation {
+            tool: "lomi_terminal_close",
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id: record.project_id.clone(),
+            payload: to_value(&input),
+            generation: Some(runtime.generation.clone()),
+            revision: Some(expected.to_string()),
+            permit_key: format!("workspace:{workspace_id}"),
+        };
+        let check_workspace = workspace_id.clone();
+        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
+        let panels = self.clone();
+        let id = self.broker.submit(
+            caller,
+            mutation,
+            precheck,
+            Box::new(move |context| {
+                Box::pin(async move {
+                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error,
+                        };
+                    }
+                    let status = runtime.terminal.close(CLOSE_GRACE).await;
+                    panels.runtimes().remove(&panel_id);
+                    match context.broker.panel_remove(&panel_id, Some(expected)) {
+                        Ok(revision) => EffectOutcome::Succeeded(to_value(&TerminalClosed {
+                            panel_id,
+                            exited: exit_view(status),
+                            domain_revision: revision,
+                        })),
+                        Err(error) => EffectOutcome::Failed {
+                            effect: EffectState::Partial,
+                            error,
+                        },
+                    }
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+
+    /// Ends every terminal (the broker is stopping).
+    pub async fn close_all(&self) {
+        let runtimes: Vec<TerminalRuntime> = self.runtimes().drain().map(|(_, r)| r).collect();
+        for runtime in runtimes {
+            runtime.terminal.close(CLOSE_GRACE).await;
+        }
+    }
+}
+
+fn wait_for(wait: &WaitArguments) -> Result<WaitFor, ToolError> {
+    let given = [
+        wait.text.is_some(),
+        wait.regex.is_some(),
+        wait.idle_ms.is_some(),
+        wait.exit == Some(true),
+    ];
+    if given.iter().filter(|g| **g).count() != 1 {
+        return Err(ToolError::invalid(
+            "waitFor takes exactly one of text, regex, idleMs or exit: true",
+        ));
+    }
+    if let Some(text) = &wait.text {
+        if text.is_empty() || text.len() > 4096 {
+            return Err(ToolError::invalid(
+                "waitFor.text must have 1 to 4,096 bytes",
+            ));
+        }
+        return Ok(WaitFor::Text(text.clone()));
+    }
+    if let Some(pattern) = &wait.regex {
+        let regex = regex::RegexBuilder::new(pattern)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| ToolError::invalid(format!("waitFor.regex: {e}")))?;
+        return Ok(WaitFor::Regex(regex));
+    }
+    if let Some(idle) = wait.idle_ms {
+        if !(50..=10_000).contains(&idle) {
+            return Err(ToolError::invalid("waitFor.idleMs must be 50 to 10,000"));
+        }
+        return Ok(WaitFor::Idle(Duration::from_millis(u64::from(idle))));
+    }
+    Ok(WaitFor::Exit)
+}
+
+fn hex_id(broker: &Broker) -> String {
+    broker
+        .random_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn lomi_store_fingerprint(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
