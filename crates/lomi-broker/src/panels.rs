@@ -2,10 +2,11 @@
 //! survive a restart), and input authority over one runtime generation. A lease orders its
 //! holder's input by `inputSequence`; the person typing in the panel ends every lease at once.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 
+use lomi_protocol::tools::operations::PanelEvent;
 use lomi_protocol::tools::session::{PanelKind, PanelView};
 use lomi_protocol::tools::terminal::{LeaseReleased, LeaseView};
 use lomi_protocol::{
@@ -67,10 +68,16 @@ pub(crate) struct Lease {
     sending: Arc<tokio::sync::Mutex<()>>,
 }
 
+/// How many panel progress events the broker keeps (in memory; runtimes do not outlive it).
+const PANEL_EVENTS_KEPT: usize = 4096;
+
 #[derive(Default)]
 pub(crate) struct Panels {
     records: HashMap<PanelId, PanelRecord>,
     leases: HashMap<LeaseId, Lease>,
+    /// (sequence, workspace, event), oldest first.
+    events: VecDeque<(u64, WorkspaceId, PanelEvent)>,
+    last_event: u64,
 }
 
 impl Broker {
@@ -267,6 +274,72 @@ impl Broker {
                 format!("this client holds no lease {lease}"),
             )),
         }
+    }
+
+    /// Records a runtime's progress (output cursor moved, or exit) for the event feed.
+    pub fn panel_progress(
+        &self,
+        panel: &PanelId,
+        output_cursor: u64,
+        exit: Option<(Option<i32>, Option<i32>)>,
+    ) {
+        let at = self.now();
+        let mut panels = self.panels();
+        let Some(workspace) = panels.records.get(panel).map(|r| r.workspace_id.clone()) else {
+            return;
+        };
+        panels.last_event += 1;
+        let seq = panels.last_event;
+        let event = PanelEvent {
+            panel_id: panel.clone(),
+            kind: if exit.is_some() { "exited" } else { "output" }.to_owned(),
+            output_cursor: output_cursor.to_string(),
+            exit_code: exit.and_then(|(code, _)| code),
+            exit_signal: exit.and_then(|(_, signal)| signal),
+            at,
+        };
+        panels.events.push_back((seq, workspace, event));
+        while panels.events.len() > PANEL_EVENTS_KEPT {
+            panels.events.pop_front();
+        }
+    }
+
+    /// Panel events of a workspace after `after`, at most `max`; returns them and the cursor
+    /// to continue from.
+    pub(crate) fn panel_events_after(
+        &self,
+        workspace: &WorkspaceId,
+        after: u64,
+        max: usize,
+    ) -> Result<(Vec<PanelEvent>, u64), ToolError> {
+        let panels = self.panels();
+        if after > panels.last_event {
+            return Err(ToolError::invalid(
+                "the cursor is not one Lomi gave out; read without a cursor to start",
+            ));
+        }
+        let oldest = panels
+            .events
+            .front()
+            .map_or(panels.last_event + 1, |(seq, _, _)| *seq);
+        if after + 1 < oldest && after < panels.last_event {
+            return Err(ToolError::new(
+                ErrorCode::CursorExpired,
+                "the cursor is older than the retained panel events; read again without a cursor",
+            ));
+        }
+        let mut next = after;
+        let mut found = Vec::new();
+        for (seq, owner, event) in panels.events.iter().filter(|(seq, _, _)| *seq > after) {
+            if found.len() == max {
+                break;
+            }
+            next = *seq;
+            if owner == workspace {
+                found.push(event.clone());
+            }
+        }
+        Ok((found, next))
     }
 
     /// The person took the panel over (typed in it): every lease on it ends at once.

@@ -348,21 +348,29 @@ impl Broker {
         caller: &PairingId,
         input: &EventsReadInput,
     ) -> Result<EventPage, ToolError> {
-        self.check_retry_epoch(caller, &input.retry_epoch, None)?;
         let max = input.max_events.unwrap_or(DEFAULT_EVENTS);
         if max == 0 || max > MAX_EVENTS {
             return Err(ToolError::invalid(format!(
                 "maxEvents must be 1 to {MAX_EVENTS}"
             )));
         }
-        let after: i64 = match &input.cursor {
-            None => 0,
-            Some(text) => lomi_protocol::parse_decimal(text)
-                .and_then(|n| i64::try_from(n).ok())
-                .ok_or_else(|| {
-                    ToolError::invalid(format!("cursor {text:?} is not a cursor Lomi gave out"))
-                })?,
+        let epoch = self.check_retry_epoch(caller, &input.retry_epoch, None)?;
+        // A cursor is `OPERATIONS.PANELS`: a position in each of the two feeds.
+        let (after, panels_after): (i64, u64) = match &input.cursor {
+            None => (0, 0),
+            Some(text) => {
+                let bad =
+                    || ToolError::invalid(format!("cursor {text:?} is not a cursor Lomi gave out"));
+                let (operations, panels) = text.split_once('.').unwrap_or((text.as_str(), "0"));
+                let operations = lomi_protocol::parse_decimal(operations)
+                    .and_then(|n| i64::try_from(n).ok())
+                    .ok_or_else(bad)?;
+                let panels = lomi_protocol::parse_decimal(panels).ok_or_else(bad)?;
+                (operations, panels)
+            }
         };
+        let (panel_events, panels_next) =
+            self.panel_events_after(&epoch.workspace_id, panels_after, max as usize)?;
         // Scan a bounded window of the shared log and keep this connection's events; a page
         // can be empty while the cursor still moves on.
         let page = self
@@ -401,7 +409,8 @@ impl Broker {
         }
         Ok(EventPage {
             events,
-            next_cursor: next.to_string(),
+            panel_events,
+            next_cursor: format!("{next}.{panels_next}"),
         })
     }
 

@@ -231,6 +231,7 @@ impl TerminalPanels {
                             return EffectOutcome::Failed { effect: EffectState::Partial, error };
                         }
                     };
+                    watch_progress(context.broker.clone(), panel_id.clone(), terminal.clone());
                     let lease = match context.broker.lease_acquire(&creator, &panel_id, &generation) {
                         Ok(lease) => lease,
                         Err(error) => return EffectOutcome::Failed { effect: EffectState::Complete, error },
@@ -500,6 +501,36 @@ impl TerminalPanels {
             runtime.terminal.close(CLOSE_GRACE).await;
         }
     }
+}
+
+/// How often a busy terminal's output progress is recorded as an event, at most.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// Feeds a terminal's progress (output cursor, exit) into the broker's event feed: coalesced
+/// to one event per `PROGRESS_EVERY` while output flows, and one at exit.
+fn watch_progress(broker: Broker, panel: PanelId, terminal: Terminal) {
+    let mut progress = terminal.progress();
+    drop(terminal);
+    tokio::spawn(async move {
+        let mut recorded = 0;
+        while progress.changed().await.is_ok() {
+            let now = *progress.borrow_and_update();
+            if let Some(status) = now.exited {
+                broker.panel_progress(
+                    &panel,
+                    now.output_cursor,
+                    Some((status.code, status.signal)),
+                );
+                return;
+            }
+            if now.output_cursor > recorded {
+                recorded = now.output_cursor;
+                broker.panel_progress(&panel, recorded, None);
+                // Rate limit, not synchronisation: later output is picked up on the next change.
+                tokio::time::sleep(PROGRESS_EVERY).await;
+            }
+        }
+    });
 }
 
 fn wait_for(wait: &WaitArguments) -> Result<WaitFor, ToolError> {

@@ -141,11 +141,29 @@ pub struct OperationEvent {
     pub at: Timestamp,
 }
 
-/// `lomi_events_read` output; continue with `nextCursor` even when `events` is empty.
+/// Progress of a panel's runtime: its output cursor moved, or its process exited. Metadata
+/// only: read the terminal for the bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PanelEvent {
+    pub panel_id: crate::ids::PanelId,
+    /// `output` or `exited`.
+    pub kind: String,
+    /// The panel's output cursor at the time (pass it as `sinceCursor` to read from there).
+    pub output_cursor: String,
+    pub exit_code: Option<i32>,
+    pub exit_signal: Option<i32>,
+    pub at: Timestamp,
+}
+
+/// `lomi_events_read` output; continue with `nextCursor` even when both lists are empty.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EventPage {
+    /// State changes of this connection's operations.
     pub events: Vec<OperationEvent>,
+    /// Progress of the panels in this connection's workspace.
+    pub panel_events: Vec<PanelEvent>,
     pub next_cursor: String,
 }
 
