@@ -10,10 +10,18 @@ use serde::de::DeserializeOwned;
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
-    let mut temp = tempfile_in(dir, path)?;
-    temp.1.write_all(&bytes)?;
-    temp.1.sync_all()?;
-    std::fs::rename(&temp.0, path)?;
+    let (temp, mut file) = tempfile_in(dir, path)?;
+    let written = file
+        .write_all(&bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&temp, path));
+    if let Err(error) = written {
+        // Nothing replaced the old file; do not leave the half-written copy behind.
+        if let Err(cleanup) = std::fs::remove_file(&temp) {
+            tracing::warn!("could not remove {}: {cleanup}", temp.display());
+        }
+        return Err(error);
+    }
     std::fs::File::open(dir)?.sync_all()
 }
 

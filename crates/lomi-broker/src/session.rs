@@ -189,7 +189,17 @@ impl Broker {
             permit_key: format!("workspace:{workspace_id}"),
         };
         let check_id = workspace_id.clone();
-        let precheck = move |broker: &Broker| broker.check_revision(&check_id, expected);
+        let layout = match &input.change {
+            WorkspaceChange::Layout(layout) => Some(layout.panel_order.clone()),
+            WorkspaceChange::Rename(_) => None,
+        };
+        let precheck = move |broker: &Broker| {
+            broker.check_revision(&check_id, expected)?;
+            match layout {
+                Some(order) => broker.check_panel_order(&check_id, &order),
+                None => Ok(()),
+            }
+        };
         let change = input.change;
         let id = self.submit(
             caller,
@@ -248,6 +258,31 @@ impl Broker {
         self.wait_settled(id).await;
         self.authorize(caller)?;
         self.operation_view(id)
+    }
+
+    /// INVALID_ARGUMENT unless `order` names every panel of the workspace exactly once.
+    fn check_panel_order(
+        &self,
+        id: &WorkspaceId,
+        order: &[lomi_protocol::PanelId],
+    ) -> Result<(), ToolError> {
+        let domain = self.domain();
+        let workspace = domain
+            .workspaces
+            .iter()
+            .find(|w| &w.id == id)
+            .ok_or_else(|| Self::not_granted(id))?;
+        let mut wanted = order.to_vec();
+        let mut have = workspace.panel_order.clone();
+        wanted.sort();
+        have.sort();
+        if wanted == have {
+            Ok(())
+        } else {
+            Err(ToolError::invalid(
+                "panelOrder must name every panel of the workspace exactly once",
+            ))
+        }
     }
 
     /// REVISION_MISMATCH (with the current revision) unless the workspace is at `expected`.

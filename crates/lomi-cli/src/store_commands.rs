@@ -1,5 +1,6 @@
 //! `lomi store status|reconcile`: the person's view of the receipt store and its deliberate
-//! maintenance.
+//! maintenance. While Lomi runs, the running broker answers (it owns the store); otherwise
+//! the command opens the store itself.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -7,8 +8,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Subcommand;
-use lomi_store::{ReconcileReport, Store, StoreOptions, StoreStatus, SystemClock};
-use serde_json::json;
+use lomi_mcp::control::{ControlRequest, reconcile_json, store_status_json};
+use lomi_store::{Store, StoreOptions, SystemClock};
+use serde_json::Value;
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
@@ -29,46 +31,104 @@ pub enum StoreCommand {
     },
 }
 
+/// Who answers: the running broker, or the store opened here.
+enum Access<'a> {
+    Broker(&'a Path, tokio::runtime::Runtime),
+    Direct(Store),
+}
+
+impl Access<'_> {
+    fn open(data_dir: &Path) -> anyhow::Result<Access<'_>> {
+        if lomi_mcp::local::socket_path(data_dir).exists() {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let running = runtime.block_on(lomi_mcp::local::request(
+                data_dir,
+                &ControlRequest::Status {},
+            ));
+            if running.is_ok() {
+                return Ok(Access::Broker(data_dir, runtime));
+            }
+        }
+        let store = Store::open(data_dir, Arc::new(SystemClock), StoreOptions::default())
+            .with_context(|| format!("cannot open the store in {}", data_dir.display()))?;
+        Ok(Access::Direct(store))
+    }
+
+    fn ask(&self, request: ControlRequest) -> anyhow::Result<Value> {
+        match self {
+            Access::Broker(dir, runtime) => {
+                let reply = runtime.block_on(lomi_mcp::local::request(dir, &request))?;
+                if reply["status"] == "ok" {
+                    Ok(reply["data"].clone())
+                } else {
+                    anyhow::bail!(
+                        "{}: {}",
+                        reply["code"].as_str().unwrap_or("ERROR"),
+                        reply["message"].as_str().unwrap_or("unknown error")
+                    )
+                }
+            }
+            Access::Direct(store) => Ok(match request {
+                ControlRequest::StoreStatus {} => store_status_json(&store.status()?),
+                ControlRequest::StoreReconcile { apply: false } => {
+                    reconcile_json(&store.reconcile_preview()?)
+                }
+                ControlRequest::StoreReconcile { apply: true } => {
+                    reconcile_json(&store.reconcile()?)
+                }
+                other => anyhow::bail!("not a store request: {other:?}"),
+            }),
+        }
+    }
+}
+
 pub fn run(data_dir: &Path, command: StoreCommand) -> anyhow::Result<()> {
-    let store = Store::open(data_dir, Arc::new(SystemClock), StoreOptions::default())
-        .with_context(|| format!("cannot open the store in {}", data_dir.display()))?;
+    let access = Access::open(data_dir)?;
     match command {
         StoreCommand::Status { json } => {
-            let status = store.status()?;
+            let status = access.ask(ControlRequest::StoreStatus {})?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&status_json(&status))?);
+                crate::print_out(&serde_json::to_string_pretty(&status)?)
             } else {
                 print_status(&status);
+                Ok(())
             }
-            Ok(())
         }
         StoreCommand::Reconcile { yes, json } => {
-            let preview = store.reconcile_preview()?;
-            if preview.retry_epochs_removed == 0 && preview.receipts_removed == 0 {
+            let preview = access.ask(ControlRequest::StoreReconcile { apply: false })?;
+            if count(&preview, "retryEpochsRemoved") == 0 && count(&preview, "receiptsRemoved") == 0
+            {
                 return report(&preview, json, "nothing is expired, nothing removed");
             }
             if !yes {
                 confirm(&preview)?;
             }
-            let done = store.reconcile()?;
+            let done = access.ask(ControlRequest::StoreReconcile { apply: true })?;
             report(&done, json, "removed")
         }
     }
 }
 
-fn confirm(preview: &ReconcileReport) -> anyhow::Result<()> {
+fn count(value: &Value, field: &str) -> u64 {
+    value[field].as_u64().unwrap_or(0)
+}
+
+fn confirm(preview: &Value) -> anyhow::Result<()> {
     let stdin = std::io::stdin();
+    let (epochs, receipts) = (
+        count(preview, "retryEpochsRemoved"),
+        count(preview, "receiptsRemoved"),
+    );
     if !stdin.is_terminal() {
         anyhow::bail!(
-            "reconcile would remove {} expired retry epochs and {} receipts; pass --yes to confirm \
-             (standard input is not a terminal)",
-            preview.retry_epochs_removed,
-            preview.receipts_removed
+            "reconcile would remove {epochs} expired retry epochs and {receipts} receipts; pass --yes to confirm \
+             (standard input is not a terminal)"
         );
     }
     print!(
-        "Remove {} expired retry epochs and {} settled receipts that belong to them? [y/N] ",
-        preview.retry_epochs_removed, preview.receipts_removed
+        "Remove {epochs} expired retry epochs and {receipts} settled receipts that belong to them? [y/N] "
     );
     std::io::stdout().flush()?;
     let mut answer = String::new();
@@ -80,79 +140,52 @@ fn confirm(preview: &ReconcileReport) -> anyhow::Result<()> {
     }
 }
 
-fn report(report: &ReconcileReport, json: bool, what: &str) -> anyhow::Result<()> {
+fn report(report: &Value, json: bool, what: &str) -> anyhow::Result<()> {
     if json {
-        let value = json!({
-            "retryEpochsRemoved": report.retry_epochs_removed,
-            "receiptsRemoved": report.receipts_removed,
-            "eventsRemoved": report.events_removed,
-            "expiredRetryEpochsKept": report.expired_retry_epochs_kept,
-        });
-        println!("{}", serde_json::to_string_pretty(&value)?);
-    } else if report.retry_epochs_removed == 0 && report.receipts_removed == 0 {
+        return crate::print_out(&serde_json::to_string_pretty(report)?);
+    }
+    if count(report, "retryEpochsRemoved") == 0 && count(report, "receiptsRemoved") == 0 {
         println!("{what}");
     } else {
         println!(
             "{what}: {} retry epochs, {} receipts, {} events ({} expired epochs kept: their receipts are unsettled)",
-            report.retry_epochs_removed,
-            report.receipts_removed,
-            report.events_removed,
-            report.expired_retry_epochs_kept
+            count(report, "retryEpochsRemoved"),
+            count(report, "receiptsRemoved"),
+            count(report, "eventsRemoved"),
+            count(report, "expiredRetryEpochsKept")
         );
     }
     Ok(())
 }
 
-fn status_json(status: &StoreStatus) -> serde_json::Value {
-    let by_state: serde_json::Map<String, serde_json::Value> = status
-        .receipts_by_state
-        .iter()
-        .map(|c| (c.state.as_str().to_owned(), json!(c.count)))
-        .collect();
-    json!({
-        "databasePath": status.database_path,
-        "schemaVersion": status.schema_version,
-        "receipts": status.receipts,
-        "receiptCap": status.receipt_cap,
-        "unsettledReceipts": status.unsettled_receipts,
-        "receiptsByState": by_state,
-        "removableReceipts": status.removable_receipts,
-        "retryEpochs": status.retry_epochs,
-        "retryEpochCap": status.retry_epoch_cap,
-        "expiredRetryEpochs": status.expired_retry_epochs,
-        "oldestReceiptAt": status.oldest_receipt_at,
-        "oldestRetryEpochAt": status.oldest_retry_epoch_at,
-        "eventsRetained": status.events_retained,
-    })
-}
-
-fn print_status(status: &StoreStatus) {
-    let oldest = |t: Option<lomi_protocol::Timestamp>| t.map_or("-".to_owned(), |t| t.to_rfc3339());
-    println!("store:         {}", status.database_path.display());
-    println!("schema:        version {}", status.schema_version);
+fn print_status(status: &Value) {
+    let text = |v: &Value| v.as_str().map_or("-".to_owned(), str::to_owned);
+    println!("store:         {}", text(&status["databasePath"]));
+    println!("schema:        version {}", status["schemaVersion"]);
     println!(
         "receipts:      {} of {} ({} unsettled, {} removable by reconcile), oldest {}",
-        status.receipts,
-        status.receipt_cap,
-        status.unsettled_receipts,
-        status.removable_receipts,
-        oldest(status.oldest_receipt_at)
+        status["receipts"],
+        status["receiptCap"],
+        status["unsettledReceipts"],
+        status["removableReceipts"],
+        text(&status["oldestReceiptAt"])
     );
-    let states: Vec<String> = status
-        .receipts_by_state
-        .iter()
-        .filter(|c| c.count > 0)
-        .map(|c| format!("{} {}", c.state, c.count))
+    let states: Vec<String> = status["receiptsByState"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
+        .map(|(state, n)| format!("{state} {n}"))
         .collect();
     if !states.is_empty() {
         println!("by state:      {}", states.join(", "));
     }
     println!(
         "retry epochs:  {} of {} ({} expired), oldest {}",
-        status.retry_epochs,
-        status.retry_epoch_cap,
-        status.expired_retry_epochs,
-        oldest(status.oldest_retry_epoch_at)
+        status["retryEpochs"],
+        status["retryEpochCap"],
+        status["expiredRetryEpochs"],
+        text(&status["oldestRetryEpochAt"])
     );
-    println!("events:        {} retained", status.events_retained);
+    println!("events:        {} retained", status["eventsRetained"]);
 }

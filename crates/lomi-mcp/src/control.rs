@@ -47,6 +47,46 @@ pub enum ControlRequest {
         confirm: bool,
     },
     Status {},
+    /// The store's counts, caps and oldest records (`lomi store status`).
+    StoreStatus {},
+    /// What reconcile would remove (`apply: false`), or remove it (`apply: true`).
+    StoreReconcile {
+        apply: bool,
+    },
+}
+
+/// `lomi store status` as JSON, the same whether the broker or the command opened the store.
+pub fn store_status_json(status: &lomi_store::StoreStatus) -> Value {
+    let by_state: serde_json::Map<String, Value> = status
+        .receipts_by_state
+        .iter()
+        .map(|c| (c.state.as_str().to_owned(), json!(c.count)))
+        .collect();
+    json!({
+        "databasePath": status.database_path,
+        "schemaVersion": status.schema_version,
+        "receipts": status.receipts,
+        "receiptCap": status.receipt_cap,
+        "unsettledReceipts": status.unsettled_receipts,
+        "receiptsByState": by_state,
+        "removableReceipts": status.removable_receipts,
+        "retryEpochs": status.retry_epochs,
+        "retryEpochCap": status.retry_epoch_cap,
+        "expiredRetryEpochs": status.expired_retry_epochs,
+        "oldestReceiptAt": status.oldest_receipt_at,
+        "oldestRetryEpochAt": status.oldest_retry_epoch_at,
+        "eventsRetained": status.events_retained,
+    })
+}
+
+/// What reconcile removed (or would remove), as JSON.
+pub fn reconcile_json(report: &lomi_store::ReconcileReport) -> Value {
+    json!({
+        "retryEpochsRemoved": report.retry_epochs_removed,
+        "receiptsRemoved": report.receipts_removed,
+        "eventsRemoved": report.events_removed,
+        "expiredRetryEpochsKept": report.expired_retry_epochs_kept,
+    })
 }
 
 /// Answers one control request with an envelope.
@@ -81,6 +121,15 @@ pub fn handle(broker: &Broker, request: ControlRequest, http_url: &str) -> Value
             .map(|()| json!({"operationId": operation_id, "decision": if approve { "approved" } else { "denied" }})),
         ControlRequest::Confirm { tool, confirm } => {
             broker.set_confirmation(&tool, confirm).map(|()| json!({"tool": tool, "confirm": confirm}))
+        }
+        ControlRequest::StoreStatus {} => broker
+            .store()
+            .status()
+            .map(|status| store_status_json(&status))
+            .map_err(|e| ToolError::new(e.code(), e.to_string())),
+        ControlRequest::StoreReconcile { apply } => {
+            let report = if apply { broker.store().reconcile() } else { broker.store().reconcile_preview() };
+            report.map(|r| reconcile_json(&r)).map_err(|e| ToolError::new(e.code(), e.to_string()))
         }
         ControlRequest::Status {} => Ok(json!({
             "brokerInstanceId": broker.instance_id(),

@@ -1,0 +1,23 @@
+//! Lomi's project-files runtime: every path is relative to a project root and is resolved by the
+//! kernel (`openat2` with `RESOLVE_BENEATH`), so no `..`, absolute path or symlink leads outside.
+//!
+//! Plain data and functions only: no MCP, no broker, no receipts. The broker wires these into
+//! operations; this crate owns confinement, revisions and atomic writes.
+//!
+//! Revisions (all lowercase SHA-256 hex):
+//! - `disk_revision`: SHA-256 of the file's exact bytes (the seed's `expectedDiskRevision`).
+//! - `entry_revision`: SHA-256 of the entry's `lstat` metadata (kind, size, mtime, ctime, device,
+//!   inode). Cheap: a listing never reads file contents. See [`DirEntry::entry_revision`].
+//! - `directory_revision`: SHA-256 of the sorted `(name, kind, entry_revision)` list of every
+//!   entry (not just the page), so it changes exactly when the listing changes.
+
+mod content;
+mod error;
+mod listing;
+mod paths;
+mod root;
+
+pub use content::{Encoding, LineEndings};
+pub use error::FilesError;
+pub use listing::{DirEntry, DirListing, EntryKind};
+pub use root::{Expected, FileRead, FileWritten, Limits, ProjectRoot, TEMP_PREFIX};

@@ -1,0 +1,699 @@
+//! The files runtime against a real filesystem: the confinement corpus, compare-and-swap, a
+//! writer killed mid-write, encodings, revisions, caps and permissions. One temp dir per test.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Barrier;
+use std::time::Duration;
+
+use lomi_files::{
+    Encoding, EntryKind, Expected, FilesError, LineEndings, Limits, ProjectRoot, TEMP_PREFIX,
+};
+use lomi_protocol::ErrorCode;
+use sha2::{Digest, Sha256};
+
+const OUTSIDE_FILE: &[u8] = b"outside secret, never to change\n";
+
+struct Setup {
+    /// Holds `project/` and `outside/` side by side, so `../outside` from the root is real.
+    base: tempfile::TempDir,
+    root: ProjectRoot,
+}
+
+impl Setup {
+    fn project(&self) -> PathBuf {
+        self.base.path().join("project")
+    }
+    fn outside(&self) -> PathBuf {
+        self.base.path().join("outside")
+    }
+    fn put(&self, rel: &str, bytes: &[u8]) {
+        let path = self.project().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("create parent");
+        std::fs::write(path, bytes).expect("write fixture");
+    }
+    /// Everything under the base dir except the project: names, kinds and bytes.
+    fn outside_snapshot(&self) -> BTreeMap<PathBuf, String> {
+        let mut snapshot = BTreeMap::new();
+        walk(self.base.path(), &self.project(), &mut snapshot);
+        snapshot
+    }
+}
+
+fn walk(dir: &Path, skip: &Path, into: &mut BTreeMap<PathBuf, String>) {
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        if path == skip {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(&path).expect("lstat");
+        let description = if meta.file_type().is_symlink() {
+            format!("symlink {:?}", std::fs::read_link(&path).expect("readlink"))
+        } else if meta.is_dir() {
+            walk(&path, skip, into);
+            "dir".to_owned()
+        } else {
+            format!(
+                "file {} mode {:o} {}",
+                meta.ino(),
+                meta.mode(),
+                hex::encode(Sha256::digest(std::fs::read(&path).expect("read")))
+            )
+        };
+        into.insert(path, description);
+    }
+}
+
+fn setup() -> Setup {
+    let base = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(base.path().join("project")).expect("project dir");
+    let outside = base.path().join("outside");
+    std::fs::create_dir_all(outside.join("sub")).expect("outside dir");
+    std::fs::write(outside.join("file"), OUTSIDE_FILE).expect("outside file");
+    std::fs::write(outside.join("f"), OUTSIDE_FILE).expect("outside f");
+    std::fs::write(outside.join("sub/g"), OUTSIDE_FILE).expect("outside g");
+    let root = ProjectRoot::open(&base.path().join("project")).expect("open root");
+    Setup { base, root }
+}
+
+fn sha(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn read_all(root: &ProjectRoot, rel: &str) -> Result<Vec<u8>, FilesError> {
+    root.read(rel, None, usize::MAX).map(|read| read.bytes)
+}
+
+/// What one operation of the corpus did, reduced to a comparable word.
+fn outcome<T>(result: Result<T, FilesError>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(FilesError::Escape(_)) => "escape",
+        Err(FilesError::NotFound(_)) => "not_found",
+        Err(FilesError::NotAFile(_)) => "not_a_file",
+        Err(FilesError::NotADirectory(_)) => "not_a_directory",
+        Err(FilesError::AlreadyExists(_)) => "already_exists",
+        Err(FilesError::RevisionMismatch { .. }) => "revision_mismatch",
+        Err(FilesError::DirectoryNotEmpty(_)) => "not_empty",
+        Err(FilesError::TooLarge { .. }) => "too_large",
+        Err(FilesError::Io(message)) => panic!("unexpected I/O error: {message}"),
+    }
+}
+
+const OPS: [&str; 7] = [
+    "read",
+    "write_create",
+    "write_replace",
+    "list",
+    "delete",
+    "rename_from",
+    "rename_to",
+];
+
+/// Runs every operation on `path` and returns the outcome of each, in `OPS` order. Revisions
+/// passed are the outside file's real revision, so only confinement can stop a write.
+fn run_ops(setup: &Setup, path: &str) -> Vec<&'static str> {
+    let root = &setup.root;
+    let outside_revision = sha(OUTSIDE_FILE);
+    vec![
+        outcome(root.read(path, None, 1 << 20)),
+        outcome(root.write(path, b"pwned", Expected::Absent)),
+        outcome(root.write(
+            path,
+            b"pwned",
+            Expected::Revision(outside_revision.clone()),
+        )),
+        outcome(root.list(path, 0, 100)),
+        outcome(root.delete(path, &outside_revision)),
+        outcome(root.rename(path, "moved", Some(outside_revision))),
+        outcome(root.rename("victim.txt", path, None)),
+    ]
+}
+
+#[test]
+fn traversal_and_symlink_corpus_is_refused_and_nothing_outside_changes() {
+    let setup = setup();
+    let project = setup.project();
+    let outside = setup.outside();
+    setup.put("victim.txt", b"victim");
+    setup.put("in_dir/inside.txt", b"inside");
+    std::fs::create_dir_all(project.join("a")).expect("a");
+    std::fs::create_dir_all(project.join("deep/er")).expect("deep");
+    symlink(&outside, project.join("out")).expect("symlink out");
+    symlink("../outside", project.join("rel_out")).expect("symlink rel_out");
+    symlink("../../../outside", project.join("deep/er/up")).expect("symlink up");
+    symlink(outside.join("file"), project.join("file_out")).expect("symlink file_out");
+    symlink("../outside/file", project.join("rel_file_out")).expect("symlink rel_file_out");
+    let proc_target = format!("/proc/self/root{}", outside.display());
+    symlink(&proc_target, project.join("proc_out")).expect("symlink proc_out");
+    symlink("in_dir", project.join("in_link")).expect("symlink in_link");
+    let before = setup.outside_snapshot();
+
+    let absolute = format!("{}/file", outside.display());
+    let all = |word: &'static str| vec![word; OPS.len()];
+    // Each path with the outcome of every op in `OPS` order.
+    let corpus: Vec<(&str, Vec<&str>)> = vec![
+        ("../x", all("escape")),
+        ("../outside/file", all("escape")),
+        ("a/../../x", all("escape")),
+        ("./../x", all("escape")),
+        ("..", all("escape")),
+        ("/etc/passwd", all("escape")),
+        (&absolute, all("escape")),
+        ("a\0b", all("escape")),
+        ("in_dir/\0", all("escape")),
+        // Through a symlink (absolute, relative, nested, via /proc) that leads outside.
+        ("out/file", all("escape")),
+        ("out/new", all("escape")),
+        ("out/sub/g", all("escape")),
+        ("rel_out/file", all("escape")),
+        ("rel_out/new", all("escape")),
+        ("deep/er/up/file", all("escape")),
+        ("deep/er/up/sub", all("escape")),
+        ("proc_out/file", all("escape")),
+        // The symlink itself as the final name: followed only by read and list (refused there);
+        // writes and deletes refuse to touch a symlink entry; the rename target exists.
+        (
+            "file_out",
+            vec![
+                "escape",
+                "already_exists",
+                "not_a_file",
+                "escape",
+                "not_a_file",
+                "not_a_file",
+                "already_exists",
+            ],
+        ),
+        (
+            "rel_file_out",
+            vec![
+                "escape",
+                "already_exists",
+                "not_a_file",
+                "escape",
+                "not_a_file",
+                "not_a_file",
+                "already_exists",
+            ],
+        ),
+        (
+            "out",
+            vec![
+                "escape",
+                "already_exists",
+                "not_a_file",
+                "escape",
+                "not_a_file",
+                "not_a_file",
+                "already_exists",
+            ],
+        ),
+        // Percent-encoding is never decoded: `%2e%2e` is an ordinary (here missing) name.
+        ("a/%2e%2e/x", all("not_found")),
+    ];
+
+    let mut failures = Vec::new();
+    for (path, expected) in &corpus {
+        let got = run_ops(&setup, path);
+        for ((op, want), got) in OPS.iter().zip(expected).zip(&got) {
+            if want != got {
+                failures.push(format!("{path:?} {op}: expected {want}, got {got}"));
+            }
+        }
+        assert_eq!(
+            setup.outside_snapshot(),
+            before,
+            "something outside the project changed after {path:?}"
+        );
+        assert_eq!(std::fs::read(project.join("victim.txt")).expect("victim"), b"victim");
+    }
+    assert!(failures.is_empty(), "corpus mismatches:\n{}", failures.join("\n"));
+
+    // Symlinks that stay inside are followed.
+    assert_eq!(read_all(&setup.root, "in_link/inside.txt"), Ok(b"inside".to_vec()));
+    let listed = setup.root.list("in_link", 0, 10).expect("list via inside link");
+    assert_eq!(listed.entries[0].name, "inside.txt");
+    let root_listing = setup.root.list("", 0, 100).expect("list root");
+    let kind_of = |name: &str| {
+        root_listing
+            .entries
+            .iter()
+            .find(|entry| entry.name == name)
+            .map(|entry| entry.kind)
+    };
+    assert_eq!(kind_of("out"), Some(EntryKind::Symlink));
+    assert_eq!(kind_of("in_dir"), Some(EntryKind::Dir));
+
+    // `%2e%2e` is just a name: a write lands inside, in a directory literally called that.
+    std::fs::create_dir(project.join("a/%2e%2e")).expect("literal dir");
+    setup
+        .root
+        .write("a/%2e%2e/x", b"literal", Expected::Absent)
+        .expect("write literal name");
+    assert_eq!(std::fs::read(project.join("a/%2e%2e/x")).expect("read"), b"literal");
+
+    // Moving a symlink moves the link; it stays refused wherever it goes.
+    setup.root.rename("file_out", "in_dir/moved_link", None).expect("move link");
+    assert!(matches!(
+        setup.root.read("in_dir/moved_link", None, 100),
+        Err(FilesError::Escape(_))
+    ));
+    assert_eq!(setup.outside_snapshot(), before);
+}
+
+#[test]
+fn a_symlink_swapped_in_between_calls_is_refused() {
+    let setup = setup();
+    setup.put("d/f", b"inside f");
+    let before = setup.outside_snapshot();
+    let read = setup.root.read("d/f", None, 100).expect("read inside");
+    std::fs::rename(setup.project().join("d"), setup.project().join("d_old")).expect("move d");
+    symlink(setup.outside(), setup.project().join("d")).expect("swap in symlink");
+    let refused = [
+        outcome(setup.root.write("d/f", b"pwned", Expected::Revision(read.disk_revision))),
+        outcome(setup.root.write("d/f", b"pwned", Expected::Revision(sha(OUTSIDE_FILE)))),
+        outcome(setup.root.write("d/new", b"pwned", Expected::Absent)),
+        outcome(setup.root.read("d/f", None, 100)),
+        outcome(setup.root.delete("d/f", &sha(OUTSIDE_FILE))),
+        outcome(setup.root.rename("d/f", "stolen", None)),
+        outcome(setup.root.list("d", 0, 10)),
+    ];
+    assert_eq!(refused, ["escape"; 7]);
+    assert_eq!(setup.outside_snapshot(), before);
+}
+
+#[test]
+fn a_directory_flipping_to_an_outside_symlink_during_writes_never_leaks() {
+    let setup = setup();
+    let project = setup.project();
+    setup.put("d/keep", b"k");
+    let before = setup.outside_snapshot();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (mut written, mut refused) = (0, 0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Flip `d` between the real directory and a symlink to the outside directory.
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::fs::rename(project.join("d"), project.join("d_real")).expect("hide d");
+                symlink(setup.outside(), project.join("d")).expect("link d");
+                std::thread::yield_now();
+                std::fs::remove_file(project.join("d")).expect("unlink d");
+                std::fs::rename(project.join("d_real"), project.join("d")).expect("restore d");
+                std::thread::yield_now();
+            }
+        });
+        for i in 0..2000 {
+            match setup.root.write(&format!("d/new{i}"), b"x", Expected::Absent) {
+                Ok(_) => written += 1,
+                Err(FilesError::Escape(_) | FilesError::NotFound(_)) => refused += 1,
+                Err(other) => panic!("unexpected {other:?}"),
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    assert_eq!(setup.outside_snapshot(), before, "a write leaked outside");
+    assert!(written > 0 && refused > 0, "the race never flipped: {written} written, {refused} refused");
+    let inside = std::fs::read_dir(project.join("d")).expect("d").count();
+    assert_eq!(inside, written + 1, "every successful write landed inside d");
+}
+
+#[test]
+fn a_write_replaces_a_hard_link_to_an_outside_file_instead_of_writing_through_it() {
+    let setup = setup();
+    let outside_file = setup.outside().join("file");
+    std::fs::hard_link(&outside_file, setup.project().join("linked")).expect("hard link");
+    let before = setup.outside_snapshot();
+    let inode = std::fs::metadata(&outside_file).expect("meta").ino();
+    // Indistinguishable by path: reading shows the outside bytes (documented).
+    let read = setup.root.read("linked", None, 1000).expect("read link");
+    assert_eq!(read.bytes, OUTSIDE_FILE);
+    setup
+        .root
+        .write("linked", b"new inside bytes", Expected::Revision(read.disk_revision))
+        .expect("write");
+    assert_eq!(std::fs::read(&outside_file).expect("outside"), OUTSIDE_FILE);
+    let outside_meta = std::fs::metadata(&outside_file).expect("meta");
+    assert_eq!((outside_meta.ino(), outside_meta.nlink()), (inode, 1));
+    assert_eq!(setup.outside_snapshot(), before);
+    assert_eq!(read_all(&setup.root, "linked"), Ok(b"new inside bytes".to_vec()));
+}
+
+#[test]
+fn two_writers_with_the_same_revision_exactly_one_wins() {
+    let setup = setup();
+    setup.put("shared.txt", b"start");
+    // A second handle on the same root: the lock is the file's, not the handle's.
+    let other = ProjectRoot::open(&setup.project()).expect("second handle");
+    for round in 0..50 {
+        let expected = sha(&read_all(&setup.root, "shared.txt").expect("read"));
+        let barrier = Barrier::new(2);
+        let contents = [format!("round {round} writer A"), format!("round {round} writer B")];
+        let results: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = [&setup.root, &other]
+                .into_iter()
+                .zip(&contents)
+                .map(|(root, content)| {
+                    let (barrier, expected) = (&barrier, expected.clone());
+                    scope.spawn(move || {
+                        barrier.wait();
+                        root.write("shared.txt", content.as_bytes(), Expected::Revision(expected))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("writer thread")).collect()
+        });
+        let winners: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {results:?}");
+        let current = read_all(&setup.root, "shared.txt").expect("read");
+        assert_eq!(winners[0].disk_revision, sha(&current));
+        let loser = results.iter().find_map(|r| r.as_ref().err()).expect("a loser");
+        assert_eq!(
+            loser,
+            &FilesError::RevisionMismatch { current: sha(&current) },
+            "round {round}"
+        );
+        assert_eq!(loser.code(), ErrorCode::RevisionMismatch);
+    }
+}
+
+const CHILD_DIR: &str = "LOMI_FILES_CHILD_WRITER_DIR";
+const BIG: usize = 4 * 1024 * 1024;
+
+fn big_contents() -> [Vec<u8>; 2] {
+    let pattern = |seed: u8| (0..BIG).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect();
+    [pattern(0x00), pattern(0xA5)]
+}
+
+/// Not a test on its own: the body of the child process of the crash test (a no-op otherwise).
+/// It rewrites `big.bin` back and forth between the two contents until it is killed.
+#[test]
+fn child_writer() {
+    let Some(dir) = std::env::var_os(CHILD_DIR) else {
+        return;
+    };
+    let root = ProjectRoot::open(Path::new(&dir)).expect("child root");
+    let contents = big_contents();
+    let mut announced = false;
+    loop {
+        let current = root.read("big.bin", None, 0).expect("child read");
+        let next = if current.disk_revision == sha(&contents[0]) { 1 } else { 0 };
+        root.write("big.bin", &contents[next], Expected::Revision(current.disk_revision))
+            .expect("child write");
+        if !announced {
+            println!("child-writer-ready");
+            announced = true;
+        }
+    }
+}
+
+#[test]
+fn a_writer_killed_mid_write_leaves_the_old_or_the_new_content() {
+    let setup = setup();
+    let contents = big_contents();
+    setup.put("big.bin", &contents[0]);
+    let iterations = if std::env::var_os("LOMI_SLOW_TESTS").is_some() { 200 } else { 20 };
+    let mut random = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_nanos() as u64
+        | 1;
+    let (mut saw_old, mut saw_new, mut leftovers) = (0, 0, 0);
+    for iteration in 0..iterations {
+        let mut child = Command::new(std::env::current_exe().expect("current exe"))
+            .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
+            .env(CHILD_DIR, setup.project())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn child");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        loop {
+            match lines.next() {
+                Some(Ok(line)) if line.contains("child-writer-ready") => break,
+                Some(Ok(_)) => {}
+                other => panic!("child ended before writing: {other:?}"),
+            }
+        }
+        random ^= random << 13;
+        random ^= random >> 7;
+        random ^= random << 17;
+        std::thread::sleep(Duration::from_micros(random % 40_000));
+        child.kill().expect("SIGKILL child");
+        child.wait().expect("reap child");
+        let now = std::fs::read(setup.project().join("big.bin")).expect("read after kill");
+        if now == contents[0] {
+            saw_old += 1;
+        } else if now == contents[1] {
+            saw_new += 1;
+        } else {
+            panic!("iteration {iteration}: big.bin is neither the old nor the new content");
+        }
+        let listing = setup.root.list("", 0, 10).expect("list");
+        assert_eq!(listing.total, 1, "temp files are hidden from listings");
+        assert_eq!(listing.entries[0].name, "big.bin");
+        leftovers = std::fs::read_dir(setup.project())
+            .expect("read_dir")
+            .filter(|entry| {
+                let entry = entry.as_ref().expect("entry");
+                entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
+            })
+            .count();
+    }
+    eprintln!(
+        "crash test: {iterations} kills, {saw_old}/{saw_new} even/odd content, \
+         {leftovers} abandoned temp files at the end"
+    );
+    assert!(leftovers > 0, "no kill landed mid-write; the test did not test anything");
+}
+
+#[test]
+fn encodings_are_reported_and_survive_a_rewrite_byte_for_byte() {
+    let setup = setup();
+    let cases: &[(&str, &[u8], Encoding, LineEndings)] = &[
+        ("plain.txt", b"one\ntwo\n", Encoding::Utf8, LineEndings::Lf),
+        ("bom.txt", b"\xEF\xBB\xBFcaf\xC3\xA9\r\nnext\r\n", Encoding::Utf8Bom, LineEndings::Crlf),
+        ("crlf.txt", b"a\r\nb\r\nc", Encoding::Utf8, LineEndings::Crlf),
+        ("old_mac.txt", b"a\rb\r", Encoding::Utf8, LineEndings::Cr),
+        ("mixed.txt", b"a\r\nb\nc\r", Encoding::Utf8, LineEndings::Mixed),
+        ("latin1.txt", b"caf\xE9 cr\xE8me\n", Encoding::Latin1, LineEndings::Lf),
+        ("utf16le.txt", b"\xFF\xFEh\x00i\x00\r\x00\n\x00", Encoding::Utf16Le, LineEndings::Crlf),
+        ("utf16be.txt", b"\xFE\xFF\x00h\x00\n", Encoding::Utf16Be, LineEndings::Lf),
+        ("binary.bin", b"\x00\x01\x02\r\n\xFF\x00", Encoding::Binary, LineEndings::None),
+        ("empty.txt", b"", Encoding::Utf8, LineEndings::None),
+    ];
+    for (name, bytes, encoding, line_endings) in cases {
+        let created = setup.root.write(name, bytes, Expected::Absent).expect("create");
+        assert_eq!(created.disk_revision, sha(bytes), "{name}");
+        let read = setup.root.read(name, None, 1 << 20).expect("read");
+        assert_eq!(
+            (read.encoding, read.line_endings, read.bytes.as_slice(), read.size),
+            (*encoding, *line_endings, *bytes, bytes.len() as u64),
+            "{name}"
+        );
+        assert_eq!(read.disk_revision, sha(bytes), "{name}");
+        let rewritten = setup
+            .root
+            .write(name, &read.bytes, Expected::Revision(read.disk_revision.clone()))
+            .expect("rewrite");
+        assert_eq!(rewritten.disk_revision, read.disk_revision, "{name}");
+        assert_eq!(std::fs::read(setup.project().join(name)).expect("disk"), *bytes);
+    }
+    // A large file: encoding is detected across chunk boundaries.
+    let big: Vec<u8> = "é\r\n".repeat(100_000).into_bytes();
+    setup.root.write("big.txt", &big, Expected::Absent).expect("big");
+    let read = setup.root.read("big.txt", None, 1 << 30).expect("read big");
+    assert_eq!((read.encoding, read.line_endings), (Encoding::Utf8, LineEndings::Crlf));
+}
+
+#[test]
+fn ranges_and_max_bytes_return_part_with_the_whole_file_revision() {
+    let setup = setup();
+    let content: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8 | 0x20).collect();
+    setup.put("data.txt", &content);
+    let check = |range: Option<(u64, u64)>, max: usize, want: &[u8], truncated: bool| {
+        let read = setup.root.read("data.txt", range, max).expect("read");
+        assert_eq!((read.bytes.as_slice(), read.truncated), (want, truncated), "{range:?} {max}");
+        assert_eq!((read.size, read.disk_revision), (200_000, sha(&content)));
+    };
+    check(None, usize::MAX, &content, false);
+    check(None, 10, &content[..10], true);
+    check(Some((65_530, 20)), 100, &content[65_530..65_550], false);
+    check(Some((65_530, 20)), 5, &content[65_530..65_535], true);
+    check(Some((199_990, 100)), 100, &content[199_990..], false);
+    check(Some((300_000, 10)), 100, b"", false);
+    check(Some((0, 0)), 100, b"", false);
+}
+
+#[test]
+fn directory_and_entry_revisions_change_exactly_when_the_listing_does() {
+    let setup = setup();
+    setup.put("d/a.txt", b"a");
+    setup.put("d/b.txt", b"b");
+    setup.put("d/sub/inner.txt", b"i");
+    let root = &setup.root;
+    let listing = |rel: &str| root.list(rel, 0, 100).expect("list");
+    let entry = |rel: &str, name: &str| {
+        listing(rel)
+            .entries
+            .into_iter()
+            .find(|entry| entry.name == name)
+            .unwrap_or_else(|| panic!("{name} not listed in {rel}"))
+    };
+    let start = listing("d");
+    assert_eq!(
+        start.entries.iter().map(|e| (e.name.as_str(), e.kind, e.size)).collect::<Vec<_>>(),
+        [("a.txt", EntryKind::File, 1), ("b.txt", EntryKind::File, 1), ("sub", EntryKind::Dir, 4096)]
+    );
+    let a_revision = entry("d", "a.txt").entry_revision;
+
+    // Reading and listing change nothing.
+    let b = root.read("d/b.txt", None, 10).expect("read");
+    root.read("d/a.txt", None, 10).expect("read");
+    assert_eq!(listing("d"), start);
+
+    // Paging: the revision and total cover the whole directory.
+    let page = root.list("d", 1, 1).expect("page");
+    assert_eq!((page.total, page.entries.len()), (3, 1));
+    assert_eq!(page.entries[0].name, "b.txt");
+    assert_eq!(page.directory_revision, start.directory_revision);
+
+    let mut seen = vec![start.directory_revision.clone()];
+    let mut changed = |what: &str| {
+        let now = listing("d");
+        assert!(!seen.contains(&now.directory_revision), "{what} did not change the revision");
+        assert_eq!(entry("d", "a.txt").entry_revision, a_revision, "{what} changed a.txt");
+        seen.push(now.directory_revision);
+    };
+    root.write("d/b.txt", b"b2", Expected::Revision(b.disk_revision)).expect("write");
+    changed("writing a sibling");
+    root.write("d/c.txt", b"c", Expected::Absent).expect("create");
+    changed("creating a file");
+    root.rename("d/c.txt", "d/e.txt", None).expect("rename");
+    changed("renaming a file");
+    root.delete("d/e.txt", &sha(b"c")).expect("delete");
+    changed("deleting a file");
+    root.write("d/sub/inner.txt", b"i2", Expected::Revision(sha(b"i"))).expect("write nested");
+    changed("writing inside a subdirectory (its entry changes)");
+    let stable = listing("d");
+    assert_eq!(listing("d"), stable);
+}
+
+#[test]
+fn writes_over_the_cap_are_refused_and_write_nothing() {
+    let setup = setup();
+    setup.put("small.txt", b"0123456789");
+    let root = ProjectRoot::open(&setup.project())
+        .expect("open")
+        .with_limits(Limits { max_write_bytes: 10 });
+    assert_eq!(Limits::default().max_write_bytes, 16 * 1024 * 1024);
+    let too_big = root.write("new.txt", &[b'x'; 11], Expected::Absent);
+    assert_eq!(too_big, Err(FilesError::TooLarge { limit: 10, size: 11 }));
+    assert_eq!(too_big.unwrap_err().code(), ErrorCode::InvalidArgument);
+    let replace = root.write("small.txt", &[b'x'; 11], Expected::Revision(sha(b"0123456789")));
+    assert!(matches!(replace, Err(FilesError::TooLarge { .. })));
+    root.write("small.txt", b"abcdefghij", Expected::Revision(sha(b"0123456789")))
+        .expect("at the cap is fine");
+    let names: Vec<_> = std::fs::read_dir(setup.project())
+        .expect("read_dir")
+        .map(|entry| entry.expect("entry").file_name())
+        .collect();
+    assert_eq!(names, ["small.txt"], "no new file and no temp file");
+}
+
+#[test]
+fn a_write_keeps_the_file_permissions() {
+    let setup = setup();
+    for mode in [0o640, 0o600, 0o755, 0o444] {
+        let name = format!("mode{mode:o}.txt");
+        setup.put(&name, b"old");
+        let path = setup.project().join(&name);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        setup.root.write(&name, b"new", Expected::Revision(sha(b"old"))).expect("write");
+        let meta = std::fs::metadata(&path).expect("meta");
+        assert_eq!((meta.mode() & 0o7777, std::fs::read(&path).expect("read")), (mode, b"new".to_vec()));
+    }
+}
+
+#[test]
+fn writes_renames_and_deletes_check_what_they_expect() {
+    let setup = setup();
+    let root = &setup.root;
+    setup.put("a.txt", b"a");
+    setup.put("dir/x", b"x");
+    std::fs::create_dir(setup.project().join("empty")).expect("empty dir");
+    symlink("a.txt", setup.project().join("link")).expect("inside link");
+
+    // Create never overwrites; replace needs the current revision.
+    assert_eq!(root.write("a.txt", b"z", Expected::Absent), Err(FilesError::AlreadyExists("a.txt".into())));
+    assert_eq!(
+        root.write("a.txt", b"z", Expected::Revision(sha(b"stale"))),
+        Err(FilesError::RevisionMismatch { current: sha(b"a") })
+    );
+    assert!(matches!(root.write("missing.txt", b"z", Expected::Revision(sha(b"a"))), Err(FilesError::NotFound(_))));
+    assert!(matches!(root.write("nodir/new.txt", b"z", Expected::Absent), Err(FilesError::NotFound(_))));
+    assert!(matches!(root.write("a.txt/new", b"z", Expected::Absent), Err(FilesError::NotADirectory(_))));
+    assert!(matches!(root.write("dir", b"z", Expected::Revision(sha(b""))), Err(FilesError::NotAFile(_))));
+    // A symlink that points inside is readable, but a write names the real file.
+    assert_eq!(read_all(root, "link"), Ok(b"a".to_vec()));
+    assert!(matches!(root.write("link", b"z", Expected::Revision(sha(b"a"))), Err(FilesError::NotAFile(_))));
+    assert!(matches!(root.read("dir", None, 10), Err(FilesError::NotAFile(_))));
+    assert!(matches!(root.list("a.txt", 0, 10), Err(FilesError::NotADirectory(_))));
+    assert!(matches!(root.read("", None, 10), Err(FilesError::Escape(_))));
+
+    // Rename refuses to overwrite and checks the source's revision when given.
+    assert_eq!(root.rename("a.txt", "dir/x", None), Err(FilesError::AlreadyExists("dir/x".into())));
+    assert_eq!(
+        root.rename("a.txt", "b.txt", Some(sha(b"stale"))),
+        Err(FilesError::RevisionMismatch { current: sha(b"a") })
+    );
+    root.rename("a.txt", "dir/a.txt", Some(sha(b"a"))).expect("rename");
+    assert_eq!(read_all(root, "dir/a.txt"), Ok(b"a".to_vec()));
+    assert!(matches!(root.rename("a.txt", "c.txt", None), Err(FilesError::NotFound(_))));
+
+    // Delete: files by disk revision, empty directories by directory revision, nothing else.
+    assert_eq!(root.delete("dir/x", &sha(b"stale")), Err(FilesError::RevisionMismatch { current: sha(b"x") }));
+    root.delete("dir/x", &sha(b"x")).expect("delete file");
+    assert!(!setup.project().join("dir/x").exists());
+    assert!(matches!(root.delete("link", &sha(b"a")), Err(FilesError::NotAFile(_))));
+    let dir_revision = root.list("dir", 0, 10).expect("list").directory_revision;
+    assert_eq!(root.delete("dir", &dir_revision), Err(FilesError::DirectoryNotEmpty("dir".into())));
+    let empty_revision = root.list("empty", 0, 10).expect("list").directory_revision;
+    assert!(matches!(root.delete("empty", &dir_revision), Err(FilesError::RevisionMismatch { .. })));
+    root.delete("empty", &empty_revision).expect("delete empty dir");
+    assert!(!setup.project().join("empty").exists());
+}
+
+#[test]
+fn a_fifo_or_device_is_refused_without_blocking() {
+    let setup = setup();
+    let project = std::fs::File::open(setup.project()).expect("open project");
+    rustix::fs::mknodat(&project, "pipe", rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
+        .expect("mkfifo");
+    assert!(matches!(setup.root.read("pipe", None, 10), Err(FilesError::NotAFile(_))));
+    assert!(matches!(setup.root.write("pipe", b"x", Expected::Revision(sha(b""))), Err(FilesError::NotAFile(_))));
+    let listing = setup.root.list("", 0, 10).expect("list");
+    assert_eq!(listing.entries[0].kind, EntryKind::Other);
+}
+
+#[test]
+fn errors_map_to_protocol_codes() {
+    let cases = [
+        (FilesError::Escape("x".into()), ErrorCode::InvalidArgument),
+        (FilesError::NotFound("x".into()), ErrorCode::NotFound),
+        (FilesError::RevisionMismatch { current: "c".into() }, ErrorCode::RevisionMismatch),
+        (FilesError::AlreadyExists("x".into()), ErrorCode::RevisionMismatch),
+        (FilesError::TooLarge { limit: 1, size: 2 }, ErrorCode::InvalidArgument),
+        (FilesError::NotAFile("x".into()), ErrorCode::InvalidArgument),
+        (FilesError::NotADirectory("x".into()), ErrorCode::InvalidArgument),
+        (FilesError::DirectoryNotEmpty("x".into()), ErrorCode::InvalidArgument),
+        (FilesError::Io("x".into()), ErrorCode::Internal),
+    ];
+    for (error, code) in cases {
+        assert_eq!(error.code(), code, "{error:?}");
+    }
+}
