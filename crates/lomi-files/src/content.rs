@@ -204,7 +204,6 @@ impl Sniffer {
         };
         (encoding, lines)
     }
-
 }
 
 #[cfg(test)]

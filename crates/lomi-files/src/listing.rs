@@ -78,15 +78,11 @@ impl ProjectRoot {
 }
 
 /// Every entry of an open directory, sorted, and the directory revision over them.
-pub(crate) fn read_entries(
-    dir: OwnedFd,
-    rel: &str,
-) -> Result<(Vec<DirEntry>, String), FilesError> {
+pub(crate) fn read_entries(dir: OwnedFd, rel: &str) -> Result<(Vec<DirEntry>, String), FilesError> {
     let stat_fd = dir
         .try_clone()
         .map_err(|error| FilesError::Io(format!("could not list {rel}: {error}")))?;
-    let reader = rustix::fs::Dir::new(dir)
-        .map_err(|errno| resolve_error("list", rel, errno))?;
+    let reader = rustix::fs::Dir::new(dir).map_err(|errno| resolve_error("list", rel, errno))?;
     let mut entries: Vec<(Vec<u8>, DirEntry)> = Vec::new();
     for entry in reader {
         let entry = entry.map_err(|errno| resolve_error("list", rel, errno))?;
@@ -94,8 +90,11 @@ pub(crate) fn read_entries(
         if raw == b"." || raw == b".." || raw.starts_with(TEMP_PREFIX.as_bytes()) {
             continue;
         }
-        let stat = match rustix::fs::statat(stat_fd.as_fd(), entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
-        {
+        let stat = match rustix::fs::statat(
+            stat_fd.as_fd(),
+            entry.file_name(),
+            AtFlags::SYMLINK_NOFOLLOW,
+        ) {
             Ok(stat) => stat,
             // Removed between reading the name and stating it: it is no longer listed.
             Err(Errno::NOENT) => continue,
@@ -138,5 +137,8 @@ pub(crate) fn read_entries(
         hasher.update(entry.entry_revision.as_bytes());
     }
     let revision = hex::encode(hasher.finalize());
-    Ok((entries.into_iter().map(|(_, entry)| entry).collect(), revision))
+    Ok((
+        entries.into_iter().map(|(_, entry)| entry).collect(),
+        revision,
+    ))
 }

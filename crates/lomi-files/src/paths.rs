@@ -59,7 +59,8 @@ pub(crate) fn file(rel: &str) -> Result<FilePath<'_>, FilesError> {
 
 /// The non-empty, non-`.` components: `a//./b` is `a/b`. Nothing is decoded (`%2e` stays literal).
 fn components(rel: &str) -> impl Iterator<Item = &str> {
-    rel.split('/').filter(|part| !part.is_empty() && *part != ".")
+    rel.split('/')
+        .filter(|part| !part.is_empty() && *part != ".")
 }
 
 #[cfg(test)]
@@ -72,7 +73,16 @@ mod tests {
         assert_eq!(split("a/b/c.txt"), Ok(("a/b".into(), "c.txt".into())));
         assert_eq!(split("./c"), Ok((".".into(), "c".into())));
         assert_eq!(split("a//./%2e%2e"), Ok(("a".into(), "%2e%2e".into())));
-        for bad in ["", ".", "/etc/passwd", "../x", "a/../../x", "a\0b", "./..", "a/.."] {
+        for bad in [
+            "",
+            ".",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a\0b",
+            "./..",
+            "a/..",
+        ] {
             assert!(matches!(file(bad), Err(FilesError::Escape(_))), "{bad:?}");
         }
         assert_eq!(dir(""), Ok(".".into()));

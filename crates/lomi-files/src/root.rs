@@ -430,12 +430,14 @@ impl ProjectRoot {
             }
         })();
         if let Err(error) = result {
-            return Err(match rustix::fs::unlinkat(parent, &temp_name, AtFlags::empty()) {
-                Ok(()) => error,
-                Err(errno) => FilesError::Io(format!(
-                    "{error}; and the temp file {temp_name} could not be removed: {errno}"
-                )),
-            });
+            return Err(
+                match rustix::fs::unlinkat(parent, &temp_name, AtFlags::empty()) {
+                    Ok(()) => error,
+                    Err(errno) => FilesError::Io(format!(
+                        "{error}; and the temp file {temp_name} could not be removed: {errno}"
+                    )),
+                },
+            );
         }
         fsync_dir(parent, rel)?;
         drop(locked);

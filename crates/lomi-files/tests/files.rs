@@ -10,7 +10,7 @@ use std::sync::Barrier;
 use std::time::Duration;
 
 use lomi_files::{
-    Encoding, EntryKind, Expected, FilesError, LineEndings, Limits, ProjectRoot, TEMP_PREFIX,
+    Encoding, EntryKind, Expected, FilesError, Limits, LineEndings, ProjectRoot, TEMP_PREFIX,
 };
 use lomi_protocol::ErrorCode;
 use sha2::{Digest, Sha256};
@@ -121,11 +121,7 @@ fn run_ops(setup: &Setup, path: &str) -> Vec<&'static str> {
     vec![
         outcome(root.read(path, None, 1 << 20)),
         outcome(root.write(path, b"pwned", Expected::Absent)),
-        outcome(root.write(
-            path,
-            b"pwned",
-            Expected::Revision(outside_revision.clone()),
-        )),
+        outcome(root.write(path, b"pwned", Expected::Revision(outside_revision.clone()))),
         outcome(root.list(path, 0, 100)),
         outcome(root.delete(path, &outside_revision)),
         outcome(root.rename(path, "moved", Some(outside_revision))),
@@ -229,13 +225,26 @@ fn traversal_and_symlink_corpus_is_refused_and_nothing_outside_changes() {
             before,
             "something outside the project changed after {path:?}"
         );
-        assert_eq!(std::fs::read(project.join("victim.txt")).expect("victim"), b"victim");
+        assert_eq!(
+            std::fs::read(project.join("victim.txt")).expect("victim"),
+            b"victim"
+        );
     }
-    assert!(failures.is_empty(), "corpus mismatches:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "corpus mismatches:\n{}",
+        failures.join("\n")
+    );
 
     // Symlinks that stay inside are followed.
-    assert_eq!(read_all(&setup.root, "in_link/inside.txt"), Ok(b"inside".to_vec()));
-    let listed = setup.root.list("in_link", 0, 10).expect("list via inside link");
+    assert_eq!(
+        read_all(&setup.root, "in_link/inside.txt"),
+        Ok(b"inside".to_vec())
+    );
+    let listed = setup
+        .root
+        .list("in_link", 0, 10)
+        .expect("list via inside link");
     assert_eq!(listed.entries[0].name, "inside.txt");
     let root_listing = setup.root.list("", 0, 100).expect("list root");
     let kind_of = |name: &str| {
@@ -254,10 +263,16 @@ fn traversal_and_symlink_corpus_is_refused_and_nothing_outside_changes() {
         .root
         .write("a/%2e%2e/x", b"literal", Expected::Absent)
         .expect("write literal name");
-    assert_eq!(std::fs::read(project.join("a/%2e%2e/x")).expect("read"), b"literal");
+    assert_eq!(
+        std::fs::read(project.join("a/%2e%2e/x")).expect("read"),
+        b"literal"
+    );
 
     // Moving a symlink moves the link; it stays refused wherever it goes.
-    setup.root.rename("file_out", "in_dir/moved_link", None).expect("move link");
+    setup
+        .root
+        .rename("file_out", "in_dir/moved_link", None)
+        .expect("move link");
     assert!(matches!(
         setup.root.read("in_dir/moved_link", None, 100),
         Err(FilesError::Escape(_))
@@ -274,8 +289,16 @@ fn a_symlink_swapped_in_between_calls_is_refused() {
     std::fs::rename(setup.project().join("d"), setup.project().join("d_old")).expect("move d");
     symlink(setup.outside(), setup.project().join("d")).expect("swap in symlink");
     let refused = [
-        outcome(setup.root.write("d/f", b"pwned", Expected::Revision(read.disk_revision))),
-        outcome(setup.root.write("d/f", b"pwned", Expected::Revision(sha(OUTSIDE_FILE)))),
+        outcome(
+            setup
+                .root
+                .write("d/f", b"pwned", Expected::Revision(read.disk_revision)),
+        ),
+        outcome(
+            setup
+                .root
+                .write("d/f", b"pwned", Expected::Revision(sha(OUTSIDE_FILE))),
+        ),
         outcome(setup.root.write("d/new", b"pwned", Expected::Absent)),
         outcome(setup.root.read("d/f", None, 100)),
         outcome(setup.root.delete("d/f", &sha(OUTSIDE_FILE))),
@@ -296,29 +319,43 @@ fn a_directory_flipping_to_an_outside_symlink_during_writes_never_leaks() {
     let (mut written, mut refused) = (0, 0);
     std::thread::scope(|scope| {
         scope.spawn(|| {
-            // Flip `d` between the real directory and a symlink to the outside directory.
+            // Flip `d` between the real directory and a symlink to the outside directory,
+            // holding each state briefly so writes meet both and the moments in between.
+            let pause = Duration::from_micros(200);
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 std::fs::rename(project.join("d"), project.join("d_real")).expect("hide d");
                 symlink(setup.outside(), project.join("d")).expect("link d");
-                std::thread::yield_now();
+                std::thread::sleep(pause);
                 std::fs::remove_file(project.join("d")).expect("unlink d");
                 std::fs::rename(project.join("d_real"), project.join("d")).expect("restore d");
-                std::thread::yield_now();
+                std::thread::sleep(pause);
             }
         });
-        for i in 0..2000 {
-            match setup.root.write(&format!("d/new{i}"), b"x", Expected::Absent) {
+        let mut attempt = 0;
+        while attempt < 500 || (attempt < 50_000 && (written < 20 || refused < 20)) {
+            match setup
+                .root
+                .write(&format!("d/new{attempt}"), b"x", Expected::Absent)
+            {
                 Ok(_) => written += 1,
                 Err(FilesError::Escape(_) | FilesError::NotFound(_)) => refused += 1,
                 Err(other) => panic!("unexpected {other:?}"),
             }
+            attempt += 1;
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
     });
     assert_eq!(setup.outside_snapshot(), before, "a write leaked outside");
-    assert!(written > 0 && refused > 0, "the race never flipped: {written} written, {refused} refused");
+    assert!(
+        written > 0 && refused > 0,
+        "the race never flipped: {written} written, {refused} refused"
+    );
     let inside = std::fs::read_dir(project.join("d")).expect("d").count();
-    assert_eq!(inside, written + 1, "every successful write landed inside d");
+    assert_eq!(
+        inside,
+        written + 1,
+        "every successful write landed inside d"
+    );
 }
 
 #[test]
@@ -333,13 +370,20 @@ fn a_write_replaces_a_hard_link_to_an_outside_file_instead_of_writing_through_it
     assert_eq!(read.bytes, OUTSIDE_FILE);
     setup
         .root
-        .write("linked", b"new inside bytes", Expected::Revision(read.disk_revision))
+        .write(
+            "linked",
+            b"new inside bytes",
+            Expected::Revision(read.disk_revision),
+        )
         .expect("write");
     assert_eq!(std::fs::read(&outside_file).expect("outside"), OUTSIDE_FILE);
     let outside_meta = std::fs::metadata(&outside_file).expect("meta");
     assert_eq!((outside_meta.ino(), outside_meta.nlink()), (inode, 1));
     assert_eq!(setup.outside_snapshot(), before);
-    assert_eq!(read_all(&setup.root, "linked"), Ok(b"new inside bytes".to_vec()));
+    assert_eq!(
+        read_all(&setup.root, "linked"),
+        Ok(b"new inside bytes".to_vec())
+    );
 }
 
 #[test]
@@ -351,7 +395,10 @@ fn two_writers_with_the_same_revision_exactly_one_wins() {
     for round in 0..50 {
         let expected = sha(&read_all(&setup.root, "shared.txt").expect("read"));
         let barrier = Barrier::new(2);
-        let contents = [format!("round {round} writer A"), format!("round {round} writer B")];
+        let contents = [
+            format!("round {round} writer A"),
+            format!("round {round} writer B"),
+        ];
         let results: Vec<_> = std::thread::scope(|scope| {
             let handles: Vec<_> = [&setup.root, &other]
                 .into_iter()
@@ -360,20 +407,32 @@ fn two_writers_with_the_same_revision_exactly_one_wins() {
                     let (barrier, expected) = (&barrier, expected.clone());
                     scope.spawn(move || {
                         barrier.wait();
-                        root.write("shared.txt", content.as_bytes(), Expected::Revision(expected))
+                        root.write(
+                            "shared.txt",
+                            content.as_bytes(),
+                            Expected::Revision(expected),
+                        )
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("writer thread")).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("writer thread"))
+                .collect()
         });
         let winners: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
         assert_eq!(winners.len(), 1, "round {round}: {results:?}");
         let current = read_all(&setup.root, "shared.txt").expect("read");
         assert_eq!(winners[0].disk_revision, sha(&current));
-        let loser = results.iter().find_map(|r| r.as_ref().err()).expect("a loser");
+        let loser = results
+            .iter()
+            .find_map(|r| r.as_ref().err())
+            .expect("a loser");
         assert_eq!(
             loser,
-            &FilesError::RevisionMismatch { current: sha(&current) },
+            &FilesError::RevisionMismatch {
+                current: sha(&current)
+            },
             "round {round}"
         );
         assert_eq!(loser.code(), ErrorCode::RevisionMismatch);
@@ -384,7 +443,11 @@ const CHILD_DIR: &str = "LOMI_FILES_CHILD_WRITER_DIR";
 const BIG: usize = 4 * 1024 * 1024;
 
 fn big_contents() -> [Vec<u8>; 2] {
-    let pattern = |seed: u8| (0..BIG).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect();
+    let pattern = |seed: u8| {
+        (0..BIG)
+            .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+            .collect()
+    };
     [pattern(0x00), pattern(0xA5)]
 }
 
@@ -397,12 +460,19 @@ fn child_writer() {
     };
     let root = ProjectRoot::open(Path::new(&dir)).expect("child root");
     let contents = big_contents();
+    let first = sha(&contents[0]);
+    // Read once; afterwards the loop is (almost) all writing, so a kill usually lands mid-write.
+    let mut current = root
+        .read("big.bin", None, 0)
+        .expect("child read")
+        .disk_revision;
     let mut announced = false;
     loop {
-        let current = root.read("big.bin", None, 0).expect("child read");
-        let next = if current.disk_revision == sha(&contents[0]) { 1 } else { 0 };
-        root.write("big.bin", &contents[next], Expected::Revision(current.disk_revision))
-            .expect("child write");
+        let next = if current == first { 1 } else { 0 };
+        current = root
+            .write("big.bin", &contents[next], Expected::Revision(current))
+            .expect("child write")
+            .disk_revision;
         if !announced {
             println!("child-writer-ready");
             announced = true;
@@ -415,14 +485,21 @@ fn a_writer_killed_mid_write_leaves_the_old_or_the_new_content() {
     let setup = setup();
     let contents = big_contents();
     setup.put("big.bin", &contents[0]);
-    let iterations = if std::env::var_os("LOMI_SLOW_TESTS").is_some() { 200 } else { 20 };
+    let iterations = if std::env::var_os("LOMI_SLOW_TESTS").is_some() {
+        200
+    } else {
+        20
+    };
     let mut random = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
         .as_nanos() as u64
         | 1;
     let (mut saw_old, mut saw_new, mut leftovers) = (0, 0, 0);
-    for iteration in 0..iterations {
+    // At least `iterations` kills, and more (up to 10×) until one has visibly landed mid-write.
+    let mut iteration = 0;
+    while iteration < iterations || (leftovers == 0 && iteration < 10 * iterations) {
+        iteration += 1;
         let mut child = Command::new(std::env::current_exe().expect("current exe"))
             .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
             .env(CHILD_DIR, setup.project())
@@ -465,10 +542,13 @@ fn a_writer_killed_mid_write_leaves_the_old_or_the_new_content() {
             .count();
     }
     eprintln!(
-        "crash test: {iterations} kills, {saw_old}/{saw_new} even/odd content, \
+        "crash test: {iteration} kills, {saw_old}/{saw_new} even/odd content, \
          {leftovers} abandoned temp files at the end"
     );
-    assert!(leftovers > 0, "no kill landed mid-write; the test did not test anything");
+    assert!(
+        leftovers > 0,
+        "no kill landed mid-write; the test did not test anything"
+    );
 }
 
 #[test]
@@ -476,38 +556,94 @@ fn encodings_are_reported_and_survive_a_rewrite_byte_for_byte() {
     let setup = setup();
     let cases: &[(&str, &[u8], Encoding, LineEndings)] = &[
         ("plain.txt", b"one\ntwo\n", Encoding::Utf8, LineEndings::Lf),
-        ("bom.txt", b"\xEF\xBB\xBFcaf\xC3\xA9\r\nnext\r\n", Encoding::Utf8Bom, LineEndings::Crlf),
-        ("crlf.txt", b"a\r\nb\r\nc", Encoding::Utf8, LineEndings::Crlf),
+        (
+            "bom.txt",
+            b"\xEF\xBB\xBFcaf\xC3\xA9\r\nnext\r\n",
+            Encoding::Utf8Bom,
+            LineEndings::Crlf,
+        ),
+        (
+            "crlf.txt",
+            b"a\r\nb\r\nc",
+            Encoding::Utf8,
+            LineEndings::Crlf,
+        ),
         ("old_mac.txt", b"a\rb\r", Encoding::Utf8, LineEndings::Cr),
-        ("mixed.txt", b"a\r\nb\nc\r", Encoding::Utf8, LineEndings::Mixed),
-        ("latin1.txt", b"caf\xE9 cr\xE8me\n", Encoding::Latin1, LineEndings::Lf),
-        ("utf16le.txt", b"\xFF\xFEh\x00i\x00\r\x00\n\x00", Encoding::Utf16Le, LineEndings::Crlf),
-        ("utf16be.txt", b"\xFE\xFF\x00h\x00\n", Encoding::Utf16Be, LineEndings::Lf),
-        ("binary.bin", b"\x00\x01\x02\r\n\xFF\x00", Encoding::Binary, LineEndings::None),
+        (
+            "mixed.txt",
+            b"a\r\nb\nc\r",
+            Encoding::Utf8,
+            LineEndings::Mixed,
+        ),
+        (
+            "latin1.txt",
+            b"caf\xE9 cr\xE8me\n",
+            Encoding::Latin1,
+            LineEndings::Lf,
+        ),
+        (
+            "utf16le.txt",
+            b"\xFF\xFEh\x00i\x00\r\x00\n\x00",
+            Encoding::Utf16Le,
+            LineEndings::Crlf,
+        ),
+        (
+            "utf16be.txt",
+            b"\xFE\xFF\x00h\x00\n",
+            Encoding::Utf16Be,
+            LineEndings::Lf,
+        ),
+        (
+            "binary.bin",
+            b"\x00\x01\x02\r\n\xFF\x00",
+            Encoding::Binary,
+            LineEndings::None,
+        ),
         ("empty.txt", b"", Encoding::Utf8, LineEndings::None),
     ];
     for (name, bytes, encoding, line_endings) in cases {
-        let created = setup.root.write(name, bytes, Expected::Absent).expect("create");
+        let created = setup
+            .root
+            .write(name, bytes, Expected::Absent)
+            .expect("create");
         assert_eq!(created.disk_revision, sha(bytes), "{name}");
         let read = setup.root.read(name, None, 1 << 20).expect("read");
         assert_eq!(
-            (read.encoding, read.line_endings, read.bytes.as_slice(), read.size),
+            (
+                read.encoding,
+                read.line_endings,
+                read.bytes.as_slice(),
+                read.size
+            ),
             (*encoding, *line_endings, *bytes, bytes.len() as u64),
             "{name}"
         );
         assert_eq!(read.disk_revision, sha(bytes), "{name}");
         let rewritten = setup
             .root
-            .write(name, &read.bytes, Expected::Revision(read.disk_revision.clone()))
+            .write(
+                name,
+                &read.bytes,
+                Expected::Revision(read.disk_revision.clone()),
+            )
             .expect("rewrite");
         assert_eq!(rewritten.disk_revision, read.disk_revision, "{name}");
-        assert_eq!(std::fs::read(setup.project().join(name)).expect("disk"), *bytes);
+        assert_eq!(
+            std::fs::read(setup.project().join(name)).expect("disk"),
+            *bytes
+        );
     }
     // A large file: encoding is detected across chunk boundaries.
     let big: Vec<u8> = "é\r\n".repeat(100_000).into_bytes();
-    setup.root.write("big.txt", &big, Expected::Absent).expect("big");
+    setup
+        .root
+        .write("big.txt", &big, Expected::Absent)
+        .expect("big");
     let read = setup.root.read("big.txt", None, 1 << 30).expect("read big");
-    assert_eq!((read.encoding, read.line_endings), (Encoding::Utf8, LineEndings::Crlf));
+    assert_eq!(
+        (read.encoding, read.line_endings),
+        (Encoding::Utf8, LineEndings::Crlf)
+    );
 }
 
 #[test]
@@ -517,7 +653,11 @@ fn ranges_and_max_bytes_return_part_with_the_whole_file_revision() {
     setup.put("data.txt", &content);
     let check = |range: Option<(u64, u64)>, max: usize, want: &[u8], truncated: bool| {
         let read = setup.root.read("data.txt", range, max).expect("read");
-        assert_eq!((read.bytes.as_slice(), read.truncated), (want, truncated), "{range:?} {max}");
+        assert_eq!(
+            (read.bytes.as_slice(), read.truncated),
+            (want, truncated),
+            "{range:?} {max}"
+        );
         assert_eq!((read.size, read.disk_revision), (200_000, sha(&content)));
     };
     check(None, usize::MAX, &content, false);
@@ -546,8 +686,16 @@ fn directory_and_entry_revisions_change_exactly_when_the_listing_does() {
     };
     let start = listing("d");
     assert_eq!(
-        start.entries.iter().map(|e| (e.name.as_str(), e.kind, e.size)).collect::<Vec<_>>(),
-        [("a.txt", EntryKind::File, 1), ("b.txt", EntryKind::File, 1), ("sub", EntryKind::Dir, 4096)]
+        start
+            .entries
+            .iter()
+            .map(|e| (e.name.as_str(), e.kind))
+            .collect::<Vec<_>>(),
+        [
+            ("a.txt", EntryKind::File),
+            ("b.txt", EntryKind::File),
+            ("sub", EntryKind::Dir)
+        ]
     );
     let a_revision = entry("d", "a.txt").entry_revision;
 
@@ -562,22 +710,33 @@ fn directory_and_entry_revisions_change_exactly_when_the_listing_does() {
     assert_eq!(page.entries[0].name, "b.txt");
     assert_eq!(page.directory_revision, start.directory_revision);
 
-    let mut seen = vec![start.directory_revision.clone()];
+    // Each step must change the revision from the step before, and never touch a.txt's entry.
+    let mut previous = start.directory_revision.clone();
     let mut changed = |what: &str| {
-        let now = listing("d");
-        assert!(!seen.contains(&now.directory_revision), "{what} did not change the revision");
-        assert_eq!(entry("d", "a.txt").entry_revision, a_revision, "{what} changed a.txt");
-        seen.push(now.directory_revision);
+        let now = listing("d").directory_revision;
+        assert_ne!(now, previous, "{what} did not change the revision");
+        assert_eq!(
+            entry("d", "a.txt").entry_revision,
+            a_revision,
+            "{what} changed a.txt"
+        );
+        previous = now.clone();
+        now
     };
-    root.write("d/b.txt", b"b2", Expected::Revision(b.disk_revision)).expect("write");
-    changed("writing a sibling");
-    root.write("d/c.txt", b"c", Expected::Absent).expect("create");
+    root.write("d/b.txt", b"b2", Expected::Revision(b.disk_revision))
+        .expect("write");
+    let after_write = changed("writing a sibling");
+    root.write("d/c.txt", b"c", Expected::Absent)
+        .expect("create");
     changed("creating a file");
     root.rename("d/c.txt", "d/e.txt", None).expect("rename");
     changed("renaming a file");
     root.delete("d/e.txt", &sha(b"c")).expect("delete");
-    changed("deleting a file");
-    root.write("d/sub/inner.txt", b"i2", Expected::Revision(sha(b"i"))).expect("write nested");
+    let after_delete = changed("deleting a file");
+    // The same entries as before the create: exactly the same revision again.
+    assert_eq!(after_delete, after_write);
+    root.write("d/sub/inner.txt", b"i2", Expected::Revision(sha(b"i")))
+        .expect("write nested");
     changed("writing inside a subdirectory (its entry changes)");
     let stable = listing("d");
     assert_eq!(listing("d"), stable);
@@ -589,15 +748,34 @@ fn writes_over_the_cap_are_refused_and_write_nothing() {
     setup.put("small.txt", b"0123456789");
     let root = ProjectRoot::open(&setup.project())
         .expect("open")
-        .with_limits(Limits { max_write_bytes: 10 });
+        .with_limits(Limits {
+            max_write_bytes: 10,
+        });
     assert_eq!(Limits::default().max_write_bytes, 16 * 1024 * 1024);
     let too_big = root.write("new.txt", &[b'x'; 11], Expected::Absent);
-    assert_eq!(too_big, Err(FilesError::TooLarge { limit: 10, size: 11 }));
-    assert_eq!(too_big.unwrap_err().code(), ErrorCode::InvalidArgument);
-    let replace = root.write("small.txt", &[b'x'; 11], Expected::Revision(sha(b"0123456789")));
+    assert_eq!(
+        too_big,
+        Err(FilesError::TooLarge {
+            limit: 10,
+            size: 11
+        })
+    );
+    assert_eq!(
+        too_big.expect_err("too large").code(),
+        ErrorCode::InvalidArgument
+    );
+    let replace = root.write(
+        "small.txt",
+        &[b'x'; 11],
+        Expected::Revision(sha(b"0123456789")),
+    );
     assert!(matches!(replace, Err(FilesError::TooLarge { .. })));
-    root.write("small.txt", b"abcdefghij", Expected::Revision(sha(b"0123456789")))
-        .expect("at the cap is fine");
+    root.write(
+        "small.txt",
+        b"abcdefghij",
+        Expected::Revision(sha(b"0123456789")),
+    )
+    .expect("at the cap is fine");
     let names: Vec<_> = std::fs::read_dir(setup.project())
         .expect("read_dir")
         .map(|entry| entry.expect("entry").file_name())
@@ -613,9 +791,15 @@ fn a_write_keeps_the_file_permissions() {
         setup.put(&name, b"old");
         let path = setup.project().join(&name);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
-        setup.root.write(&name, b"new", Expected::Revision(sha(b"old"))).expect("write");
+        setup
+            .root
+            .write(&name, b"new", Expected::Revision(sha(b"old")))
+            .expect("write");
         let meta = std::fs::metadata(&path).expect("meta");
-        assert_eq!((meta.mode() & 0o7777, std::fs::read(&path).expect("read")), (mode, b"new".to_vec()));
+        assert_eq!(
+            (meta.mode() & 0o7777, std::fs::read(&path).expect("read")),
+            (mode, b"new".to_vec())
+        );
     }
 }
 
@@ -629,42 +813,89 @@ fn writes_renames_and_deletes_check_what_they_expect() {
     symlink("a.txt", setup.project().join("link")).expect("inside link");
 
     // Create never overwrites; replace needs the current revision.
-    assert_eq!(root.write("a.txt", b"z", Expected::Absent), Err(FilesError::AlreadyExists("a.txt".into())));
+    assert_eq!(
+        root.write("a.txt", b"z", Expected::Absent),
+        Err(FilesError::AlreadyExists("a.txt".into()))
+    );
     assert_eq!(
         root.write("a.txt", b"z", Expected::Revision(sha(b"stale"))),
         Err(FilesError::RevisionMismatch { current: sha(b"a") })
     );
-    assert!(matches!(root.write("missing.txt", b"z", Expected::Revision(sha(b"a"))), Err(FilesError::NotFound(_))));
-    assert!(matches!(root.write("nodir/new.txt", b"z", Expected::Absent), Err(FilesError::NotFound(_))));
-    assert!(matches!(root.write("a.txt/new", b"z", Expected::Absent), Err(FilesError::NotADirectory(_))));
-    assert!(matches!(root.write("dir", b"z", Expected::Revision(sha(b""))), Err(FilesError::NotAFile(_))));
+    assert!(matches!(
+        root.write("missing.txt", b"z", Expected::Revision(sha(b"a"))),
+        Err(FilesError::NotFound(_))
+    ));
+    assert!(matches!(
+        root.write("nodir/new.txt", b"z", Expected::Absent),
+        Err(FilesError::NotFound(_))
+    ));
+    assert!(matches!(
+        root.write("a.txt/new", b"z", Expected::Absent),
+        Err(FilesError::NotADirectory(_))
+    ));
+    assert!(matches!(
+        root.write("dir", b"z", Expected::Revision(sha(b""))),
+        Err(FilesError::NotAFile(_))
+    ));
     // A symlink that points inside is readable, but a write names the real file.
     assert_eq!(read_all(root, "link"), Ok(b"a".to_vec()));
-    assert!(matches!(root.write("link", b"z", Expected::Revision(sha(b"a"))), Err(FilesError::NotAFile(_))));
-    assert!(matches!(root.read("dir", None, 10), Err(FilesError::NotAFile(_))));
-    assert!(matches!(root.list("a.txt", 0, 10), Err(FilesError::NotADirectory(_))));
-    assert!(matches!(root.read("", None, 10), Err(FilesError::Escape(_))));
+    assert!(matches!(
+        root.write("link", b"z", Expected::Revision(sha(b"a"))),
+        Err(FilesError::NotAFile(_))
+    ));
+    assert!(matches!(
+        root.read("dir", None, 10),
+        Err(FilesError::NotAFile(_))
+    ));
+    assert!(matches!(
+        root.list("a.txt", 0, 10),
+        Err(FilesError::NotADirectory(_))
+    ));
+    assert!(matches!(
+        root.read("", None, 10),
+        Err(FilesError::Escape(_))
+    ));
 
     // Rename refuses to overwrite and checks the source's revision when given.
-    assert_eq!(root.rename("a.txt", "dir/x", None), Err(FilesError::AlreadyExists("dir/x".into())));
+    assert_eq!(
+        root.rename("a.txt", "dir/x", None),
+        Err(FilesError::AlreadyExists("dir/x".into()))
+    );
     assert_eq!(
         root.rename("a.txt", "b.txt", Some(sha(b"stale"))),
         Err(FilesError::RevisionMismatch { current: sha(b"a") })
     );
-    root.rename("a.txt", "dir/a.txt", Some(sha(b"a"))).expect("rename");
+    root.rename("a.txt", "dir/a.txt", Some(sha(b"a")))
+        .expect("rename");
     assert_eq!(read_all(root, "dir/a.txt"), Ok(b"a".to_vec()));
-    assert!(matches!(root.rename("a.txt", "c.txt", None), Err(FilesError::NotFound(_))));
+    assert!(matches!(
+        root.rename("a.txt", "c.txt", None),
+        Err(FilesError::NotFound(_))
+    ));
 
     // Delete: files by disk revision, empty directories by directory revision, nothing else.
-    assert_eq!(root.delete("dir/x", &sha(b"stale")), Err(FilesError::RevisionMismatch { current: sha(b"x") }));
+    assert_eq!(
+        root.delete("dir/x", &sha(b"stale")),
+        Err(FilesError::RevisionMismatch { current: sha(b"x") })
+    );
     root.delete("dir/x", &sha(b"x")).expect("delete file");
     assert!(!setup.project().join("dir/x").exists());
-    assert!(matches!(root.delete("link", &sha(b"a")), Err(FilesError::NotAFile(_))));
+    assert!(matches!(
+        root.delete("link", &sha(b"a")),
+        Err(FilesError::NotAFile(_))
+    ));
     let dir_revision = root.list("dir", 0, 10).expect("list").directory_revision;
-    assert_eq!(root.delete("dir", &dir_revision), Err(FilesError::DirectoryNotEmpty("dir".into())));
+    assert_eq!(
+        root.delete("dir", &dir_revision),
+        Err(FilesError::DirectoryNotEmpty("dir".into()))
+    );
     let empty_revision = root.list("empty", 0, 10).expect("list").directory_revision;
-    assert!(matches!(root.delete("empty", &dir_revision), Err(FilesError::RevisionMismatch { .. })));
-    root.delete("empty", &empty_revision).expect("delete empty dir");
+    assert!(matches!(
+        root.delete("empty", &dir_revision),
+        Err(FilesError::RevisionMismatch { .. })
+    ));
+    root.delete("empty", &empty_revision)
+        .expect("delete empty dir");
     assert!(!setup.project().join("empty").exists());
 }
 
@@ -672,10 +903,22 @@ fn writes_renames_and_deletes_check_what_they_expect() {
 fn a_fifo_or_device_is_refused_without_blocking() {
     let setup = setup();
     let project = std::fs::File::open(setup.project()).expect("open project");
-    rustix::fs::mknodat(&project, "pipe", rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
-        .expect("mkfifo");
-    assert!(matches!(setup.root.read("pipe", None, 10), Err(FilesError::NotAFile(_))));
-    assert!(matches!(setup.root.write("pipe", b"x", Expected::Revision(sha(b""))), Err(FilesError::NotAFile(_))));
+    rustix::fs::mknodat(
+        &project,
+        "pipe",
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+    assert!(matches!(
+        setup.root.read("pipe", None, 10),
+        Err(FilesError::NotAFile(_))
+    ));
+    assert!(matches!(
+        setup.root.write("pipe", b"x", Expected::Revision(sha(b""))),
+        Err(FilesError::NotAFile(_))
+    ));
     let listing = setup.root.list("", 0, 10).expect("list");
     assert_eq!(listing.entries[0].kind, EntryKind::Other);
 }
@@ -685,12 +928,29 @@ fn errors_map_to_protocol_codes() {
     let cases = [
         (FilesError::Escape("x".into()), ErrorCode::InvalidArgument),
         (FilesError::NotFound("x".into()), ErrorCode::NotFound),
-        (FilesError::RevisionMismatch { current: "c".into() }, ErrorCode::RevisionMismatch),
-        (FilesError::AlreadyExists("x".into()), ErrorCode::RevisionMismatch),
-        (FilesError::TooLarge { limit: 1, size: 2 }, ErrorCode::InvalidArgument),
+        (
+            FilesError::RevisionMismatch {
+                current: "c".into(),
+            },
+            ErrorCode::RevisionMismatch,
+        ),
+        (
+            FilesError::AlreadyExists("x".into()),
+            ErrorCode::RevisionMismatch,
+        ),
+        (
+            FilesError::TooLarge { limit: 1, size: 2 },
+            ErrorCode::InvalidArgument,
+        ),
         (FilesError::NotAFile("x".into()), ErrorCode::InvalidArgument),
-        (FilesError::NotADirectory("x".into()), ErrorCode::InvalidArgument),
-        (FilesError::DirectoryNotEmpty("x".into()), ErrorCode::InvalidArgument),
+        (
+            FilesError::NotADirectory("x".into()),
+            ErrorCode::InvalidArgument,
+        ),
+        (
+            FilesError::DirectoryNotEmpty("x".into()),
+            ErrorCode::InvalidArgument,
+        ),
         (FilesError::Io("x".into()), ErrorCode::Internal),
     ];
     for (error, code) in cases {
