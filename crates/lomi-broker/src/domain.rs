@@ -66,10 +66,24 @@ impl Pairing {
 }
 
 /// Which mutating tools wait for the person's decision (`awaiting_user`) before they run.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Policy {
     pub confirm_tools: BTreeSet<String>,
+}
+
+/// Tools that wait for the person unless they say otherwise: deleting files cannot be undone.
+pub const CONFIRMED_BY_DEFAULT: &[&str] = &["lomi_file_delete"];
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            confirm_tools: CONFIRMED_BY_DEFAULT
+                .iter()
+                .map(|t| (*t).to_owned())
+                .collect(),
+        }
+    }
 }
 
 impl Workspace {

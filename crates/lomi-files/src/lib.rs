@@ -1,8 +1,8 @@
 //! Lomi's project-files runtime: every path is relative to a project root and is resolved by the
 //! kernel (`openat2` with `RESOLVE_BENEATH`), so no `..`, absolute path or symlink leads outside.
 //!
-//! Plain data and functions only: no MCP, no broker, no receipts. The broker wires these into
-//! operations; this crate owns confinement, revisions and atomic writes.
+//! The runtime (`ProjectRoot`) is plain data and functions: no MCP, no receipts; it owns
+//! confinement, revisions and atomic writes. [`tools`] puts it behind the broker's operations.
 //!
 //! Revisions (all lowercase SHA-256 hex):
 //! - `disk_revision`: SHA-256 of the file's exact bytes (the seed's `expectedDiskRevision`).
@@ -16,6 +16,7 @@ mod error;
 mod listing;
 mod paths;
 mod root;
+pub mod tools;
 
 pub use content::{Encoding, LineEndings};
 pub use error::FilesError;

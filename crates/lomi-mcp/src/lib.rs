@@ -10,6 +10,7 @@ mod tools;
 pub use server::{Caller, LomiServer};
 
 use lomi_broker::Broker;
+use lomi_files::tools::ProjectFiles;
 use lomi_terminal::panels::TerminalPanels;
 
 /// Everything the MCP server forwards to: the broker and the runtimes' panels.
@@ -17,12 +18,14 @@ use lomi_terminal::panels::TerminalPanels;
 pub struct Lomi {
     pub broker: Broker,
     pub terminals: TerminalPanels,
+    pub files: ProjectFiles,
 }
 
 impl Lomi {
     pub fn new(broker: Broker) -> Self {
         Lomi {
             terminals: TerminalPanels::new(broker.clone()),
+            files: ProjectFiles::new(broker.clone()),
             broker,
         }
     }

@@ -3,6 +3,9 @@
 
 use crate::Lomi;
 use lomi_protocol::tools::NoArguments;
+use lomi_protocol::tools::files::{
+    DirListInput, FileCreateInput, FileDeleteInput, FileReadInput, FileRenameInput, FileWriteInput,
+};
 use lomi_protocol::tools::operations::{EventsReadInput, OperationCancelInput, OperationGetInput};
 use lomi_protocol::tools::session::{ConnectInput, PanelListInput, WorkspaceUpdateInput};
 use lomi_protocol::tools::terminal::{
@@ -38,6 +41,7 @@ pub fn refused(error: ToolError) -> Answer {
 pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option<Value>) -> Answer {
     let broker = &lomi.broker;
     let terminals = &lomi.terminals;
+    let files = &lomi.files;
     // Until the person approves the pairing, every tool but the status one answers
     // PAIRING_REQUIRED, whatever its arguments.
     if tool != "lomi_pairing_status"
@@ -110,6 +114,30 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option
         }
         "lomi_terminal_close" => match strict::decode::<TerminalCloseInput>(tool, arguments) {
             Ok(input) => answer(terminals.close(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_file_read" => answer(
+            strict::decode::<FileReadInput>(tool, arguments)
+                .and_then(|input| files.read(caller, &input)),
+        ),
+        "lomi_dir_list" => answer(
+            strict::decode::<DirListInput>(tool, arguments)
+                .and_then(|input| files.list(caller, &input)),
+        ),
+        "lomi_file_write" => match strict::decode::<FileWriteInput>(tool, arguments) {
+            Ok(input) => answer(files.write(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_file_create" => match strict::decode::<FileCreateInput>(tool, arguments) {
+            Ok(input) => answer(files.create(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_file_rename" => match strict::decode::<FileRenameInput>(tool, arguments) {
+            Ok(input) => answer(files.rename(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_file_delete" => match strict::decode::<FileDeleteInput>(tool, arguments) {
+            Ok(input) => answer(files.delete(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
         other => answer::<()>(Err(ToolError::invalid(format!(

@@ -6,6 +6,10 @@ use serde_json::{Map, Value};
 
 use crate::schema::{input_schema, output_schema};
 use crate::tools::NoArguments;
+use crate::tools::files::{
+    DirListInput, DirListView, FileCreateInput, FileDeleteInput, FileReadInput, FileReadView,
+    FileRenameInput, FileWriteInput,
+};
 use crate::tools::operations::{
     EventPage, EventsReadInput, OperationCancelInput, OperationGetInput, OperationView,
     StoreStatusView,
@@ -244,6 +248,61 @@ pub fn catalog() -> Vec<ToolSpec> {
             },
             "Ends every process of the terminal and removes its panel, compared by expectedRevision. Cannot \
              be undone.",
+        ),
+        ToolSpec::new::<FileReadInput, FileReadView>(
+            "lomi_file_read",
+            "Read a file",
+            Read,
+            READ,
+            "Reads a project file (or a byte range of it) with its diskRevision (SHA-256 of the exact bytes), \
+             encoding and line endings. Valid UTF-8 comes as text, anything else as base64.",
+        ),
+        ToolSpec::new::<FileWriteInput, OperationView>(
+            "lomi_file_write",
+            "Write a file",
+            Mutation,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Replaces an existing file's content atomically, only if it still has expectedDiskRevision \
+             (REVISION_MISMATCH carries the current one). Permissions are kept; bytes are written exactly.",
+        ),
+        ToolSpec::new::<FileCreateInput, OperationView>(
+            "lomi_file_create",
+            "Create a file",
+            Mutation,
+            MUTATION,
+            "Creates a new file in an existing directory of the project; fails if the path exists.",
+        ),
+        ToolSpec::new::<FileRenameInput, OperationView>(
+            "lomi_file_rename",
+            "Rename a file",
+            Mutation,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Renames or moves a file within the project; never overwrites an existing target.",
+        ),
+        ToolSpec::new::<FileDeleteInput, OperationView>(
+            "lomi_file_delete",
+            "Delete a file",
+            Mutation,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Deletes a file (by its diskRevision) or an empty directory (by its directoryRevision). Waits for \
+             the person's decision (awaiting_user) unless they turned that off. Cannot be undone.",
+        ),
+        ToolSpec::new::<DirListInput, DirListView>(
+            "lomi_dir_list",
+            "List a directory",
+            Read,
+            READ,
+            "Lists a project directory, sorted and paged, with each entry's revision and a directoryRevision \
+             that changes exactly when the listing changes.",
         ),
         ToolSpec::new::<NoArguments, StoreStatusView>(
             "lomi_store_status",

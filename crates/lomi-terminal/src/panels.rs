@@ -513,8 +513,9 @@ fn watch_progress(broker: Broker, panel: PanelId, terminal: Terminal) {
     drop(terminal);
     tokio::spawn(async move {
         let mut recorded = 0;
-        while progress.changed().await.is_ok() {
-            let now = *progress.borrow_and_update();
+        // The output seen before the panel existed (at least the first output) counts too.
+        let mut now = *progress.borrow_and_update();
+        loop {
             if let Some(status) = now.exited {
                 broker.panel_progress(
                     &panel,
@@ -529,6 +530,10 @@ fn watch_progress(broker: Broker, panel: PanelId, terminal: Terminal) {
                 // Rate limit, not synchronisation: later output is picked up on the next change.
                 tokio::time::sleep(PROGRESS_EVERY).await;
             }
+            if progress.changed().await.is_err() {
+                return;
+            }
+            now = *progress.borrow_and_update();
         }
     });
 }

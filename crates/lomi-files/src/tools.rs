@@ -1,0 +1,392 @@
+//! The file tools over the broker: reads and listings answer at once; writes, creates, renames
+//! and deletes are operations through the broker's engine, revision-checked by the runtime.
+
+use std::path::PathBuf;
+
+use base64::Engine;
+use lomi_broker::{Broker, EffectOutcome, Mutation};
+use lomi_protocol::tools::files::{
+    DirEntryView, DirListInput, DirListView, FileChanged, FileCreateInput, FileDeleteInput,
+    FileReadInput, FileReadView, FileRenameInput, FileWriteInput,
+};
+use lomi_protocol::tools::operations::OperationView;
+use lomi_protocol::{EffectState, PairingId, ProjectId, ToolError, WorkspaceId};
+use serde_json::Value;
+
+use crate::{Encoding, EntryKind, Expected, FilesError, LineEndings, ProjectRoot};
+
+const DEFAULT_READ_BYTES: u32 = 256 * 1024;
+const MAX_READ_BYTES: u32 = 4 * 1024 * 1024;
+const DEFAULT_LIST: u32 = 200;
+const MAX_LIST: u32 = 1000;
+
+/// The file tools of one broker.
+#[derive(Clone)]
+pub struct ProjectFiles {
+    broker: Broker,
+}
+
+fn error(e: FilesError) -> ToolError {
+    let code = e.code();
+    let details = match &e {
+        FilesError::RevisionMismatch { current } => {
+            Some(serde_json::json!({ "currentRevision": current }))
+        }
+        _ => None,
+    };
+    let error = ToolError::new(code, e.to_string());
+    match details {
+        Some(details) => error.with_details(details),
+        None => error,
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// Exactly one of `text` or `base64`, as bytes.
+fn content(text: &Option<String>, base64: &Option<String>) -> Result<Vec<u8>, ToolError> {
+    match (text, base64) {
+        (Some(text), None) => Ok(text.as_bytes().to_vec()),
+        (None, Some(encoded)) => base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|e| ToolError::invalid(format!("base64 is not valid: {e}"))),
+        (Some(_), Some(_)) => Err(ToolError::invalid(
+            "give exactly one of text or base64, not both",
+        )),
+        (None, None) => Err(ToolError::invalid("give exactly one of text or base64")),
+    }
+}
+
+fn encoding_name(encoding: Encoding) -> &'static str {
+    match encoding {
+        Encoding::Utf8 => "utf8",
+        Encoding::Utf8Bom => "utf8_bom",
+        Encoding::Utf16Le => "utf16le",
+        Encoding::Utf16Be => "utf16be",
+        Encoding::Latin1 => "latin1",
+        Encoding::Binary => "binary",
+    }
+}
+
+fn line_endings_name(endings: LineEndings) -> &'static str {
+    match endings {
+        LineEndings::Lf => "lf",
+        LineEndings::Crlf => "crlf",
+        LineEndings::Cr => "cr",
+        LineEndings::Mixed => "mixed",
+        LineEndings::None => "none",
+    }
+}
+
+fn kind_name(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::File => "file",
+        EntryKind::Dir => "dir",
+        EntryKind::Symlink => "symlink",
+        EntryKind::Other => "other",
+    }
+}
+
+/// What one file mutation does, run inside its operation.
+enum Change {
+    Write {
+        path: String,
+        bytes: Vec<u8>,
+        expected: Expected,
+    },
+    Rename {
+        from: String,
+        to: String,
+        expected: Option<String>,
+    },
+    Delete {
+        path: String,
+        expected: String,
+    },
+}
+
+impl ProjectFiles {
+    pub fn new(broker: Broker) -> Self {
+        ProjectFiles { broker }
+    }
+
+    fn root(
+        &self,
+        caller: &PairingId,
+        workspace: &WorkspaceId,
+        project: Option<&ProjectId>,
+    ) -> Result<(ProjectId, PathBuf), ToolError> {
+        self.broker.project_root(caller, workspace, project)
+    }
+
+    fn open(root: &std::path::Path) -> Result<ProjectRoot, ToolError> {
+        ProjectRoot::open(root).map_err(error)
+    }
+
+    /// `lomi_file_read`.
+    pub fn read(
+        &self,
+        caller: &PairingId,
+        input: &FileReadInput,
+    ) -> Result<FileReadView, ToolError> {
+        let max_bytes = input.max_bytes.unwrap_or(DEFAULT_READ_BYTES);
+        if max_bytes == 0 || max_bytes > MAX_READ_BYTES {
+            return Err(ToolError::invalid(format!(
+                "maxBytes must be 1 to {MAX_READ_BYTES}"
+            )));
+        }
+        let (_, root) = self.root(caller, &input.workspace_id, input.project_id.as_ref())?;
+        let range = match (input.offset, input.length) {
+            (None, None) => None,
+            (offset, length) => Some((offset.unwrap_or(0), length.unwrap_or(u64::MAX))),
+        };
+        let read = Self::open(&root)?
+            .read(&input.path, range, max_bytes as usize)
+            .map_err(error)?;
+        let (text, base64) = match String::from_utf8(read.bytes) {
+            Ok(text) if read.encoding != Encoding::Binary => (Some(text), None),
+            Ok(text) => (
+                None,
+                Some(base64::engine::general_purpose::STANDARD.encode(text.as_bytes())),
+            ),
+            Err(bytes) => (
+                None,
+                Some(base64::engine::general_purpose::STANDARD.encode(bytes.as_bytes())),
+            ),
+        };
+        Ok(FileReadView {
+            path: input.path.clone(),
+            size: read.size,
+            disk_revision: read.disk_revision,
+            encoding: encoding_name(read.encoding).to_owned(),
+            line_endings: line_endings_name(read.line_endings).to_owned(),
+            truncated: read.truncated,
+            text,
+            base64,
+        })
+    }
+
+    /// `lomi_dir_list`.
+    pub fn list(&self, caller: &PairingId, input: &DirListInput) -> Result<DirListView, ToolError> {
+        let limit = input.limit.unwrap_or(DEFAULT_LIST);
+        if limit == 0 || limit > MAX_LIST {
+            return Err(ToolError::invalid(format!("limit must be 1 to {MAX_LIST}")));
+        }
+        let offset = input.offset.unwrap_or(0);
+        let (_, root) = self.root(caller, &input.workspace_id, input.project_id.as_ref())?;
+        let listing = Self::open(&root)?
+            .list(&input.path, offset as usize, limit as usize)
+            .map_err(error)?;
+        let end = offset as u64 + listing.entries.len() as u64;
+        Ok(DirListView {
+            path: input.path.clone(),
+            next_offset: (end < listing.total as u64)
+                .then(|| u32::try_from(end).unwrap_or(u32::MAX)),
+            total: listing.total as u64,
+            directory_revision: listing.directory_revision,
+            entries: listing
+                .entries
+                .into_iter()
+                .map(|e| DirEntryView {
+                    name: e.name,
+                    kind: kind_name(e.kind).to_owned(),
+                    size: e.size,
+                    entry_revision: e.entry_revision,
+                })
+                .collect(),
+        })
+    }
+
+    pub async fn write(
+        &self,
+        caller: &PairingId,
+        input: FileWriteInput,
+    ) -> Result<OperationView, ToolError> {
+        let bytes = content(&input.text, &input.base64)?;
+        let change = Change::Write {
+            path: input.path.clone(),
+            bytes,
+            expected: Expected::Revision(input.expected_disk_revision.clone()),
+        };
+        let revision = Some(input.expected_disk_revision.clone());
+        self.mutate(
+            caller,
+            "lomi_file_write",
+            &input.workspace_id,
+            input.project_id.as_ref(),
+            &input.retry_epoch,
+            &input.request_key,
+            to_value(&input),
+            revision,
+            change,
+        )
+        .await
+    }
+
+    pub async fn create(
+        &self,
+        caller: &PairingId,
+        input: FileCreateInput,
+    ) -> Result<OperationView, ToolError> {
+        let bytes = content(&input.text, &input.base64)?;
+        let change = Change::Write {
+            path: input.path.clone(),
+            bytes,
+            expected: Expected::Absent,
+        };
+        self.mutate(
+            caller,
+            "lomi_file_create",
+            &input.workspace_id,
+            input.project_id.as_ref(),
+            &input.retry_epoch,
+            &input.request_key,
+            to_value(&input),
+            None,
+            change,
+        )
+        .await
+    }
+
+    pub async fn rename(
+        &self,
+        caller: &PairingId,
+        input: FileRenameInput,
+    ) -> Result<OperationView, ToolError> {
+        let change = Change::Rename {
+            from: input.from.clone(),
+            to: input.to.clone(),
+            expected: input.expected_disk_revision.clone(),
+        };
+        let revision = input.expected_disk_revision.clone();
+        self.mutate(
+            caller,
+            "lomi_file_rename",
+            &input.workspace_id,
+            input.project_id.as_ref(),
+            &input.retry_epoch,
+            &input.request_key,
+            to_value(&input),
+            revision,
+            change,
+        )
+        .await
+    }
+
+    pub async fn delete(
+        &self,
+        caller: &PairingId,
+        input: FileDeleteInput,
+    ) -> Result<OperationView, ToolError> {
+        let change = Change::Delete {
+            path: input.path.clone(),
+            expected: input.expected_revision.clone(),
+        };
+        let revision = Some(input.expected_revision.clone());
+        self.mutate(
+            caller,
+            "lomi_file_delete",
+            &input.workspace_id,
+            input.project_id.as_ref(),
+            &input.retry_epoch,
+            &input.request_key,
+            to_value(&input),
+            revision,
+            change,
+        )
+        .await
+    }
+
+    /// One file mutation through the engine. The runtime's own revision check happens at
+    /// dispatch, under the project's permit, so two writers with the same expected revision
+    /// cannot both win.
+    #[allow(clippy::too_many_arguments)]
+    async fn mutate(
+        &self,
+        caller: &PairingId,
+        tool: &'static str,
+        workspace: &WorkspaceId,
+        project: Option<&ProjectId>,
+        retry_epoch: &lomi_protocol::RetryEpoch,
+        request_key: &lomi_protocol::RequestKey,
+        payload: Value,
+        revision: Option<String>,
+        change: Change,
+    ) -> Result<OperationView, ToolError> {
+        let (project_id, root) = self.root(caller, workspace, project)?;
+        let mutation = Mutation {
+            tool,
+            retry_epoch: retry_epoch.clone(),
+            request_key: request_key.clone(),
+            workspace_id: workspace.clone(),
+            project_id: Some(project_id.clone()),
+            payload,
+            generation: None,
+            revision,
+            permit_key: format!("project:{project_id}"),
+        };
+        let id = self.broker.submit(
+            caller,
+            mutation,
+            |_| Ok(()),
+            Box::new(move |_context| {
+                Box::pin(async move {
+                    let done = tokio::task::spawn_blocking(move || apply(&root, change)).await;
+                    match done {
+                        Ok(Ok(changed)) => EffectOutcome::Succeeded(to_value(&changed)),
+                        Ok(Err(FilesError::Io(message))) => EffectOutcome::Unknown {
+                            effect: EffectState::Unknown,
+                            message: format!("the file system failed mid-change: {message}"),
+                        },
+                        Ok(Err(e)) => EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error: error(e),
+                        },
+                        Err(join) => EffectOutcome::Unknown {
+                            effect: EffectState::Unknown,
+                            message: format!("the file change stopped abnormally: {join}"),
+                        },
+                    }
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+}
+
+fn apply(root: &std::path::Path, change: Change) -> Result<FileChanged, FilesError> {
+    let root = ProjectRoot::open(root)?;
+    match change {
+        Change::Write {
+            path,
+            bytes,
+            expected,
+        } => {
+            let written = root.write(&path, &bytes, expected)?;
+            Ok(FileChanged {
+                path,
+                disk_revision: Some(written.disk_revision),
+                size: Some(written.size),
+            })
+        }
+        Change::Rename { from, to, expected } => {
+            root.rename(&from, &to, expected)?;
+            let read = root.read(&to, Some((0, 0)), 0)?;
+            Ok(FileChanged {
+                path: to,
+                disk_revision: Some(read.disk_revision),
+                size: Some(read.size),
+            })
+        }
+        Change::Delete { path, expected } => {
+            root.delete(&path, &expected)?;
+            Ok(FileChanged {
+                path,
+                disk_revision: None,
+                size: None,
+            })
+        }
+    }
+}

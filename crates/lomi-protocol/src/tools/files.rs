@@ -1,0 +1,146 @@
+//! Project file tools: read, write, create, rename, delete and list, with the seed's revision
+//! rules (`expectedDiskRevision` is the SHA-256 of the file's exact bytes).
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{ProjectId, RequestKey, RetryEpoch, WorkspaceId};
+
+/// `lomi_file_read` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileReadInput {
+    pub workspace_id: WorkspaceId,
+    /// Optional when the workspace has one project.
+    pub project_id: Option<ProjectId>,
+    /// Relative to the project root; never absolute, never `..`.
+    pub path: String,
+    /// First byte to read (default 0).
+    pub offset: Option<u64>,
+    /// How many bytes from `offset` (default: to the end).
+    pub length: Option<u64>,
+    /// Most bytes to return (1 to 4,194,304; default 262,144).
+    pub max_bytes: Option<u32>,
+}
+
+/// `lomi_file_read` output. `diskRevision`, `encoding` and `lineEndings` describe the whole
+/// file. The bytes come as `text` when they are valid UTF-8, else as `base64`: binary is
+/// never mangled into text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileReadView {
+    pub path: String,
+    pub size: u64,
+    pub disk_revision: String,
+    /// utf8, utf8_bom, utf16le, utf16be, latin1 or binary.
+    pub encoding: String,
+    /// lf, crlf, cr, mixed or none.
+    pub line_endings: String,
+    pub truncated: bool,
+    pub text: Option<String>,
+    pub base64: Option<String>,
+}
+
+/// New content: exactly one of `text` (UTF-8, written as is) or `base64` (exact bytes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("oneOf" = [{"required": ["text"]}, {"required": ["base64"]}]))]
+pub struct FileWriteInput {
+    pub workspace_id: WorkspaceId,
+    pub project_id: Option<ProjectId>,
+    pub path: String,
+    /// The `diskRevision` of the file as you last read it; a file changed since is
+    /// REVISION_MISMATCH with the current revision in `details`.
+    pub expected_disk_revision: String,
+    pub text: Option<String>,
+    pub base64: Option<String>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// `lomi_file_create` input: fails if the path exists.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("oneOf" = [{"required": ["text"]}, {"required": ["base64"]}]))]
+pub struct FileCreateInput {
+    pub workspace_id: WorkspaceId,
+    pub project_id: Option<ProjectId>,
+    pub path: String,
+    pub text: Option<String>,
+    pub base64: Option<String>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// `lomi_file_rename` input: never overwrites an existing target.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileRenameInput {
+    pub workspace_id: WorkspaceId,
+    pub project_id: Option<ProjectId>,
+    pub from: String,
+    pub to: String,
+    /// The source file's `diskRevision`, to rename only what you saw.
+    pub expected_disk_revision: Option<String>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// `lomi_file_delete` input: a file (by its `diskRevision`) or an empty directory (by its
+/// `directoryRevision`). Waits for the person's decision by default.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileDeleteInput {
+    pub workspace_id: WorkspaceId,
+    pub project_id: Option<ProjectId>,
+    pub path: String,
+    pub expected_revision: String,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of a write, create, rename or delete.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileChanged {
+    pub path: String,
+    /// The new disk revision (absent after a delete).
+    pub disk_revision: Option<String>,
+    pub size: Option<u64>,
+}
+
+/// `lomi_dir_list` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DirListInput {
+    pub workspace_id: WorkspaceId,
+    pub project_id: Option<ProjectId>,
+    /// Relative to the project root; "" for the root.
+    pub path: String,
+    pub offset: Option<u32>,
+    /// 1 to 1,000 entries (default 200).
+    pub limit: Option<u32>,
+}
+
+/// One directory entry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DirEntryView {
+    pub name: String,
+    /// file, dir, symlink or other.
+    pub kind: String,
+    pub size: u64,
+    /// Changes when the entry changes (from its metadata; not the content hash).
+    pub entry_revision: String,
+}
+
+/// `lomi_dir_list` output, sorted by name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DirListView {
+    pub path: String,
+    pub entries: Vec<DirEntryView>,
+    pub total: u64,
+    /// Changes exactly when the listing (any page) changes.
+    pub directory_revision: String,
+    pub next_offset: Option<u32>,
+}
