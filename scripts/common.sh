@@ -82,7 +82,8 @@ ensure_rust() {
 
 # build_lomi [PROFILE_FLAGS...]: builds the `lomi` binary and prints its path.
 build_lomi() {
-  cargo build --locked -p lomi-cli "$@" >&2
+  # Called inside $(…), where `set -e` does not reach: fail explicitly.
+  cargo build --locked -p lomi-cli "$@" >&2 || return 1
   local profile=debug
   for arg in "$@"; do
     if [ "$arg" = "--release" ]; then profile=release; fi

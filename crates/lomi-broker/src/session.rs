@@ -260,6 +260,23 @@ impl Broker {
         self.operation_view(id)
     }
 
+    /// The project of the retry epoch's workspace, when it has exactly one.
+    fn only_project(&self, caller: &PairingId, epoch: &RetryEpoch) -> Option<ProjectId> {
+        let record = self.inner.store.retry_epoch(epoch).ok().flatten()?;
+        if &record.pairing_id != caller {
+            return None;
+        }
+        let domain = self.domain();
+        let workspace = domain
+            .workspaces
+            .iter()
+            .find(|w| w.id == record.workspace_id)?;
+        match workspace.projects.as_slice() {
+            [only] => Some(only.id.clone()),
+            _ => None,
+        }
+    }
+
     /// INVALID_ARGUMENT unless `order` names every panel of the workspace exactly once.
     fn check_panel_order(
         &self,
@@ -334,7 +351,22 @@ impl Broker {
                     tool: ToolName(tool.clone()),
                     request_key: request_key.clone(),
                 };
-                self.inner.store.lookup(&key).map_err(store_error)?
+                match self.inner.store.lookup(&key).map_err(store_error)? {
+                    Some(receipt) => Some(receipt),
+                    // The seed needs projectId only when the connection has several projects:
+                    // with one, a lookup without it means that one.
+                    None if project_id.is_none() => match self.only_project(caller, retry_epoch) {
+                        Some(project) => {
+                            let key = ReceiptKey {
+                                project_id: Some(project),
+                                ..key
+                            };
+                            self.inner.store.lookup(&key).map_err(store_error)?
+                        }
+                        None => None,
+                    },
+                    None => None,
+                }
             }
         };
         let not_found =
