@@ -373,39 +373,15 @@ impl Broker {
             fingerprint,
         } = input;
         let record = self.panel(caller, panel)?;
-        let sending = {
-            let panels = self.panels();
-            let held = panels
-                .leases
-                .get(lease)
-                .filter(|l| &l.pairing == caller && &l.panel == panel)
-                .ok_or_else(|| {
-                    ToolError::new(
-                        ErrorCode::LeaseRequired,
-                        format!("no lease {lease} of this client on panel {panel}; call lomi_lease_acquire"),
-                    )
-                })?;
-            held.sending.clone()
-        };
+        let sending = held_lease(&self.panels(), caller, lease, panel)?
+            .sending
+            .clone();
         let _in_order = sending.lock().await;
         let last = {
             let panels = self.panels();
-            let held = panels.leases.get(lease).ok_or_else(|| {
-                ToolError::new(
-                    ErrorCode::LeaseRequired,
-                    format!("lease {lease} was released"),
-                )
-            })?;
-            if let Some(reason) = &held.ended {
-                return Err(ToolError::new(
-                    ErrorCode::LeaseExpired,
-                    format!("lease {lease} ended: {reason}"),
-                ));
-            }
-            check_generation(&record, &held.generation)?;
-            if held.generation != generation {
-                return Err(generation_mismatch(&record, generation));
-            }
+            // Checked again under the lease's lock: a takeover may have ended it meanwhile.
+            let held = held_lease(&panels, caller, lease, panel)?;
+            check_live(held, lease, &record, generation)?;
             if sequence <= held.last_sequence {
                 return match held.history.get(&sequence) {
                     Some((seen, answer)) if *seen == fingerprint => Ok((answer.clone(), true)),
@@ -457,28 +433,56 @@ impl Broker {
     ) -> Result<PanelRecord, ToolError> {
         let record = self.panel(caller, panel)?;
         let panels = self.panels();
-        let held = panels
-            .leases
-            .get(lease)
-            .filter(|l| &l.pairing == caller && &l.panel == panel)
-            .ok_or_else(|| {
-                ToolError::new(
-                    ErrorCode::LeaseRequired,
-                    format!("no lease {lease} of this client on panel {panel}"),
-                )
-            })?;
-        if let Some(reason) = &held.ended {
-            return Err(ToolError::new(
-                ErrorCode::LeaseExpired,
-                format!("lease {lease} ended: {reason}"),
-            ));
-        }
-        if held.generation != generation {
-            return Err(generation_mismatch(&record, generation));
-        }
-        check_generation(&record, generation)?;
+        check_live(
+            held_lease(&panels, caller, lease, panel)?,
+            lease,
+            &record,
+            generation,
+        )?;
         Ok(record)
     }
+}
+
+/// The caller's lease on this panel, or LEASE_REQUIRED.
+fn held_lease<'a>(
+    panels: &'a Panels,
+    caller: &PairingId,
+    lease: &LeaseId,
+    panel: &PanelId,
+) -> Result<&'a Lease, ToolError> {
+    panels
+        .leases
+        .get(lease)
+        .filter(|l| &l.pairing == caller && &l.panel == panel)
+        .ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::LeaseRequired,
+                format!(
+                    "no lease {lease} of this client on panel {panel}; call lomi_lease_acquire"
+                ),
+            )
+        })
+}
+
+/// LEASE_EXPIRED if the lease ended, GENERATION_MISMATCH unless both the lease and the caller
+/// name the panel's current runtime.
+fn check_live(
+    held: &Lease,
+    lease: &LeaseId,
+    record: &PanelRecord,
+    generation: &str,
+) -> Result<(), ToolError> {
+    if let Some(reason) = &held.ended {
+        return Err(ToolError::new(
+            ErrorCode::LeaseExpired,
+            format!("lease {lease} ended: {reason}"),
+        ));
+    }
+    check_generation(record, &held.generation)?;
+    if held.generation != generation {
+        return Err(generation_mismatch(record, generation));
+    }
+    Ok(())
 }
 
 fn check_generation(record: &PanelRecord, generation: &str) -> Result<(), ToolError> {

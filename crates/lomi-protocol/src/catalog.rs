@@ -10,6 +10,10 @@ use crate::tools::files::{
     DirListInput, DirListView, FileCreateInput, FileDeleteInput, FileReadInput, FileReadView,
     FileRenameInput, FileWriteInput,
 };
+use crate::tools::git::{
+    GitBranchInput, GitCommitInput, GitDiffInput, GitDiffView, GitStageInput, GitStatusInput,
+    GitStatusView,
+};
 use crate::tools::operations::{
     EventPage, EventsReadInput, OperationCancelInput, OperationGetInput, OperationView,
     StoreStatusView,
@@ -303,6 +307,45 @@ pub fn catalog() -> Vec<ToolSpec> {
             READ,
             "Lists a project directory, sorted and paged, with each entry's revision and a directoryRevision \
              that changes exactly when the listing changes.",
+        ),
+        ToolSpec::new::<GitStatusInput, GitStatusView>(
+            "lomi_git_status",
+            "Git status",
+            Read,
+            READ,
+            "The Git status of a project that is a repository: HEAD commit, branch, and each changed, \
+             staged or untracked path. UNSUPPORTED when the project is not a repository.",
+        ),
+        ToolSpec::new::<GitDiffInput, GitDiffView>(
+            "lomi_git_diff",
+            "Git diff",
+            Read,
+            READ,
+            "The unified diff of the unstaged changes, or of the staged ones with staged: true, optionally \
+             for one path, bounded by maxBytes.",
+        ),
+        ToolSpec::new::<GitStageInput, OperationView>(
+            "lomi_git_stage",
+            "Stage changes",
+            Mutation,
+            MUTATION,
+            "Stages the given paths (new, changed or deleted files) for the next commit.",
+        ),
+        ToolSpec::new::<GitCommitInput, OperationView>(
+            "lomi_git_commit",
+            "Commit staged changes",
+            Mutation,
+            MUTATION,
+            "Commits what is staged, only if HEAD is still expectedHeadRevision (REVISION_MISMATCH carries \
+             the current one). A commit cannot be undone by cancelling; make a new commit to change it.",
+        ),
+        ToolSpec::new::<GitBranchInput, OperationView>(
+            "lomi_git_branch",
+            "Create or switch a branch",
+            Mutation,
+            MUTATION,
+            "Creates a branch at HEAD and switches to it, or switches to an existing branch. Refused over \
+             uncommitted changes unless allowUncommitted. Cannot be undone by cancelling.",
         ),
         ToolSpec::new::<NoArguments, StoreStatusView>(
             "lomi_store_status",

@@ -2,6 +2,7 @@
 //! camelCase; doc comments on fields are the schema descriptions agents read.
 
 pub mod files;
+pub mod git;
 pub mod operations;
 pub mod session;
 pub mod terminal;
