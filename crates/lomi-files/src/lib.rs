@@ -2,7 +2,8 @@
 //! kernel (`openat2` with `RESOLVE_BENEATH`), so no `..`, absolute path or symlink leads outside.
 //!
 //! The runtime (`ProjectRoot`) is plain data and functions: no MCP, no receipts; it owns
-//! confinement, revisions and atomic writes. [`tools`] puts it behind the broker's operations.
+//! confinement, revisions and atomic writes. [`tools`] puts it behind the broker's operations;
+//! [`git`] serves the Git tools of a project that is a repository.
 //!
 //! Revisions (all lowercase SHA-256 hex):
 //! - `disk_revision`: SHA-256 of the file's exact bytes (the seed's `expectedDiskRevision`).
@@ -13,6 +14,7 @@
 
 mod content;
 mod error;
+pub mod git;
 mod listing;
 mod paths;
 mod root;

@@ -10,6 +10,7 @@ mod tools;
 pub use server::{Caller, LomiServer};
 
 use lomi_broker::Broker;
+use lomi_files::git::ProjectGit;
 use lomi_files::tools::ProjectFiles;
 use lomi_terminal::panels::TerminalPanels;
 
@@ -19,6 +20,7 @@ pub struct Lomi {
     pub broker: Broker,
     pub terminals: TerminalPanels,
     pub files: ProjectFiles,
+    pub git: ProjectGit,
 }
 
 impl Lomi {
@@ -26,6 +28,7 @@ impl Lomi {
         Lomi {
             terminals: TerminalPanels::new(broker.clone()),
             files: ProjectFiles::new(broker.clone()),
+            git: ProjectGit::new(broker.clone()),
             broker,
         }
     }

@@ -6,6 +6,9 @@ use lomi_protocol::tools::NoArguments;
 use lomi_protocol::tools::files::{
     DirListInput, FileCreateInput, FileDeleteInput, FileReadInput, FileRenameInput, FileWriteInput,
 };
+use lomi_protocol::tools::git::{
+    GitBranchInput, GitCommitInput, GitDiffInput, GitStageInput, GitStatusInput,
+};
 use lomi_protocol::tools::operations::{EventsReadInput, OperationCancelInput, OperationGetInput};
 use lomi_protocol::tools::session::{ConnectInput, PanelListInput, WorkspaceUpdateInput};
 use lomi_protocol::tools::terminal::{
@@ -42,6 +45,7 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option
     let broker = &lomi.broker;
     let terminals = &lomi.terminals;
     let files = &lomi.files;
+    let git = &lomi.git;
     // Until the person approves the pairing, every tool but the status one answers
     // PAIRING_REQUIRED, whatever its arguments.
     if tool != "lomi_pairing_status"
@@ -138,6 +142,26 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option
         },
         "lomi_file_delete" => match strict::decode::<FileDeleteInput>(tool, arguments) {
             Ok(input) => answer(files.delete(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_git_status" => match strict::decode::<GitStatusInput>(tool, arguments) {
+            Ok(input) => answer(git.status(caller, &input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_git_diff" => match strict::decode::<GitDiffInput>(tool, arguments) {
+            Ok(input) => answer(git.diff(caller, &input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_git_stage" => match strict::decode::<GitStageInput>(tool, arguments) {
+            Ok(input) => answer(git.stage(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_git_commit" => match strict::decode::<GitCommitInput>(tool, arguments) {
+            Ok(input) => answer(git.commit(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_git_branch" => match strict::decode::<GitBranchInput>(tool, arguments) {
+            Ok(input) => answer(git.branch(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
         other => answer::<()>(Err(ToolError::invalid(format!(
