@@ -3,6 +3,7 @@
 //!
 //! The runtime (`ProjectRoot`) is plain data and functions: no MCP, no receipts; it owns
 //! confinement, revisions and atomic writes. [`tools`] puts it behind the broker's operations;
+//! [`documents`] holds the shared editor documents and [`editor`] serves their tools;
 //! [`git`] serves the Git tools of a project that is a repository.
 //!
 //! Revisions (all lowercase SHA-256 hex):
@@ -13,6 +14,8 @@
 //!   entry (not just the page), so it changes exactly when the listing changes.
 
 mod content;
+pub mod documents;
+pub mod editor;
 mod error;
 pub mod git;
 mod listing;

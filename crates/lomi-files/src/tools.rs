@@ -26,7 +26,7 @@ pub struct ProjectFiles {
     broker: Broker,
 }
 
-fn error(e: FilesError) -> ToolError {
+pub(crate) fn error(e: FilesError) -> ToolError {
     let code = e.code();
     let details = match &e {
         FilesError::RevisionMismatch { current } => {
@@ -41,7 +41,7 @@ fn error(e: FilesError) -> ToolError {
     }
 }
 
-fn to_value<T: serde::Serialize>(value: &T) -> Value {
+pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
@@ -59,7 +59,7 @@ fn content(text: &Option<String>, base64: &Option<String>) -> Result<Vec<u8>, To
     }
 }
 
-fn encoding_name(encoding: Encoding) -> &'static str {
+pub(crate) fn encoding_name(encoding: Encoding) -> &'static str {
     match encoding {
         Encoding::Utf8 => "utf8",
         Encoding::Utf8Bom => "utf8_bom",
@@ -70,7 +70,7 @@ fn encoding_name(encoding: Encoding) -> &'static str {
     }
 }
 
-fn line_endings_name(endings: LineEndings) -> &'static str {
+pub(crate) fn line_endings_name(endings: LineEndings) -> &'static str {
     match endings {
         LineEndings::Lf => "lf",
         LineEndings::Crlf => "crlf",

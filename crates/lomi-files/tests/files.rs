@@ -957,3 +957,57 @@ fn errors_map_to_protocol_codes() {
         assert_eq!(error.code(), code, "{error:?}");
     }
 }
+
+fn text_edit(start: u64, end: u64, text: &str) -> lomi_protocol::tools::editor::TextEdit {
+    lomi_protocol::tools::editor::TextEdit {
+        start,
+        end,
+        text: text.to_owned(),
+    }
+}
+
+/// The person's edit in the desktop app raises the buffer revision, so an agent's edit made
+/// against the text before it is refused with the current revision; saving keeps BOM and CRLF.
+#[test]
+fn a_persons_edit_makes_a_stale_agent_edit_fail() {
+    let setup = setup();
+    let original = b"\xEF\xBB\xBFone\r\ntwo\r\n";
+    setup.put("doc.txt", original);
+    let documents = lomi_files::documents::Documents::new();
+    let workspace = lomi_protocol::WorkspaceId::parse("ws_test").expect("workspace id");
+    let project = lomi_protocol::ProjectId::parse("pj_test").expect("project id");
+    let id = lomi_protocol::DocumentId::parse("doc_test").expect("document id");
+    let opened = documents
+        .open(
+            &workspace,
+            &project,
+            &setup.project(),
+            "doc.txt",
+            id.clone(),
+        )
+        .expect("open");
+    assert_eq!(
+        (opened.buffer_revision.as_str(), opened.text.as_str()),
+        ("1", "one\r\ntwo\r\n")
+    );
+    let person = documents
+        .edit_as_person(&id, &[text_edit(0, 3, "ONE")])
+        .expect("person's edit");
+    assert_eq!(person.buffer_revision, 2);
+    let stale = documents
+        .edit(&id, 1, &[text_edit(5, 8, "TWO")])
+        .expect_err("a stale agent edit is refused");
+    assert_eq!(stale.code, ErrorCode::RevisionMismatch, "{stale:?}");
+    assert_eq!(
+        stale.details,
+        Some(serde_json::json!({ "currentRevision": "2" }))
+    );
+    documents
+        .edit(&id, 2, &[text_edit(5, 8, "TWO")])
+        .expect("an edit at the current revision");
+    documents.save(&id, 3).expect("save");
+    assert_eq!(
+        std::fs::read(setup.project().join("doc.txt")).expect("read back"),
+        b"\xEF\xBB\xBFONE\r\nTWO\r\n"
+    );
+}

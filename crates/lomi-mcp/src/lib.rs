@@ -10,6 +10,7 @@ mod tools;
 pub use server::{Caller, LomiServer};
 
 use lomi_broker::Broker;
+use lomi_files::editor::ProjectEditor;
 use lomi_files::git::ProjectGit;
 use lomi_files::tools::ProjectFiles;
 use lomi_terminal::panels::TerminalPanels;
@@ -21,6 +22,7 @@ pub struct Lomi {
     pub terminals: TerminalPanels,
     pub files: ProjectFiles,
     pub git: ProjectGit,
+    pub editor: ProjectEditor,
 }
 
 impl Lomi {
@@ -29,6 +31,7 @@ impl Lomi {
             terminals: TerminalPanels::new(broker.clone()),
             files: ProjectFiles::new(broker.clone()),
             git: ProjectGit::new(broker.clone()),
+            editor: ProjectEditor::new(broker.clone()),
             broker,
         }
     }

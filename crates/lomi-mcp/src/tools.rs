@@ -3,6 +3,9 @@
 
 use crate::Lomi;
 use lomi_protocol::tools::NoArguments;
+use lomi_protocol::tools::editor::{
+    EditorCloseInput, EditorEditInput, EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
+};
 use lomi_protocol::tools::files::{
     DirListInput, FileCreateInput, FileDeleteInput, FileReadInput, FileRenameInput, FileWriteInput,
 };
@@ -46,6 +49,7 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option
     let terminals = &lomi.terminals;
     let files = &lomi.files;
     let git = &lomi.git;
+    let editor = &lomi.editor;
     // Until the person approves the pairing, every tool but the status one answers
     // PAIRING_REQUIRED, whatever its arguments.
     if tool != "lomi_pairing_status"
@@ -162,6 +166,26 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option
         },
         "lomi_git_branch" => match strict::decode::<GitBranchInput>(tool, arguments) {
             Ok(input) => answer(git.branch(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_editor_open" => match strict::decode::<EditorOpenInput>(tool, arguments) {
+            Ok(input) => answer(editor.open(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_editor_edit" => answer(
+            strict::decode::<EditorEditInput>(tool, arguments)
+                .and_then(|input| editor.edit(caller, &input)),
+        ),
+        "lomi_editor_save" => match strict::decode::<EditorSaveInput>(tool, arguments) {
+            Ok(input) => answer(editor.save(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_editor_close" => answer(
+            strict::decode::<EditorCloseInput>(tool, arguments)
+                .and_then(|input| editor.close(caller, &input)),
+        ),
+        "lomi_workspace_close" => match strict::decode::<WorkspaceCloseInput>(tool, arguments) {
+            Ok(input) => answer(editor.workspace_close(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
         other => answer::<()>(Err(ToolError::invalid(format!(

@@ -6,6 +6,10 @@ use serde_json::{Map, Value};
 
 use crate::schema::{input_schema, output_schema};
 use crate::tools::NoArguments;
+use crate::tools::editor::{
+    EditorCloseInput, EditorClosed, EditorDocumentView, EditorEditInput, EditorEdited,
+    EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
+};
 use crate::tools::files::{
     DirListInput, DirListView, FileCreateInput, FileDeleteInput, FileReadInput, FileReadView,
     FileRenameInput, FileWriteInput,
@@ -307,6 +311,66 @@ pub fn catalog() -> Vec<ToolSpec> {
             READ,
             "Lists a project directory, sorted and paged, with each entry's revision and a directoryRevision \
              that changes exactly when the listing changes.",
+        ),
+        ToolSpec::new::<EditorOpenInput, EditorDocumentView>(
+            "lomi_editor_open",
+            "Open an editor document",
+            Control,
+            READ,
+            "Opens a UTF-8 text file (with or without BOM) as the shared editor document the person also \
+             sees, or returns the one already open for that path: documentId, bufferRevision, diskRevision \
+             and the text (without the BOM, line endings exactly as in the file). Other encodings and \
+             binary files are UNSUPPORTED.",
+        ),
+        ToolSpec::new::<EditorEditInput, EditorEdited>(
+            "lomi_editor_edit",
+            "Edit an editor document",
+            Control,
+            Annotations {
+                read_only_hint: false,
+                idempotent_hint: false,
+                ..READ
+            },
+            "Applies non-overlapping character-offset edits to a document's text as one change, only if it \
+             is still at expectedBufferRevision (the person may have edited it: REVISION_MISMATCH carries \
+             the current revision). Changes the buffer, not the file; save to write it.",
+        ),
+        ToolSpec::new::<EditorSaveInput, OperationView>(
+            "lomi_editor_save",
+            "Save an editor document",
+            Mutation,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Writes the document at expectedBufferRevision to its file, with its BOM and line endings, only \
+             if the file is still as it was opened or last saved (else REVISION_MISMATCH: nothing is \
+             overwritten). Cannot be undone by cancelling.",
+        ),
+        ToolSpec::new::<EditorCloseInput, EditorClosed>(
+            "lomi_editor_close",
+            "Close an editor document",
+            Control,
+            Annotations {
+                read_only_hint: false,
+                destructive_hint: true,
+                ..READ
+            },
+            "Closes a document. A document with unsaved changes is refused (INVALID_ARGUMENT) unless \
+             discard: true.",
+        ),
+        ToolSpec::new::<WorkspaceCloseInput, OperationView>(
+            "lomi_workspace_close",
+            "Close a workspace's documents",
+            Mutation,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Saves or discards every open document of the workspace as named in documents (each dirty one \
+             must be named), then closes them. The workspace stays in Lomi. If a save fails nothing is \
+             closed and the operation fails, effectState partial when something was saved; \
+             result.details names the saved and the failed documents.",
         ),
         ToolSpec::new::<GitStatusInput, GitStatusView>(
             "lomi_git_status",

@@ -152,6 +152,11 @@ string_id!(
     ConnectionId,
     "cn_"
 );
+string_id!(
+    /// An editor document open in the broker: the same buffer the person sees.
+    DocumentId,
+    "doc_"
+);
 
 /// A tool name as it appears in the catalog, e.g. `lomi_workspace_update`.
 #[derive(

@@ -1,0 +1,351 @@
+//! The editor tools over the broker: open, edit and close are session bookkeeping on the shared
+//! [`Documents`]; save and workspace close are operations through the broker's engine.
+
+use lomi_broker::{Broker, EffectOutcome, Mutation};
+use lomi_protocol::tools::editor::{
+    DocumentAction, DocumentFailure, EditorCloseInput, EditorClosed, EditorDocumentView,
+    EditorEditInput, EditorEdited, EditorOpenInput, EditorSaveInput, EditorSaved,
+    WorkspaceCloseInput, WorkspaceClosed,
+};
+use lomi_protocol::tools::operations::OperationView;
+use lomi_protocol::{DocumentId, EffectState, PairingId, ToolError};
+
+use crate::FilesError;
+use crate::documents::{Document, Documents, SaveError, parse_revision};
+use crate::tools::to_value;
+
+/// The editor tools of one broker.
+#[derive(Clone)]
+pub struct ProjectEditor {
+    broker: Broker,
+    documents: Documents,
+}
+
+/// What a failed save settles as: a runtime IO failure leaves the file's state unknown.
+fn save_failure(error: &SaveError) -> (EffectState, bool) {
+    match error {
+        SaveError::Files(FilesError::Io(_)) => (EffectState::Unknown, true),
+        _ => (EffectState::None, false),
+    }
+}
+
+impl ProjectEditor {
+    pub fn new(broker: Broker) -> Self {
+        ProjectEditor {
+            broker,
+            documents: Documents::new(),
+        }
+    }
+
+    /// The shared documents (the desktop app shows and edits these).
+    pub fn documents(&self) -> &Documents {
+        &self.documents
+    }
+
+    /// A document the caller may use: its workspace and project must be granted.
+    fn document(&self, caller: &PairingId, id: &DocumentId) -> Result<Document, ToolError> {
+        let document = self.documents.get(id)?;
+        self.broker
+            .project_root(caller, &document.workspace_id, Some(&document.project_id))
+            .map_err(|_| {
+                ToolError::not_found(format!(
+                    "no open document {id}; open the file with lomi_editor_open"
+                ))
+            })?;
+        Ok(document)
+    }
+
+    /// `lomi_editor_open`.
+    pub async fn open(
+        &self,
+        caller: &PairingId,
+        input: EditorOpenInput,
+    ) -> Result<EditorDocumentView, ToolError> {
+        let (project_id, root) =
+            self.broker
+                .project_root(caller, &input.workspace_id, input.project_id.as_ref())?;
+        let documents = self.documents.clone();
+        let new_id = DocumentId::from_random(self.broker.random_bytes());
+        tokio::task::spawn_blocking(move || {
+            documents.open(&input.workspace_id, &project_id, &root, &input.path, new_id)
+        })
+        .await
+        .map_err(|e| ToolError::internal(format!("opening the document stopped abnormally: {e}")))?
+    }
+
+    /// `lomi_editor_edit`: session bookkeeping, not an operation.
+    pub fn edit(
+        &self,
+        caller: &PairingId,
+        input: &EditorEditInput,
+    ) -> Result<EditorEdited, ToolError> {
+        let expected = parse_revision(&input.expected_buffer_revision)?;
+        self.document(caller, &input.document_id)?;
+        let document = self
+            .documents
+            .edit(&input.document_id, expected, &input.edits)?;
+        Ok(EditorEdited {
+            document_id: input.document_id.clone(),
+            buffer_revision: document.buffer_revision.to_string(),
+            dirty: document.dirty(),
+            length: document.text.chars().count() as u64,
+        })
+    }
+
+    /// `lomi_editor_close`: session bookkeeping, not an operation.
+    pub fn close(
+        &self,
+        caller: &PairingId,
+        input: &EditorCloseInput,
+    ) -> Result<EditorClosed, ToolError> {
+        self.document(caller, &input.document_id)?;
+        let discarded = self
+            .documents
+            .close(&input.document_id, input.discard.unwrap_or(false))?;
+        Ok(EditorClosed {
+            document_id: input.document_id.clone(),
+            discarded,
+        })
+    }
+
+    /// `lomi_editor_save`: an operation, checked by the disk revision under the project's permit.
+    pub async fn save(
+        &self,
+        caller: &PairingId,
+        input: EditorSaveInput,
+    ) -> Result<OperationView, ToolError> {
+        let expected = parse_revision(&input.expected_buffer_revision)?;
+        let document = self.document(caller, &input.document_id)?;
+        let mutation = Mutation {
+            tool: "lomi_editor_save",
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+            workspace_id: document.workspace_id.clone(),
+            project_id: Some(document.project_id.clone()),
+            payload: to_value(&input),
+            generation: None,
+            revision: Some(input.expected_buffer_revision.clone()),
+            permit_key: format!("project:{}", document.project_id),
+        };
+        let documents = self.documents.clone();
+        let id = input.document_id.clone();
+        let path = document.path.clone();
+        let operation = self.broker.submit(
+            caller,
+            mutation,
+            |_| Ok(()),
+            Box::new(move |_context| {
+                Box::pin(async move {
+                    let saving = id.clone();
+                    let done =
+                        tokio::task::spawn_blocking(move || documents.save(&saving, expected))
+                            .await;
+                    match done {
+                        Ok(Ok(written)) => EffectOutcome::Succeeded(to_value(&EditorSaved {
+                            document_id: id,
+                            path,
+                            buffer_revision: expected.to_string(),
+                            disk_revision: written.disk_revision,
+                            size: written.size,
+                        })),
+                        Ok(Err(error)) => match save_failure(&error) {
+                            (effect, true) => EffectOutcome::Unknown {
+                                effect,
+                                message: format!(
+                                    "the file system failed mid-save: {}",
+                                    error.tool_error().message
+                                ),
+                            },
+                            (effect, false) => EffectOutcome::Failed {
+                                effect,
+                                error: error.tool_error(),
+                            },
+                        },
+                        Err(join) => EffectOutcome::Unknown {
+                            effect: EffectState::Unknown,
+                            message: format!("the save stopped abnormally: {join}"),
+                        },
+                    }
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &operation).await
+    }
+
+    /// `lomi_workspace_close`: saves or discards the workspace's documents as named, then closes
+    /// them all. A failed save closes nothing. Terminal panels are not closed here.
+    pub async fn workspace_close(
+        &self,
+        caller: &PairingId,
+        input: WorkspaceCloseInput,
+    ) -> Result<OperationView, ToolError> {
+        let named = input.documents.clone().unwrap_or_default();
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = named.iter().find(|d| !seen.insert(&d.document_id)) {
+            return Err(ToolError::invalid(format!(
+                "documents names {} twice",
+                twice.document_id
+            )));
+        }
+        let workspace_id = input.workspace_id.clone();
+        let expected = input.expected_revision;
+        let mutation = Mutation {
+            tool: "lomi_workspace_close",
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id: None,
+            payload: to_value(&input),
+            generation: None,
+            revision: Some(expected.to_string()),
+            permit_key: format!("workspace:{workspace_id}"),
+        };
+        let check_workspace = workspace_id.clone();
+        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
+        let documents = self.documents.clone();
+        let id = self.broker.submit(
+            caller,
+            mutation,
+            precheck,
+            Box::new(move |context| {
+                Box::pin(async move {
+                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error,
+                        };
+                    }
+                    let done = tokio::task::spawn_blocking(move || {
+                        close_documents(&documents, &workspace_id, &named)
+                    })
+                    .await;
+                    match done {
+                        Ok(outcome) => outcome,
+                        Err(join) => EffectOutcome::Unknown {
+                            effect: EffectState::Unknown,
+                            message: format!("the workspace close stopped abnormally: {join}"),
+                        },
+                    }
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+}
+
+/// The effect of a workspace close, run off the async threads (saves are file IO).
+fn close_documents(
+    documents: &Documents,
+    workspace_id: &lomi_protocol::WorkspaceId,
+    named: &[lomi_protocol::tools::editor::DocumentDisposition],
+) -> EffectOutcome {
+    let open = documents.of_workspace(workspace_id);
+    if let Some(stranger) = named
+        .iter()
+        .find(|n| !open.iter().any(|(id, _)| id == &n.document_id))
+    {
+        return EffectOutcome::Failed {
+            effect: EffectState::None,
+            error: ToolError::invalid(format!(
+                "{} is not an open document of workspace {workspace_id}",
+                stranger.document_id
+            )),
+        };
+    }
+    let action = |id: &DocumentId| {
+        named
+            .iter()
+            .find(|n| &n.document_id == id)
+            .map(|n| n.action)
+    };
+    let unnamed: Vec<&Document> = open
+        .iter()
+        .filter(|(id, d)| d.dirty() && action(id).is_none())
+        .map(|(_, d)| d)
+        .collect();
+    if !unnamed.is_empty() {
+        let dirty: Vec<_> = open
+            .iter()
+            .filter(|(id, d)| d.dirty() && action(id).is_none())
+            .map(|(id, d)| serde_json::json!({ "documentId": id, "path": d.path }))
+            .collect();
+        let paths: Vec<&str> = unnamed.iter().map(|d| d.path.as_str()).collect();
+        return EffectOutcome::Failed {
+            effect: EffectState::None,
+            error: ToolError::invalid(format!(
+                "these documents have unsaved changes and were not named with save or discard: {}",
+                paths.join(", ")
+            ))
+            .with_details(serde_json::json!({ "dirty": dirty })),
+        };
+    }
+    let mut result = WorkspaceClosed {
+        workspace_id: workspace_id.clone(),
+        closed: false,
+        saved: Vec::new(),
+        discarded: Vec::new(),
+        failed: Vec::new(),
+        closed_documents: Vec::new(),
+    };
+    let mut unknown = None;
+    for (id, document) in &open {
+        if action(id) != Some(DocumentAction::Save) || !document.dirty() {
+            continue;
+        }
+        match documents.save(id, document.buffer_revision) {
+            Ok(_) => result.saved.push(id.clone()),
+            Err(error) => {
+                if save_failure(&error).1 {
+                    unknown = Some(id.clone());
+                }
+                let error = error.tool_error();
+                result.failed.push(DocumentFailure {
+                    document_id: id.clone(),
+                    path: document.path.clone(),
+                    code: error.code,
+                    message: error.message,
+                });
+            }
+        }
+    }
+    if let Some(first) = result.failed.first() {
+        let effect = if unknown.is_some() {
+            EffectState::Unknown
+        } else if result.saved.is_empty() {
+            EffectState::None
+        } else {
+            EffectState::Partial
+        };
+        let names: Vec<String> = result
+            .failed
+            .iter()
+            .map(|f| format!("{} ({})", f.path, f.message))
+            .collect();
+        let saved = result.saved.len();
+        return EffectOutcome::Failed {
+            effect,
+            error: ToolError::new(
+                first.code,
+                format!(
+                    "not closed: {} document(s) could not be saved: {}; {saved} saved",
+                    result.failed.len(),
+                    names.join("; ")
+                ),
+            )
+            .with_details(to_value(&result)),
+        };
+    }
+    for (id, document) in &open {
+        let discard = action(id) == Some(DocumentAction::Discard) && document.dirty();
+        // A document edited again since its save is dirty: it was named, so it goes as it was saved.
+        // An error means it was closed meanwhile (by the person): nothing left to close.
+        if documents.close(id, true).is_ok() {
+            if discard {
+                result.discarded.push(id.clone());
+            }
+            result.closed_documents.push(id.clone());
+        }
+    }
+    result.closed = true;
+    EffectOutcome::Succeeded(to_value(&result))
+}

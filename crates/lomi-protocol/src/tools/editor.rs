@@ -1,0 +1,167 @@
+//! Editor document tools: open, edit, save and close the shared documents the person also sees,
+//! with `bufferRevision` for the text and `diskRevision` for the file; and workspace close with
+//! its dirty-document guard.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{DocumentId, DomainRevision, ProjectId, RequestKey, RetryEpoch, WorkspaceId};
+
+/// `lomi_editor_open` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditorOpenInput {
+    pub workspace_id: WorkspaceId,
+    /// Optional when the workspace has one project.
+    pub project_id: Option<ProjectId>,
+    /// Relative to the project root; never absolute, never `..`. Opening a path that is already
+    /// open returns the same document.
+    pub path: String,
+}
+
+/// An open document as it stands.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditorDocumentView {
+    pub document_id: DocumentId,
+    pub path: String,
+    /// Decimal counter of the text; every edit (yours or the person's) raises it.
+    pub buffer_revision: String,
+    /// SHA-256 of the file's bytes when it was opened or last saved.
+    pub disk_revision: String,
+    /// utf8 or utf8_bom (the BOM is not part of `text`; saving writes it back).
+    pub encoding: String,
+    /// lf, crlf, cr, mixed or none, as found at open; `text` keeps them exactly.
+    pub line_endings: String,
+    /// True when the text differs from what was opened or last saved.
+    pub dirty: bool,
+    pub text: String,
+}
+
+/// One replacement: characters `start..end` of the current text (Unicode scalar values, not
+/// bytes; a CRLF counts as two) become `text`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TextEdit {
+    pub start: u64,
+    pub end: u64,
+    pub text: String,
+}
+
+/// `lomi_editor_edit` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditorEditInput {
+    pub document_id: DocumentId,
+    /// The `bufferRevision` you last saw; anything else is REVISION_MISMATCH with the current one.
+    pub expected_buffer_revision: String,
+    /// 1 to 1,000 non-overlapping edits against the same text, applied as one change; at most
+    /// 1 MiB of inserted text in all.
+    pub edits: Vec<TextEdit>,
+}
+
+/// `lomi_editor_edit` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditorEdited {
+    pub document_id: DocumentId,
+    pub buffer_revision: String,
+    pub dirty: bool,
+    /// Length of the new text in characters.
+    pub length: u64,
+}
+
+/// `lomi_editor_save` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditorSaveInput {
+    pub document_id: DocumentId,
+    /// The `bufferRevision` you want written; a newer edit is REVISION_MISMATCH.
+    pub expected_buffer_revision: String,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of a save.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditorSaved {
+    pub document_id: DocumentId,
+    pub path: String,
+    pub buffer_revision: String,
+    /// The file's new disk revision.
+    pub disk_revision: String,
+    pub size: u64,
+}
+
+/// `lomi_editor_close` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditorCloseInput {
+    pub document_id: DocumentId,
+    /// Drop unsaved changes. Without it a dirty document is refused (INVALID_ARGUMENT).
+    pub discard: Option<bool>,
+}
+
+/// `lomi_editor_close` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditorClosed {
+    pub document_id: DocumentId,
+    /// True when unsaved changes were dropped.
+    pub discarded: bool,
+}
+
+/// What workspace close does with one open document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum DocumentAction {
+    Save,
+    Discard,
+}
+
+/// One document named in a workspace close.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DocumentDisposition {
+    pub document_id: DocumentId,
+    /// save or discard.
+    pub action: DocumentAction,
+}
+
+/// `lomi_workspace_close` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkspaceCloseInput {
+    pub workspace_id: WorkspaceId,
+    /// The workspace's current domainRevision.
+    pub expected_revision: DomainRevision,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+    /// What to do with each open document; every dirty one must be named.
+    pub documents: Option<Vec<DocumentDisposition>>,
+}
+
+/// A document whose save failed during a workspace close.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DocumentFailure {
+    pub document_id: DocumentId,
+    pub path: String,
+    pub code: crate::ErrorCode,
+    pub message: String,
+}
+
+/// The result of a workspace close. On failure the receipt's `result.details` has this shape
+/// with `closed: false`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkspaceClosed {
+    pub workspace_id: WorkspaceId,
+    /// True when the workspace's documents were closed.
+    pub closed: bool,
+    pub saved: Vec<DocumentId>,
+    pub discarded: Vec<DocumentId>,
+    pub failed: Vec<DocumentFailure>,
+    /// Every document that was closed (saved, discarded or clean).
+    pub closed_documents: Vec<DocumentId>,
+}
