@@ -786,3 +786,41 @@ async def test_clean_stop_ends_every_terminal(lomi, workspaces, mcp):
     # that ignores SIGHUP, is gone by the time serve has exited.
     left = {**live_processes("sleep 4001"), **live_processes("sleep 4002")}
     assert not left and not alive(term.pid), f"left after a clean stop: {left}, shell alive: {alive(term.pid)}"
+
+
+async def test_retries_find_their_receipts_after_the_effect(lomi, workspaces, mcp):
+    """A lost reply is retried with the whole original request: the retry of a close finds the
+    close even though the panel is gone, and the retry of an interrupt finds it after the lease
+    ended."""
+    a, _ = workspaces
+    ws = a["workspaceId"]
+    async with agent_for(lomi, mcp, ws) as agent:
+        term = await create_terminal(agent, ws, "retried")
+        await term.send("sleep 3301\r")
+        request = {
+            "panelId": term.panel,
+            "leaseId": term.lease,
+            "generation": term.generation,
+            "retryEpoch": term.epoch,
+            "requestKey": "interrupt-once",
+        }
+        first = await agent.settle((await agent.ok("lomi_terminal_interrupt", request))["operationId"])
+        assert first["state"] == "succeeded", dump(first)
+        await agent.ok("lomi_lease_release", {"leaseId": term.lease})
+        again = await agent.ok("lomi_terminal_interrupt", request)
+        assert again["operationId"] == first["operationId"], dump(again)
+
+        revision = (await panels(agent, ws))["domainRevision"]
+        close = {
+            "workspaceId": ws,
+            "panelId": term.panel,
+            "expectedRevision": revision,
+            "retryEpoch": term.epoch,
+            "requestKey": "close-once",
+        }
+        closed = await agent.settle((await agent.ok("lomi_terminal_close", close))["operationId"])
+        assert closed["state"] == "succeeded", dump(closed)
+        retried = await agent.ok("lomi_terminal_close", close)
+        assert retried["operationId"] == closed["operationId"] and retried["state"] == "succeeded", dump(retried)
+        conflicting = await agent.call("lomi_terminal_close", dict(close, expectedRevision=str(int(revision) + 1)))
+        assert conflicting["code"] == "IDEMPOTENCY_CONFLICT", dump(conflicting)

@@ -80,22 +80,10 @@ impl Broker {
         precheck: impl FnOnce(&Broker) -> Result<(), ToolError>,
         effect: Effect,
     ) -> Result<OperationId, ToolError> {
-        self.check_retry_epoch(caller, &mutation.retry_epoch, Some(&mutation.workspace_id))?;
-        let key = ReceiptKey {
-            pairing_id: caller.clone(),
-            retry_epoch: mutation.retry_epoch.clone(),
-            project_id: mutation.project_id.clone(),
-            tool: ToolName(mutation.tool.to_owned()),
-            request_key: mutation.request_key.clone(),
-        };
-        let fingerprint = lomi_store::fingerprint(
-            &mutation.payload,
-            mutation.generation.as_deref(),
-            mutation.revision.as_deref(),
-        );
-        if let Some(prior) = self.inner.store.lookup(&key).map_err(store_error)? {
-            return same_request(prior, &fingerprint);
+        if let Some(prior) = self.prior(caller, &mutation)? {
+            return Ok(prior);
         }
+        let (key, fingerprint) = receipt_key(caller, &mutation);
         if let Err(error) = precheck(self) {
             // An identical request admitted since the lookup above may be what changed the
             // revision: then its operation is this request's answer, not a mismatch.
@@ -170,6 +158,23 @@ impl Broker {
 
     fn tasks(&self) -> std::sync::MutexGuard<'_, Vec<tokio::task::JoinHandle<()>>> {
         self.inner.tasks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The operation an earlier identical request made (same key and fingerprint), checked
+    /// before anything about the target's current state: a retry after the effect (a closed
+    /// panel, an ended lease) still finds its receipt. Same key, other arguments:
+    /// IDEMPOTENCY_CONFLICT.
+    pub fn prior(
+        &self,
+        caller: &PairingId,
+        mutation: &Mutation,
+    ) -> Result<Option<OperationId>, ToolError> {
+        self.check_retry_epoch(caller, &mutation.retry_epoch, Some(&mutation.workspace_id))?;
+        let (key, fingerprint) = receipt_key(caller, mutation);
+        match self.inner.store.lookup(&key).map_err(store_error)? {
+            Some(prior) => same_request(prior, &fingerprint).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Waits (bounded by the configured settle wait) for an operation to settle.
@@ -416,6 +421,23 @@ impl Broker {
             ))),
         }
     }
+}
+
+/// The receipt key and fingerprint of a mutation (DESIGN.md, operation engine step 2).
+fn receipt_key(caller: &PairingId, mutation: &Mutation) -> (ReceiptKey, String) {
+    let key = ReceiptKey {
+        pairing_id: caller.clone(),
+        retry_epoch: mutation.retry_epoch.clone(),
+        project_id: mutation.project_id.clone(),
+        tool: ToolName(mutation.tool.to_owned()),
+        request_key: mutation.request_key.clone(),
+    };
+    let fingerprint = lomi_store::fingerprint(
+        &mutation.payload,
+        mutation.generation.as_deref(),
+        mutation.revision.as_deref(),
+    );
+    (key, fingerprint)
 }
 
 fn same_request(prior: Receipt, fingerprint: &str) -> Result<OperationId, ToolError> {

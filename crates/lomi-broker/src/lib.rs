@@ -100,12 +100,30 @@ impl Broker {
     pub fn start(config: BrokerConfig) -> Result<Broker, StartError> {
         let store = Store::open(&config.data_dir, config.clock.clone(), config.store_options)?;
         let domain_path = config.data_dir.join(DOMAIN_FILE);
-        let domain: Domain = persist::read_json(&domain_path)
+        let mut domain: Domain = persist::read_json(&domain_path)
             .map_err(|source| StartError::Domain {
                 path: domain_path.clone(),
                 source,
             })?
             .unwrap_or_default();
+        // Runtimes do not survive a restart: their panels leave the layout, which is a change
+        // of the workspace's domain and so of its revision.
+        let mut dropped = false;
+        for workspace in &mut domain.workspaces {
+            if !workspace.panel_order.is_empty() {
+                workspace.panel_order.clear();
+                workspace.revision = workspace.revision.next();
+                dropped = true;
+            }
+        }
+        if dropped {
+            let mut durable = domain.clone();
+            durable.pairings.retain(Pairing::is_durable);
+            persist::write_json(&domain_path, &durable).map_err(|source| StartError::Domain {
+                path: domain_path.clone(),
+                source,
+            })?;
+        }
         let instance = BrokerInstanceId::from_random(config.entropy.bytes16());
         Ok(Broker {
             inner: Arc::new(Inner {

@@ -183,6 +183,7 @@ impl Broker {
                 lease
                     .ended
                     .get_or_insert_with(|| "the runtime was replaced".to_owned());
+                lease.history.clear();
             }
         }
     }
@@ -309,10 +310,18 @@ impl Broker {
     pub(crate) fn panel_events_after(
         &self,
         workspace: &WorkspaceId,
-        after: u64,
+        after: Option<u64>,
         max: usize,
     ) -> Result<(Vec<PanelEvent>, u64), ToolError> {
         let panels = self.panels();
+        // Without a cursor, start from the oldest event still kept.
+        let after = match after {
+            Some(after) => after,
+            None => panels
+                .events
+                .front()
+                .map_or(panels.last_event, |(seq, _, _)| seq - 1),
+        };
         if after > panels.last_event {
             return Err(ToolError::invalid(
                 "the cursor is not one Lomi gave out; read without a cursor to start",
@@ -349,6 +358,9 @@ impl Broker {
             lease.ended.get_or_insert_with(|| {
                 "the person took over this panel by typing in it".to_owned()
             });
+            // An ended lease answers LEASE_EXPIRED before any sequence check: its history
+            // will not be read again.
+            lease.history.clear();
         }
     }
 

@@ -260,6 +260,16 @@ impl Broker {
         self.operation_view(id)
     }
 
+    /// The workspace a valid retry epoch of the caller belongs to.
+    pub fn retry_epoch_workspace(
+        &self,
+        caller: &PairingId,
+        epoch: &RetryEpoch,
+    ) -> Result<WorkspaceId, ToolError> {
+        self.check_retry_epoch(caller, epoch, None)
+            .map(|record| record.workspace_id)
+    }
+
     /// The project of the retry epoch's workspace, when it has exactly one.
     fn only_project(&self, caller: &PairingId, epoch: &RetryEpoch) -> Option<ProjectId> {
         let record = self.inner.store.retry_epoch(epoch).ok().flatten()?;
@@ -423,16 +433,22 @@ impl Broker {
         }
         let epoch = self.check_retry_epoch(caller, &input.retry_epoch, None)?;
         // A cursor is `OPERATIONS.PANELS`: a position in each of the two feeds.
-        let (after, panels_after): (i64, u64) = match &input.cursor {
-            None => (0, 0),
+        // A cursor without its panel part starts the panel feed at the oldest kept event.
+        let (after, panels_after): (i64, Option<u64>) = match &input.cursor {
+            None => (0, None),
             Some(text) => {
                 let bad =
                     || ToolError::invalid(format!("cursor {text:?} is not a cursor Lomi gave out"));
-                let (operations, panels) = text.split_once('.').unwrap_or((text.as_str(), "0"));
+                let (operations, panels) = match text.split_once('.') {
+                    Some((operations, panels)) => (
+                        operations,
+                        Some(lomi_protocol::parse_decimal(panels).ok_or_else(bad)?),
+                    ),
+                    None => (text.as_str(), None),
+                };
                 let operations = lomi_protocol::parse_decimal(operations)
                     .and_then(|n| i64::try_from(n).ok())
                     .ok_or_else(bad)?;
-                let panels = lomi_protocol::parse_decimal(panels).ok_or_else(bad)?;
                 (operations, panels)
             }
         };

@@ -1000,3 +1000,80 @@ async fn a_failed_domain_save_fails_the_update_and_changes_nothing() {
     let saved = std::fs::read_to_string(&domain_file).expect("domain.json written again");
     assert!(saved.contains("Saved"), "{saved}");
 }
+
+fn terminal_record(workspace: &WorkspaceId) -> lomi_broker::PanelRecord {
+    lomi_broker::PanelRecord {
+        workspace_id: workspace.clone(),
+        kind: lomi_protocol::tools::session::PanelKind::Terminal,
+        title: "shell".to_owned(),
+        project_id: None,
+        generation: Some("g1".to_owned()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panel_events_past_the_retention_still_read_without_a_cursor() {
+    let setup = setup();
+    let broker = setup.start(31);
+    let workspace = setup.workspace(&broker, "Busy");
+    let agent = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &agent, &workspace);
+    let panel = lomi_protocol::PanelId::parse("pn_busy").expect("panel id");
+    broker
+        .panel_add(DomainRevision(1), panel.clone(), terminal_record(&workspace))
+        .expect("add panel");
+    // More progress than the broker keeps (4,096 events).
+    for cursor in 1..=5_000u64 {
+        broker.panel_progress(&panel, cursor, None);
+    }
+    let read = |cursor: Option<&str>| {
+        broker.events_read(
+            &agent,
+            &EventsReadInput {
+                retry_epoch: epoch.clone(),
+                cursor: cursor.map(str::to_owned),
+                max_events: Some(500),
+            },
+        )
+    };
+    let first = read(None).expect("a read without a cursor starts at the oldest kept event");
+    assert_eq!(first.panel_events.len(), 500);
+    assert_eq!(first.panel_events[0].output_cursor, (5_000 - 4_096 + 1).to_string());
+    let next = read(Some(&first.next_cursor)).expect("continue");
+    assert_eq!(next.panel_events[0].output_cursor, (5_000 - 4_096 + 501).to_string());
+    // An operations-only cursor also starts the panel feed at the oldest kept event.
+    assert!(read(Some("0")).is_ok());
+    // A cursor older than what is kept is expired.
+    expect_error("old cursor", read(Some("0.1")), ErrorCode::CursorExpired);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panels_do_not_survive_a_restart_and_their_leaving_is_a_new_revision() {
+    let setup = setup();
+    let broker = setup.start(41);
+    let workspace = setup.workspace(&broker, "Panels");
+    let panel = lomi_protocol::PanelId::parse("pn_gone").expect("panel id");
+    let revision = broker
+        .panel_add(DomainRevision(1), panel, terminal_record(&workspace))
+        .expect("add panel");
+    assert_eq!(revision, DomainRevision(2));
+    broker.shutdown().await;
+    drop(broker);
+
+    let broker = setup.start(42);
+    let restarted = broker
+        .workspaces()
+        .into_iter()
+        .find(|w| w.id == workspace)
+        .expect("workspace");
+    assert!(restarted.panel_order.is_empty(), "{:?}", restarted.panel_order);
+    assert_eq!(restarted.revision, DomainRevision(3));
+    // And the layout can be changed without naming panels that no longer exist.
+    let agent = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &agent, &workspace);
+    let view = broker
+        .workspace_update(&agent, rename(&workspace, 3, &epoch, "after-restart", "Renamed"))
+        .await
+        .expect("update");
+    assert_succeeded(&wait_settled(&broker, &view.operation_id).await);
+}

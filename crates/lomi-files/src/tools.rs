@@ -373,11 +373,13 @@ fn apply(root: &std::path::Path, change: Change) -> Result<FileChanged, FilesErr
         }
         Change::Rename { from, to, expected } => {
             root.rename(&from, &to, expected)?;
-            let read = root.read(&to, Some((0, 0)), 0)?;
+            // The rename has happened: whatever the read-back finds (a directory, a symlink),
+            // the operation reports the change, never "nothing changed".
+            let read = root.read(&to, Some((0, 0)), 0).ok();
             Ok(FileChanged {
                 path: to,
-                disk_revision: Some(read.disk_revision),
-                size: Some(read.size),
+                disk_revision: read.as_ref().map(|r| r.disk_revision.clone()),
+                size: read.map(|r| r.size),
             })
         }
         Change::Delete { path, expected } => {

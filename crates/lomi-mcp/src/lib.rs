@@ -36,9 +36,10 @@ impl Lomi {
         }
     }
 
-    /// Stops runtimes, then the broker's operations (see `Broker::shutdown`).
+    /// Stops the broker's operations (see `Broker::shutdown`), then every runtime.
     pub async fn shutdown(&self) {
-        self.terminals.close_all().await;
+        // Operations first, so no terminal is created after the runtimes were closed.
         self.broker.shutdown().await;
+        self.terminals.close_all().await;
     }
 }

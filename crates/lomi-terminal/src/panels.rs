@@ -29,6 +29,8 @@ const MAX_READ_BYTES: u32 = 1024 * 1024;
 const DEFAULT_WAIT_MS: u32 = 10_000;
 const MAX_WAIT_MS: u32 = 60_000;
 const MAX_ARGV: usize = 256;
+/// Longest time one input may wait for the program to read it.
+const INPUT_WRITE_LIMIT: Duration = Duration::from_secs(10);
 const MAX_ARG_BYTES: usize = 4096;
 
 /// One live terminal runtime behind a panel.
@@ -153,7 +155,6 @@ impl TerminalPanels {
         let (project_id, root) =
             self.broker
                 .project_root(caller, &input.workspace_id, input.project_id.as_ref())?;
-        let cwd = confined_dir(&root, &input.cwd_relative)?;
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let mutation = Mutation {
@@ -167,6 +168,10 @@ impl TerminalPanels {
             revision: Some(expected.to_string()),
             permit_key: format!("workspace:{workspace_id}"),
         };
+        if let Some(prior) = self.broker.prior(caller, &mutation)? {
+            return self.broker.answer(caller, &prior).await;
+        }
+        let cwd = confined_dir(&root, &input.cwd_relative)?;
         let check_workspace = workspace_id.clone();
         let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
         let panels = self.clone();
@@ -289,9 +294,22 @@ impl TerminalPanels {
                 },
                 || async move {
                     let cursor = terminal.output_cursor();
-                    terminal.write(&bytes).await.map_err(|e| {
-                        ToolError::invalid(format!("the terminal did not take the input: {e}"))
-                    })?;
+                    // A program that stops reading fills the PTY; do not hold the lease forever.
+                    match tokio::time::timeout(INPUT_WRITE_LIMIT, terminal.write(&bytes)).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => {
+                            return Err(ToolError::invalid(format!(
+                                "the terminal did not take the input: {e}"
+                            )));
+                        }
+                        Err(_) => {
+                            return Err(ToolError::internal(format!(
+                                "the terminal did not take the input within {} s (the program is not \
+                                 reading it); part of it may have been written: read the terminal",
+                                INPUT_WRITE_LIMIT.as_secs()
+                            )));
+                        }
+                    }
                     Ok(to_value(&InputAccepted {
                         input_sequence: sequence.to_string(),
                         duplicate: false,
@@ -393,22 +411,35 @@ impl TerminalPanels {
         caller: &PairingId,
         input: TerminalInterruptInput,
     ) -> Result<OperationView, ToolError> {
-        let record =
-            self.broker
-                .lease_check(caller, &input.lease_id, &input.panel_id, &input.generation)?;
-        let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
+        // The request's identity comes from its input and its retry epoch alone, so that a
+        // retry finds its receipt even after the lease ended or the panel closed.
+        let workspace_id = self
+            .broker
+            .retry_epoch_workspace(caller, &input.retry_epoch)?;
         let panel_id = input.panel_id.clone();
         let mutation = Mutation {
             tool: "lomi_terminal_interrupt",
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
-            workspace_id: record.workspace_id.clone(),
-            project_id: record.project_id.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id: None,
             payload: to_value(&input),
             generation: Some(input.generation.clone()),
             revision: None,
             permit_key: format!("panel:{panel_id}"),
         };
+        if let Some(prior) = self.broker.prior(caller, &mutation)? {
+            return self.broker.answer(caller, &prior).await;
+        }
+        let record =
+            self.broker
+                .lease_check(caller, &input.lease_id, &input.panel_id, &input.generation)?;
+        if record.workspace_id != workspace_id {
+            return Err(ToolError::invalid(format!(
+                "panel {panel_id} is not in this retry epoch's workspace {workspace_id}"
+            )));
+        }
+        let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
         let terminal = runtime.terminal.clone();
         let id = self.broker.submit(
             caller,
@@ -439,6 +470,24 @@ impl TerminalPanels {
         caller: &PairingId,
         input: TerminalCloseInput,
     ) -> Result<OperationView, ToolError> {
+        let workspace_id = input.workspace_id.clone();
+        let expected = input.expected_revision;
+        let panel_id = input.panel_id.clone();
+        // Keyed by its input alone: a retry after the panel is gone still finds the receipt.
+        let mutation = Mutation {
+            tool: "lomi_terminal_close",
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id: None,
+            payload: to_value(&input),
+            generation: None,
+            revision: Some(expected.to_string()),
+            permit_key: format!("workspace:{workspace_id}"),
+        };
+        if let Some(prior) = self.broker.prior(caller, &mutation)? {
+            return self.broker.answer(caller, &prior).await;
+        }
         let (record, runtime) = self.runtime(caller, &input.panel_id)?;
         if record.workspace_id != input.workspace_id {
             return Err(ToolError::not_found(format!(
@@ -446,20 +495,6 @@ impl TerminalPanels {
                 input.panel_id, input.workspace_id
             )));
         }
-        let workspace_id = input.workspace_id.clone();
-        let expected = input.expected_revision;
-        let panel_id = input.panel_id.clone();
-        let mutation = Mutation {
-            tool: "lomi_terminal_close",
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: record.project_id.clone(),
-            payload: to_value(&input),
-            generation: Some(runtime.generation.clone()),
-            revision: Some(expected.to_string()),
-            permit_key: format!("workspace:{workspace_id}"),
-        };
         let check_workspace = workspace_id.clone();
         let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
         let panels = self.clone();
@@ -497,8 +532,14 @@ impl TerminalPanels {
     /// Ends every terminal (the broker is stopping).
     pub async fn close_all(&self) {
         let runtimes: Vec<TerminalRuntime> = self.runtimes().drain().map(|(_, r)| r).collect();
-        for runtime in runtimes {
-            runtime.terminal.close(CLOSE_GRACE).await;
+        let closing: Vec<_> = runtimes
+            .into_iter()
+            .map(|runtime| tokio::spawn(async move { runtime.terminal.close(CLOSE_GRACE).await }))
+            .collect();
+        for close in closing {
+            if let Err(error) = close.await {
+                tracing::warn!("closing a terminal failed: {error}");
+            }
         }
     }
 }
