@@ -1020,7 +1020,11 @@ async fn panel_events_past_the_retention_still_read_without_a_cursor() {
     let epoch = connect(&broker, &agent, &workspace);
     let panel = lomi_protocol::PanelId::parse("pn_busy").expect("panel id");
     broker
-        .panel_add(DomainRevision(1), panel.clone(), terminal_record(&workspace))
+        .panel_add(
+            DomainRevision(1),
+            panel.clone(),
+            terminal_record(&workspace),
+        )
         .expect("add panel");
     // More progress than the broker keeps (4,096 events).
     for cursor in 1..=5_000u64 {
@@ -1038,9 +1042,15 @@ async fn panel_events_past_the_retention_still_read_without_a_cursor() {
     };
     let first = read(None).expect("a read without a cursor starts at the oldest kept event");
     assert_eq!(first.panel_events.len(), 500);
-    assert_eq!(first.panel_events[0].output_cursor, (5_000 - 4_096 + 1).to_string());
+    assert_eq!(
+        first.panel_events[0].output_cursor,
+        (5_000 - 4_096 + 1).to_string()
+    );
     let next = read(Some(&first.next_cursor)).expect("continue");
-    assert_eq!(next.panel_events[0].output_cursor, (5_000 - 4_096 + 501).to_string());
+    assert_eq!(
+        next.panel_events[0].output_cursor,
+        (5_000 - 4_096 + 501).to_string()
+    );
     // An operations-only cursor also starts the panel feed at the oldest kept event.
     assert!(read(Some("0")).is_ok());
     // A cursor older than what is kept is expired.
@@ -1066,13 +1076,20 @@ async fn panels_do_not_survive_a_restart_and_their_leaving_is_a_new_revision() {
         .into_iter()
         .find(|w| w.id == workspace)
         .expect("workspace");
-    assert!(restarted.panel_order.is_empty(), "{:?}", restarted.panel_order);
+    assert!(
+        restarted.panel_order.is_empty(),
+        "{:?}",
+        restarted.panel_order
+    );
     assert_eq!(restarted.revision, DomainRevision(3));
     // And the layout can be changed without naming panels that no longer exist.
     let agent = approved(&broker, "agent", &workspace);
     let epoch = connect(&broker, &agent, &workspace);
     let view = broker
-        .workspace_update(&agent, rename(&workspace, 3, &epoch, "after-restart", "Renamed"))
+        .workspace_update(
+            &agent,
+            rename(&workspace, 3, &epoch, "after-restart", "Renamed"),
+        )
         .await
         .expect("update");
     assert_succeeded(&wait_settled(&broker, &view.operation_id).await);
