@@ -824,3 +824,20 @@ async def test_retries_find_their_receipts_after_the_effect(lomi, workspaces, mc
         assert retried["operationId"] == closed["operationId"] and retried["state"] == "succeeded", dump(retried)
         conflicting = await agent.call("lomi_terminal_close", dict(close, expectedRevision=str(int(revision) + 1)))
         assert conflicting["code"] == "IDEMPOTENCY_CONFLICT", dump(conflicting)
+
+
+async def test_an_agents_terminal_cannot_give_the_persons_commands(lomi, workspaces, mcp):
+    """The local socket serves the person's commands to any process of the same user, except
+    processes inside a terminal Lomi runs for an agent: an agent cannot approve its own work."""
+    a, _ = workspaces
+    ws = a["workspaceId"]
+    async with agent_for(lomi, mcp, ws) as agent:
+        term = await create_terminal(agent, ws, "no-self-approval")
+        command = f"{LOMI_BIN} pairing list --data-dir {lomi.data_dir}; echo rc-$((40+2))=$?"
+        await term.run(command, "rc-42=1")
+        screen = await agent.ok("lomi_terminal_read", {"panelId": term.panel})
+        shown = "".join(screen["screen"]["lines"])  # the message wraps at 80 columns
+        assert "PAIRING_DENIED" in shown and "person's own terminal" in shown, dump(screen)
+        await term.close()
+    # The person, outside, still can.
+    assert lomi.cli("pairing", "list")

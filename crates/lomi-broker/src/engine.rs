@@ -30,7 +30,7 @@ pub struct Mutation {
     pub generation: Option<String>,
     /// The revision the request was made against, if any.
     pub revision: Option<String>,
-    /// Mutations with the same permit key run one at a time, in admission order.
+    /// Mutations with the same permit key run one at a time (waiting ones read `queued`).
     pub permit_key: String,
 }
 
@@ -61,6 +61,13 @@ pub struct EffectContext {
 
 pub type Effect =
     Box<dyn FnOnce(EffectContext) -> Pin<Box<dyn Future<Output = EffectOutcome> + Send>> + Send>;
+
+/// Whose operation it is, where it acts, and which permit it waits for.
+struct Target {
+    pairing: PairingId,
+    workspace: WorkspaceId,
+    permit_key: String,
+}
 
 /// In-memory companions of an unsettled operation of this instance.
 pub(crate) struct LiveOperation {
@@ -120,13 +127,16 @@ impl Broker {
         );
         let broker = self.clone();
         let id = receipt.operation_id.clone();
-        let pairing = caller.clone();
+        let target = Target {
+            pairing: caller.clone(),
+            workspace: mutation.workspace_id.clone(),
+            permit_key: mutation.permit_key,
+        };
         let task = tokio::spawn(async move {
             broker
                 .run(
                     id.clone(),
-                    &pairing,
-                    mutation.permit_key,
+                    target,
                     needs_decision.then_some(decision_rx),
                     cancel,
                     effect,
@@ -195,8 +205,11 @@ impl Broker {
     async fn run(
         &self,
         id: OperationId,
-        pairing: &PairingId,
-        permit_key: String,
+        Target {
+            pairing,
+            workspace,
+            permit_key,
+        }: Target,
         decision: Option<oneshot::Receiver<bool>>,
         cancel: CancellationToken,
         effect: Effect,
@@ -252,9 +265,10 @@ impl Broker {
             () = cancel.cancelled() => return,
             () = self.inner.stopping.cancelled() => return,
         };
-        // A pairing revoked (or denied) while its operation waited gets no effect: authority is
-        // checked at dispatch, not only at admission.
-        if let Err(error) = self.authorize(pairing) {
+        // A pairing revoked (or denied), or no longer granted the workspace, while its
+        // operation waited gets no effect: authority is checked at dispatch, not only at
+        // admission.
+        if let Err(error) = self.granted_workspace(&pairing, &workspace) {
             let _recorded = self.step(
                 &id,
                 OperationState::Queued,

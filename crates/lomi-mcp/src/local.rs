@@ -107,6 +107,14 @@ async fn connection(
     http_url: String,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    // The person's requests must come from the person: a process inside a terminal Lomi runs
+    // for an agent (same user, same socket) is refused them.
+    let from_agent_terminal = stream
+        .peer_cred()
+        .ok()
+        .and_then(|cred| cred.pid())
+        .and_then(session_of)
+        .is_some_and(|session| lomi.terminals.session_ids().contains(&session));
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let mut line = String::new();
@@ -129,6 +137,17 @@ async fn connection(
             return Ok(());
         }
     };
+    if from_agent_terminal && !matches!(hello, Hello::Mcp(_)) {
+        let reply = lomi_protocol::Reply::<()>::error(lomi_protocol::ToolError::new(
+            lomi_protocol::ErrorCode::PairingDenied,
+            "refused: this comes from a terminal Lomi runs for an agent; the person's commands \
+             (approve, decide, grant, attach) only work from the person's own terminal",
+        ));
+        write
+            .write_all(format!("{}\n", reply.to_value()).as_bytes())
+            .await?;
+        return Ok(());
+    }
     match hello {
         Hello::Control(request) => {
             let reply = control::handle(&lomi.broker, request, &http_url);
@@ -217,6 +236,14 @@ async fn attach(
             }
         }
     }
+}
+
+/// The session id of a process (field 6 of /proc/PID/stat, read after the command name, which
+/// may itself contain spaces and parentheses).
+fn session_of(pid: i32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(3)?.parse().ok()
 }
 
 /// Sends one control request to the running broker and returns its envelope.

@@ -529,6 +529,11 @@ impl TerminalPanels {
         self.broker.answer(caller, &id).await
     }
 
+    /// The session ids of the running terminals: each terminal's process leads its own session.
+    pub fn session_ids(&self) -> Vec<u32> {
+        self.runtimes().values().map(|r| r.terminal.pid()).collect()
+    }
+
     /// Ends every terminal (the broker is stopping).
     pub async fn close_all(&self) {
         let runtimes: Vec<TerminalRuntime> = self.runtimes().drain().map(|(_, r)| r).collect();
