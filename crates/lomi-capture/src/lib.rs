@@ -1,0 +1,183 @@
+//! The PNG side of captures: decode a screenshot with guards, clip it, scale it, fit it into a
+//! byte budget, and re-encode it with its sha256. Plain functions; no MCP, broker or browser.
+
+mod error;
+
+use std::io::Cursor;
+
+use image::codecs::png::{CompressionType, FilterType as PngFilter, PngDecoder, PngEncoder};
+use image::imageops::{self, FilterType};
+use image::{DynamicImage, ExtendedColorType, ImageDecoder, ImageEncoder, ImageError, RgbaImage};
+use sha2::{Digest, Sha256};
+
+pub use error::CaptureError;
+
+/// The eight bytes every PNG file starts with.
+const PNG_SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n'];
+/// The largest side, in pixels, a capture may have; anything larger is refused before decoding.
+pub const MAX_SIDE: u32 = 16_384;
+/// The smallest accepted `scale`, and the floor the `max_bytes` search stops at.
+pub const MIN_SCALE: f32 = 0.05;
+/// The largest accepted `scale`: captures are only ever scaled down.
+pub const MAX_SCALE: f32 = 1.0;
+
+/// A finished capture: the encoded PNG, its size in pixels and the hex sha256 of `png`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capture {
+    pub png: Vec<u8>,
+    pub width: u32,
+    pub height: u32,
+    pub sha256: String,
+}
+
+/// A rectangle in image pixels, `x`/`y` being its top-left corner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rect {
+    pub x: u32,
+    pub y: u32,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// What to do with a source PNG. The default keeps the whole image at full size.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CaptureOptions {
+    /// Keep only this part of the image; it must lie inside the image and not be empty.
+    pub clip: Option<Rect>,
+    /// Scale the (clipped) image by this factor, `MIN_SCALE..=MAX_SCALE`.
+    pub scale: Option<f32>,
+    /// If the encoded PNG is larger than this, scale down further until it fits.
+    pub max_bytes: Option<usize>,
+}
+
+/// Decodes a PNG into RGBA8. Bytes that are not a PNG (an `adb` error text, say) are `NotPng`;
+/// a PNG wider or taller than `MAX_SIDE` is refused from its header, before any pixel buffer is
+/// allocated.
+pub fn decode_png(bytes: &[u8]) -> Result<RgbaImage, CaptureError> {
+    if !bytes.starts_with(&PNG_SIGNATURE) {
+        return Err(CaptureError::NotPng {
+            start: preview(bytes),
+        });
+    }
+    let mut decoder = PngDecoder::new(Cursor::new(bytes)).map_err(corrupt)?;
+    let (width, height) = decoder.dimensions();
+    if width > MAX_SIDE || height > MAX_SIDE {
+        return Err(CaptureError::Oversized { width, height });
+    }
+    // The side check above is ours; these limits make the decoder keep the same promise for any
+    // buffer it allocates (16-bit RGBA at the largest size is 8 bytes a pixel).
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(u64::from(MAX_SIDE) * u64::from(MAX_SIDE) * 8);
+    decoder.set_limits(limits).map_err(corrupt)?;
+    let image = DynamicImage::from_decoder(decoder).map_err(corrupt)?;
+    Ok(image.into_rgba8())
+}
+
+/// Decodes `png`, applies `options` (clip, then scale, then the byte budget) and re-encodes it.
+///
+/// Scaled sizes are `max(1, round(side * scale))` per side. With no scaling (or a scale that
+/// rounds back to the same size) the pixels are copied exactly. When `max_bytes` is exceeded the
+/// scale is multiplied by `sqrt(max_bytes / encoded_len)`, kept within `0.5..=0.9`, and the
+/// clipped original is resampled again; the search stops at `MIN_SCALE` with `TooLarge`.
+pub fn process(png: &[u8], options: &CaptureOptions) -> Result<Capture, CaptureError> {
+    let scale = match options.scale {
+        None => MAX_SCALE,
+        Some(scale) if (MIN_SCALE..=MAX_SCALE).contains(&scale) => scale,
+        Some(scale) => return Err(CaptureError::InvalidScale { scale }),
+    };
+    let image = decode_png(png)?;
+    let source = match options.clip {
+        None => image,
+        Some(clip) => clipped(&image, clip)?,
+    };
+
+    let mut scale = scale;
+    loop {
+        let (width, height) = (
+            scaled(source.width(), scale),
+            scaled(source.height(), scale),
+        );
+        let encoded = encode(&resized(&source, width, height))?;
+        let Some(max_bytes) = options.max_bytes else {
+            return Ok(finish(encoded, width, height));
+        };
+        if encoded.len() <= max_bytes {
+            return Ok(finish(encoded, width, height));
+        }
+        if scale <= MIN_SCALE {
+            return Err(CaptureError::TooLarge {
+                max_bytes,
+                smallest: encoded.len(),
+                width,
+                height,
+            });
+        }
+        let step = (max_bytes as f64 / encoded.len() as f64)
+            .sqrt()
+            .clamp(0.5, 0.9);
+        scale = ((f64::from(scale) * step) as f32).max(MIN_SCALE);
+    }
+}
+
+fn clipped(image: &RgbaImage, clip: Rect) -> Result<RgbaImage, CaptureError> {
+    let inside = |start: u32, length: u32, limit: u32| {
+        length > 0 && start.checked_add(length).is_some_and(|end| end <= limit)
+    };
+    if !inside(clip.x, clip.width, image.width()) || !inside(clip.y, clip.height, image.height()) {
+        return Err(CaptureError::InvalidClip {
+            clip,
+            image_width: image.width(),
+            image_height: image.height(),
+        });
+    }
+    Ok(imageops::crop_imm(image, clip.x, clip.y, clip.width, clip.height).to_image())
+}
+
+fn scaled(side: u32, scale: f32) -> u32 {
+    // `side` is at most MAX_SIDE and `scale` at most 1, so the product fits a u32.
+    ((f64::from(side) * f64::from(scale)).round() as u32).max(1)
+}
+
+fn resized(source: &RgbaImage, width: u32, height: u32) -> RgbaImage {
+    if (width, height) == source.dimensions() {
+        return source.clone();
+    }
+    // Triangle (bilinear) averages every source pixel under the footprint, so text and edges
+    // shrink without aliasing, and it is cheap enough to repeat in the `max_bytes` search.
+    imageops::resize(source, width, height, FilterType::Triangle)
+}
+
+fn encode(image: &RgbaImage) -> Result<Vec<u8>, CaptureError> {
+    let mut png = Vec::new();
+    PngEncoder::new_with_quality(&mut png, CompressionType::Default, PngFilter::Adaptive)
+        .write_image(
+            image.as_raw(),
+            image.width(),
+            image.height(),
+            ExtendedColorType::Rgba8,
+        )
+        .map_err(|error| CaptureError::Encode(error.to_string()))?;
+    Ok(png)
+}
+
+fn finish(png: Vec<u8>, width: u32, height: u32) -> Capture {
+    let sha256 = hex::encode(Sha256::digest(&png));
+    Capture {
+        png,
+        width,
+        height,
+        sha256,
+    }
+}
+
+fn corrupt(error: ImageError) -> CaptureError {
+    CaptureError::Corrupt(error.to_string())
+}
+
+/// The first bytes of a non-PNG input as text, so an error message shows what came back instead.
+fn preview(bytes: &[u8]) -> String {
+    let start = &bytes[..bytes.len().min(64)];
+    String::from_utf8_lossy(start).trim().to_owned()
+}
