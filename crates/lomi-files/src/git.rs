@@ -5,15 +5,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use lomi_broker::{Broker, EffectOutcome, Mutation};
+use crate::tools::ProjectChange;
+use lomi_broker::{Broker, EffectOutcome};
 use lomi_protocol::tools::git::{
     GitBranchInput, GitBranched, GitCommitInput, GitCommitted, GitDiffInput, GitDiffView,
     GitStageInput, GitStaged, GitStatusEntry, GitStatusInput, GitStatusView,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::{
-    EffectState, ErrorCode, PairingId, ProjectId, RequestKey, RetryEpoch, ToolError, WorkspaceId,
-};
+use lomi_protocol::{EffectState, ErrorCode, PairingId, ProjectId, ToolError, WorkspaceId};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
@@ -471,13 +470,15 @@ impl ProjectGit {
             .map_err(|e| e.to_tool_error())?;
         self.mutate(
             caller,
-            "lomi_git_stage",
-            &input.workspace_id,
-            input.project_id.as_ref(),
-            &input.retry_epoch,
-            &input.request_key,
-            to_value(&input),
-            None,
+            ProjectChange {
+                tool: "lomi_git_stage",
+                workspace: &input.workspace_id,
+                project: input.project_id.as_ref(),
+                retry_epoch: &input.retry_epoch,
+                request_key: &input.request_key,
+                payload: to_value(&input),
+                revision: None,
+            },
             Change::Stage { paths },
         )
         .await
@@ -499,13 +500,15 @@ impl ProjectGit {
         let revision = Some(input.expected_head_revision.clone());
         self.mutate(
             caller,
-            "lomi_git_commit",
-            &input.workspace_id,
-            input.project_id.as_ref(),
-            &input.retry_epoch,
-            &input.request_key,
-            to_value(&input),
-            revision,
+            ProjectChange {
+                tool: "lomi_git_commit",
+                workspace: &input.workspace_id,
+                project: input.project_id.as_ref(),
+                retry_epoch: &input.retry_epoch,
+                request_key: &input.request_key,
+                payload: to_value(&input),
+                revision,
+            },
             change,
         )
         .await
@@ -525,13 +528,15 @@ impl ProjectGit {
         };
         self.mutate(
             caller,
-            "lomi_git_branch",
-            &input.workspace_id,
-            input.project_id.as_ref(),
-            &input.retry_epoch,
-            &input.request_key,
-            to_value(&input),
-            None,
+            ProjectChange {
+                tool: "lomi_git_branch",
+                workspace: &input.workspace_id,
+                project: input.project_id.as_ref(),
+                retry_epoch: &input.retry_epoch,
+                request_key: &input.request_key,
+                payload: to_value(&input),
+                revision: None,
+            },
             change,
         )
         .await
@@ -539,38 +544,17 @@ impl ProjectGit {
 
     /// One Git mutation through the engine, under the project's permit (shared with the file
     /// tools), so Lomi's own changes to the project never interleave with it.
-    #[allow(clippy::too_many_arguments)]
     async fn mutate(
         &self,
         caller: &PairingId,
-        tool: &'static str,
-        workspace: &WorkspaceId,
-        project: Option<&ProjectId>,
-        retry_epoch: &RetryEpoch,
-        request_key: &RequestKey,
-        payload: Value,
-        revision: Option<String>,
+        request: ProjectChange<'_>,
         change: Change,
     ) -> Result<OperationView, ToolError> {
-        let (project_id, root) = self.broker.project_root(caller, workspace, project)?;
-        let mutation = Mutation {
-            tool,
-            retry_epoch: retry_epoch.clone(),
-            request_key: request_key.clone(),
-            workspace_id: workspace.clone(),
-            project_id: Some(project_id.clone()),
-            payload,
-            generation: None,
-            revision,
-            permit_key: format!("project:{project_id}"),
-        };
-        let id = self.broker.submit(
-            caller,
-            mutation,
-            |_| Ok(()),
-            Box::new(move |_context| Box::pin(async move { apply(&root, change).await })),
-        )?;
-        self.broker.answer(caller, &id).await
+        request
+            .submit(&self.broker, caller, move |root| async move {
+                apply(&root, change).await
+            })
+            .await
     }
 }
 

@@ -89,6 +89,53 @@ fn kind_name(kind: EntryKind) -> &'static str {
     }
 }
 
+/// One change to a project as the engine sees it: its receipt key and fingerprint. It runs
+/// under the project's permit, so changes to one project (files, documents, Git) go one at a
+/// time.
+pub(crate) struct ProjectChange<'a> {
+    pub tool: &'static str,
+    pub workspace: &'a WorkspaceId,
+    pub project: Option<&'a ProjectId>,
+    pub retry_epoch: &'a lomi_protocol::RetryEpoch,
+    pub request_key: &'a lomi_protocol::RequestKey,
+    pub payload: Value,
+    pub revision: Option<String>,
+}
+
+impl ProjectChange<'_> {
+    /// Admits the change through the broker's engine; `effect` runs with the project root.
+    pub(crate) async fn submit<F, Fut>(
+        self,
+        broker: &Broker,
+        caller: &PairingId,
+        effect: F,
+    ) -> Result<OperationView, ToolError>
+    where
+        F: FnOnce(PathBuf) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = EffectOutcome> + Send + 'static,
+    {
+        let (project_id, root) = broker.project_root(caller, self.workspace, self.project)?;
+        let mutation = Mutation {
+            tool: self.tool,
+            retry_epoch: self.retry_epoch.clone(),
+            request_key: self.request_key.clone(),
+            workspace_id: self.workspace.clone(),
+            project_id: Some(project_id.clone()),
+            payload: self.payload,
+            generation: None,
+            revision: self.revision,
+            permit_key: format!("project:{project_id}"),
+        };
+        let id = broker.submit(
+            caller,
+            mutation,
+            |_| Ok(()),
+            Box::new(move |_context| Box::pin(effect(root))),
+        )?;
+        broker.answer(caller, &id).await
+    }
+}
+
 /// What one file mutation does, run inside its operation.
 enum Change {
     Write {
@@ -213,13 +260,15 @@ impl ProjectFiles {
         let revision = Some(input.expected_disk_revision.clone());
         self.mutate(
             caller,
-            "lomi_file_write",
-            &input.workspace_id,
-            input.project_id.as_ref(),
-            &input.retry_epoch,
-            &input.request_key,
-            to_value(&input),
-            revision,
+            ProjectChange {
+                tool: "lomi_file_write",
+                workspace: &input.workspace_id,
+                project: input.project_id.as_ref(),
+                retry_epoch: &input.retry_epoch,
+                request_key: &input.request_key,
+                payload: to_value(&input),
+                revision,
+            },
             change,
         )
         .await
@@ -238,13 +287,15 @@ impl ProjectFiles {
         };
         self.mutate(
             caller,
-            "lomi_file_create",
-            &input.workspace_id,
-            input.project_id.as_ref(),
-            &input.retry_epoch,
-            &input.request_key,
-            to_value(&input),
-            None,
+            ProjectChange {
+                tool: "lomi_file_create",
+                workspace: &input.workspace_id,
+                project: input.project_id.as_ref(),
+                retry_epoch: &input.retry_epoch,
+                request_key: &input.request_key,
+                payload: to_value(&input),
+                revision: None,
+            },
             change,
         )
         .await
@@ -263,13 +314,15 @@ impl ProjectFiles {
         let revision = input.expected_disk_revision.clone();
         self.mutate(
             caller,
-            "lomi_file_rename",
-            &input.workspace_id,
-            input.project_id.as_ref(),
-            &input.retry_epoch,
-            &input.request_key,
-            to_value(&input),
-            revision,
+            ProjectChange {
+                tool: "lomi_file_rename",
+                workspace: &input.workspace_id,
+                project: input.project_id.as_ref(),
+                retry_epoch: &input.retry_epoch,
+                request_key: &input.request_key,
+                payload: to_value(&input),
+                revision,
+            },
             change,
         )
         .await
@@ -287,13 +340,15 @@ impl ProjectFiles {
         let revision = Some(input.expected_revision.clone());
         self.mutate(
             caller,
-            "lomi_file_delete",
-            &input.workspace_id,
-            input.project_id.as_ref(),
-            &input.retry_epoch,
-            &input.request_key,
-            to_value(&input),
-            revision,
+            ProjectChange {
+                tool: "lomi_file_delete",
+                workspace: &input.workspace_id,
+                project: input.project_id.as_ref(),
+                retry_epoch: &input.retry_epoch,
+                request_key: &input.request_key,
+                payload: to_value(&input),
+                revision,
+            },
             change,
         )
         .await
@@ -302,57 +357,32 @@ impl ProjectFiles {
     /// One file mutation through the engine. The runtime's own revision check happens at
     /// dispatch, under the project's permit, so two writers with the same expected revision
     /// cannot both win.
-    #[allow(clippy::too_many_arguments)]
     async fn mutate(
         &self,
         caller: &PairingId,
-        tool: &'static str,
-        workspace: &WorkspaceId,
-        project: Option<&ProjectId>,
-        retry_epoch: &lomi_protocol::RetryEpoch,
-        request_key: &lomi_protocol::RequestKey,
-        payload: Value,
-        revision: Option<String>,
+        request: ProjectChange<'_>,
         change: Change,
     ) -> Result<OperationView, ToolError> {
-        let (project_id, root) = self.root(caller, workspace, project)?;
-        let mutation = Mutation {
-            tool,
-            retry_epoch: retry_epoch.clone(),
-            request_key: request_key.clone(),
-            workspace_id: workspace.clone(),
-            project_id: Some(project_id.clone()),
-            payload,
-            generation: None,
-            revision,
-            permit_key: format!("project:{project_id}"),
-        };
-        let id = self.broker.submit(
-            caller,
-            mutation,
-            |_| Ok(()),
-            Box::new(move |_context| {
-                Box::pin(async move {
-                    let done = tokio::task::spawn_blocking(move || apply(&root, change)).await;
-                    match done {
-                        Ok(Ok(changed)) => EffectOutcome::Succeeded(to_value(&changed)),
-                        Ok(Err(FilesError::Io(message))) => EffectOutcome::Unknown {
-                            effect: EffectState::Unknown,
-                            message: format!("the file system failed mid-change: {message}"),
-                        },
-                        Ok(Err(e)) => EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error: error(e),
-                        },
-                        Err(join) => EffectOutcome::Unknown {
-                            effect: EffectState::Unknown,
-                            message: format!("the file change stopped abnormally: {join}"),
-                        },
-                    }
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &id).await
+        request
+            .submit(&self.broker, caller, move |root| async move {
+                let done = tokio::task::spawn_blocking(move || apply(&root, change)).await;
+                match done {
+                    Ok(Ok(changed)) => EffectOutcome::Succeeded(to_value(&changed)),
+                    Ok(Err(FilesError::Io(message))) => EffectOutcome::Unknown {
+                        effect: EffectState::Unknown,
+                        message: format!("the file system failed mid-change: {message}"),
+                    },
+                    Ok(Err(e)) => EffectOutcome::Failed {
+                        effect: EffectState::None,
+                        error: error(e),
+                    },
+                    Err(join) => EffectOutcome::Unknown {
+                        effect: EffectState::Unknown,
+                        message: format!("the file change stopped abnormally: {join}"),
+                    },
+                }
+            })
+            .await
     }
 }
 
