@@ -38,7 +38,7 @@ ensure_packages() {
 BUILD_PACKAGES=(build-essential pkg-config ca-certificates curl)
 # What the end-to-end tests add: Python for the MCP Python SDK, Node.js for the MCP
 # conformance suite, and a real Secret Service (D-Bus + GNOME Keyring) for the stdio bridge.
-TEST_PACKAGES=(python3 python3-venv dbus dbus-x11 gnome-keyring libsecret-tools less vim-tiny procps tmux git)
+TEST_PACKAGES=(python3 python3-venv dbus dbus-x11 gnome-keyring libsecret-tools less vim-tiny procps tmux git adb)
 
 LOMI_CACHE="${LOMI_CACHE:-$HOME/.cache/lomi}"
 export LOMI_CACHE

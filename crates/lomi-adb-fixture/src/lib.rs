@@ -1,0 +1,138 @@
+//! A fake Android device for tests and benches: it listens on a loopback TCP port and speaks the
+//! device side of the ADB transport, so the real `adb` server can `adb connect 127.0.0.1:PORT`.
+
+mod connection;
+mod protocol;
+mod screen;
+mod services;
+
+use std::io;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, JoinHandle};
+
+pub use screen::{BUTTON_BOUNDS, FixtureState, SCREEN_HEIGHT, SCREEN_WIDTH};
+
+/// A running fake device. Dropping it closes the listener and every connection, which the adb
+/// server sees as the device going away.
+pub struct Fixture {
+    /// The loopback port to `adb connect 127.0.0.1:PORT` to.
+    pub port: u16,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+struct Shared {
+    state: Mutex<FixtureState>,
+    stopping: AtomicBool,
+    /// Open connections by id, so `Drop` can shut them down.
+    connections: Mutex<Vec<(u64, TcpStream)>>,
+    next_connection: AtomicU64,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, FixtureState> {
+        // A panic while holding the lock leaves plain data behind; keep serving it.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn connections(&self) -> MutexGuard<'_, Vec<(u64, TcpStream)>> {
+        self.connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Fixture {
+    /// Binds `127.0.0.1:0` and serves each connection on its own thread.
+    pub fn start() -> io::Result<Fixture> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(FixtureState::default()),
+            stopping: AtomicBool::new(false),
+            connections: Mutex::new(Vec::new()),
+            next_connection: AtomicU64::new(1),
+        });
+        let acceptor = thread::Builder::new()
+            .name(format!("adb-fixture-{port}"))
+            .spawn({
+                let shared = Arc::clone(&shared);
+                move || accept(&listener, &shared)
+            })?;
+        Ok(Fixture {
+            port,
+            shared,
+            acceptor: Some(acceptor),
+        })
+    }
+
+    /// The serial the adb server lists this device under once connected.
+    pub fn serial(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// A copy of everything the device has received so far.
+    pub fn state(&self) -> FixtureState {
+        self.shared.state().clone()
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        // Wake the blocking accept; if the connect fails the listener is already gone.
+        if let Ok(waker) = TcpStream::connect(("127.0.0.1", self.port)) {
+            drop(waker);
+        }
+        if let Some(acceptor) = self.acceptor.take()
+            && acceptor.join().is_err()
+        {
+            eprintln!("lomi-adb-fixture: the accept thread panicked");
+        }
+        for (_, stream) in self.shared.connections().drain(..) {
+            // The peer may already have closed it; either way it is closed now.
+            if let Err(error) = stream.shutdown(Shutdown::Both) {
+                eprintln!("lomi-adb-fixture: closing a connection: {error}");
+            }
+        }
+    }
+}
+
+fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
+    for stream in listener.incoming() {
+        if shared.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let stream = match stream {
+            Ok(stream) => stream,
+            Err(error) => {
+                eprintln!("lomi-adb-fixture: accept failed: {error}");
+                continue;
+            }
+        };
+        let id = shared.next_connection.fetch_add(1, Ordering::SeqCst);
+        match stream.try_clone() {
+            Ok(handle) => shared.connections().push((id, handle)),
+            Err(error) => {
+                eprintln!("lomi-adb-fixture: cloning a connection: {error}");
+                continue;
+            }
+        }
+        let spawned = thread::Builder::new()
+            .name(format!("adb-fixture-conn-{id}"))
+            .spawn({
+                let shared = Arc::clone(shared);
+                move || {
+                    connection::serve(stream, |service| {
+                        services::run(service, &mut shared.state())
+                    });
+                    shared.connections().retain(|(other, _)| *other != id);
+                }
+            });
+        if let Err(error) = spawned {
+            eprintln!("lomi-adb-fixture: starting a connection thread: {error}");
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! The services a stream can OPEN: `shell:…` and `exec:…` commands, answered from the virtual
+//! screen. There is no real shell: the command line is split into words with POSIX quoting, and
+//! shell syntax a real device would interpret (`;`, `|`, `$`, …) is refused, so a caller that
+//! forgets to quote is caught rather than silently passing.
+
+use crate::screen::{FixtureState, SCREEN_HEIGHT, SCREEN_WIDTH};
+
+const PROPERTIES: [(&str, &str); 6] = [
+    ("ro.build.version.release", "14"),
+    ("ro.build.version.sdk", "34"),
+    ("ro.product.device", "lomi"),
+    ("ro.product.model", "LomiFixture"),
+    ("ro.product.name", "lomi_fixture"),
+    ("ro.serialno", "LOMIFIXTURE0001"),
+];
+
+/// The whole output of `service`, or `None` when there is no such service (the stream is then
+/// refused with CLSE).
+pub(crate) fn run(service: &str, state: &mut FixtureState) -> Option<Vec<u8>> {
+    let command = service
+        .strip_prefix("exec:")
+        .or_else(|| shell_command(service))?;
+    Some(match split_words(command) {
+        Ok(words) => run_command(&words, state),
+        Err(error) => format!("/system/bin/sh: {error}\n").into_bytes(),
+    })
+}
+
+/// `shell:CMD` or `shell,ARGS:CMD` (ARGS such as `raw` or `v2`) → `CMD`.
+fn shell_command(service: &str) -> Option<&str> {
+    let rest = service.strip_prefix("shell")?;
+    if let Some(command) = rest.strip_prefix(':') {
+        return Some(command);
+    }
+    let (_args, command) = rest.strip_prefix(',')?.split_once(':')?;
+    Some(command)
+}
+
+fn run_command(words: &[String], state: &mut FixtureState) -> Vec<u8> {
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let text = match words.as_slice() {
+        ["getprop"] => PROPERTIES
+            .iter()
+            .map(|(key, value)| format!("[{key}]: [{value}]\n"))
+            .collect(),
+        ["getprop", key] => {
+            let value = PROPERTIES
+                .iter()
+                .find(|(name, _)| name == key)
+                .map_or("", |(_, value)| value);
+            format!("{value}\n")
+        }
+        ["wm", "size"] => format!("Physical size: {SCREEN_WIDTH}x{SCREEN_HEIGHT}\n"),
+        ["screencap", "-p"] => return state.screenshot_png(),
+        ["input", "tap", x, y] => match (coordinate(x), coordinate(y)) {
+            (Some(x), Some(y)) => {
+                state.tap(x, y);
+                String::new()
+            }
+            _ => format!("Error: invalid coordinates {x} {y}\n"),
+        },
+        ["input", "swipe", x1, y1, x2, y2, rest @ ..] if rest.len() <= 1 => {
+            match [x1, y1, x2, y2].map(|word| coordinate(word)) {
+                [Some(x1), Some(y1), Some(x2), Some(y2)] => {
+                    state.swipes.push([x1, y1, x2, y2]);
+                    String::new()
+                }
+                _ => "Error: invalid swipe coordinates\n".to_owned(),
+            }
+        }
+        // Android's `input text` types `%s` as a space; several words are joined by spaces.
+        ["input", "text", text @ ..] if !text.is_empty() => {
+            state.texts.push(text.join(" ").replace("%s", " "));
+            String::new()
+        }
+        ["input", "keyevent", keys @ ..] if !keys.is_empty() => {
+            state
+                .keyevents
+                .extend(keys.iter().map(|key| (*key).to_owned()));
+            String::new()
+        }
+        ["am", "start", "-n", component] => {
+            state.activities.push((*component).to_owned());
+            format!("Starting: Intent {{ cmp={component} }}\n")
+        }
+        ["uiautomator", "dump", "/dev/tty"] => {
+            format!(
+                "{}UI hierchary dumped to: /dev/tty\n",
+                state.ui_hierarchy_xml()
+            )
+        }
+        ["uiautomator", "dump", ..] => {
+            "fixture: only `uiautomator dump /dev/tty` is supported\n".to_owned()
+        }
+        [] => String::new(),
+        [program, ..] => format!("/system/bin/sh: {program}: inaccessible or not found\n"),
+    };
+    text.into_bytes()
+}
+
+fn coordinate(word: &str) -> Option<f32> {
+    word.parse::<f32>().ok().filter(|value| value.is_finite())
+}
+
+/// Splits a command line the way `sh` would for plain words: whitespace separates, single quotes
+/// are literal, double quotes allow `\"` `\\` escapes, a backslash escapes one character.
+/// Anything a shell would expand or treat as an operator is an error.
+fn split_words(line: &str) -> Result<Vec<String>, String> {
+    const OPERATORS: &str = ";|&<>()$`*?[]{}~#";
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut characters = line.chars();
+    while let Some(character) = characters.next() {
+        match character {
+            ' ' | '\t' | '\n' => words.extend(word.take()),
+            '\'' => {
+                let current = word.get_or_insert_with(String::new);
+                loop {
+                    match characters.next() {
+                        Some('\'') => break,
+                        Some(other) => current.push(other),
+                        None => return Err("syntax error: unterminated quoted string".into()),
+                    }
+                }
+            }
+            '"' => {
+                let current = word.get_or_insert_with(String::new);
+                loop {
+                    match characters.next() {
+                        Some('"') => break,
+                        Some('\\') => match characters.next() {
+                            Some(escaped @ ('"' | '\\' | '$' | '`')) => current.push(escaped),
+                            Some(other) => {
+                                current.push('\\');
+                                current.push(other);
+                            }
+                            None => return Err("syntax error: unterminated quoted string".into()),
+                        },
+                        Some(expanding @ ('$' | '`')) => {
+                            return Err(format!(
+                                "fixture runs no shell: unescaped '{expanding}' in double quotes"
+                            ));
+                        }
+                        Some(other) => current.push(other),
+                        None => return Err("syntax error: unterminated quoted string".into()),
+                    }
+                }
+            }
+            '\\' => match characters.next() {
+                Some(escaped) => word.get_or_insert_with(String::new).push(escaped),
+                None => return Err("syntax error: trailing backslash".into()),
+            },
+            operator if OPERATORS.contains(operator) => {
+                return Err(format!("fixture runs no shell: unquoted '{operator}'"));
+            }
+            other => word.get_or_insert_with(String::new).push(other),
+        }
+    }
+    words.extend(word);
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output(service: &str, state: &mut FixtureState) -> String {
+        String::from_utf8(run(service, state).expect("a known service")).expect("text output")
+    }
+
+    #[test]
+    fn shell_words_keep_quoted_metacharacters_literal() {
+        let check = |line: &str, expected: &[&str]| {
+            assert_eq!(
+                split_words(line),
+                Ok(expected.iter().map(|word| (*word).to_owned()).collect()),
+                "{line}"
+            )
+        };
+        check(
+            "input text 'a;b|c $HOME'",
+            &["input", "text", "a;b|c $HOME"],
+        );
+        check(
+            r#"input text "it's \"x\"""#,
+            &["input", "text", "it's \"x\""],
+        );
+        check(r"input text a\;b", &["input", "text", "a;b"]);
+        check("getprop  ''", &["getprop", ""]);
+        assert!(split_words("input text a;reboot").is_err());
+        assert!(split_words("input text \"$(reboot)\"").is_err());
+        assert!(split_words("input text 'open").is_err());
+    }
+
+    #[test]
+    fn services_answer_like_a_device() {
+        let mut state = FixtureState::default();
+        assert_eq!(
+            output("shell:getprop ro.product.model", &mut state),
+            "LomiFixture\n"
+        );
+        assert_eq!(
+            output("shell,raw:getprop ro.build.version.sdk", &mut state),
+            "34\n"
+        );
+        assert!(output("shell:getprop", &mut state).contains("[ro.serialno]: [LOMIFIXTURE0001]\n"));
+        assert_eq!(
+            output("shell:wm size", &mut state),
+            "Physical size: 360x640\n"
+        );
+        assert_eq!(
+            output("shell:am start -n pkg/.Act", &mut state),
+            "Starting: Intent { cmp=pkg/.Act }\n"
+        );
+        assert_eq!(output("shell:input text 'a b;c'%sd", &mut state), "");
+        assert_eq!(output("shell:input keyevent 66", &mut state), "");
+        assert_eq!(state.texts, ["a b;c d"]);
+        assert_eq!(state.keyevents, ["66"]);
+        assert_eq!(state.activities, ["pkg/.Act"]);
+        assert!(
+            output("exec:uiautomator dump /dev/tty", &mut state)
+                .ends_with("</hierarchy>UI hierchary dumped to: /dev/tty\n")
+        );
+        assert!(output("shell:reboot", &mut state).contains("inaccessible or not found"));
+        assert_eq!(run("sync:", &mut state), None);
+        assert_eq!(run("framebuffer:", &mut state), None);
+    }
+}
