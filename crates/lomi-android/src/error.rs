@@ -1,0 +1,104 @@
+//! `AndroidError`: what went wrong talking to the adb server or a device, and the protocol
+//! error code each case maps to.
+
+use std::net::SocketAddrV4;
+
+use lomi_protocol::ErrorCode;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AndroidError {
+    #[error(
+        "could not reach the adb server at {address}: {detail}; start it with `adb start-server` (or `adb -P PORT server` for another port)"
+    )]
+    ServerUnreachable {
+        address: SocketAddrV4,
+        detail: String,
+    },
+    #[error(
+        "no device with serial `{serial}` is attached to the adb server; `adb devices` lists the serials it knows"
+    )]
+    DeviceNotFound { serial: String },
+    #[error(
+        "device `{serial}` is {state}, not ready for commands; reconnect it (and accept the USB debugging prompt if it asks)"
+    )]
+    DeviceNotReady { serial: String, state: String },
+    #[error("lost device `{serial}` while running `{command}`: {detail}")]
+    DeviceLost {
+        serial: String,
+        command: String,
+        detail: String,
+    },
+    #[error("could not connect the adb server to {address}: {detail}")]
+    ConnectFailed {
+        address: SocketAddrV4,
+        detail: String,
+    },
+    #[error("{0}")]
+    InvalidInput(String),
+    #[error("`{command}` failed on device `{serial}`: {output}")]
+    CommandFailed {
+        serial: String,
+        command: String,
+        output: String,
+    },
+    #[error("device `{serial}` did not finish `{command}` within {seconds} s")]
+    TimedOut {
+        serial: String,
+        command: String,
+        seconds: u64,
+    },
+    #[error("`{command}` printed more than {limit} bytes on device `{serial}`")]
+    OutputTooLarge {
+        serial: String,
+        command: String,
+        limit: usize,
+    },
+    #[error("the screenshot from device `{serial}` is not a whole PNG: {detail}")]
+    BadCapture { serial: String, detail: String },
+    #[error(
+        "the UI of device `{serial}` never became idle in {attempts} `uiautomator dump` attempts (an animation or video keeps it busy); wait and retry, or turn off animations in Developer options"
+    )]
+    UiNotIdle { serial: String, attempts: u32 },
+    #[error("could not read the UI dump from device `{serial}`: {detail}")]
+    BadUiDump { serial: String, detail: String },
+}
+
+impl AndroidError {
+    /// The protocol error code this error is reported as.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            AndroidError::DeviceNotFound { .. } => ErrorCode::NotFound,
+            AndroidError::InvalidInput(_) => ErrorCode::InvalidArgument,
+            AndroidError::DeviceNotReady { .. } => ErrorCode::Unsupported,
+            AndroidError::OutputTooLarge { .. } => ErrorCode::ResourceExhausted,
+            AndroidError::ServerUnreachable { .. }
+            | AndroidError::DeviceLost { .. }
+            | AndroidError::ConnectFailed { .. }
+            | AndroidError::CommandFailed { .. }
+            | AndroidError::TimedOut { .. }
+            | AndroidError::BadCapture { .. }
+            | AndroidError::UiNotIdle { .. }
+            | AndroidError::BadUiDump { .. } => ErrorCode::Internal,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_follow_what_the_caller_can_do() {
+        let not_found = AndroidError::DeviceNotFound { serial: "x".into() };
+        assert_eq!(not_found.code(), ErrorCode::NotFound);
+        assert_eq!(
+            AndroidError::InvalidInput("bad".into()).code(),
+            ErrorCode::InvalidArgument
+        );
+        let offline = AndroidError::DeviceNotReady {
+            serial: "x".into(),
+            state: "offline".into(),
+        };
+        assert_eq!(offline.code(), ErrorCode::Unsupported);
+    }
+}

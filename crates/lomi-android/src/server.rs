@@ -1,0 +1,143 @@
+//! `AdbServer`: one adb server by address — the devices it lists (with model and API level) and
+//! `adb connect` for devices reached over TCP.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use adb_client::RustADBError;
+use adb_client::server::{ADBServer, DeviceState as AdbState};
+
+use crate::AndroidError;
+use crate::device::{Device, properties};
+
+/// The adb server's default address.
+pub const DEFAULT_ADDRESS: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 5037);
+
+/// An adb server Lomi talks to. Only at [`DEFAULT_ADDRESS`] is the server started when it is not
+/// running (`adb start-server` knows no other port); at any other address the caller owns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdbServer {
+    address: SocketAddrV4,
+}
+
+/// A device the adb server lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub serial: String,
+    pub state: DeviceState,
+    /// `ro.product.model`; `None` when the device is not ready or does not say.
+    pub model: Option<String>,
+    /// `ro.build.version.sdk`; `None` when the device is not ready or does not say.
+    pub api_level: Option<u32>,
+}
+
+/// A device's state as the adb server reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceState {
+    /// Ready for commands (`device`).
+    Ready,
+    Offline,
+    /// The person has not accepted this computer's USB debugging key yet.
+    Unauthorized,
+    /// Any other state (`bootloader`, `recovery`, …), as adb spells it.
+    Other(String),
+}
+
+impl AdbServer {
+    pub fn new(address: SocketAddrV4) -> AdbServer {
+        AdbServer { address }
+    }
+
+    pub fn address(&self) -> SocketAddrV4 {
+        self.address
+    }
+
+    /// Every device the server lists; model and API level are read from ready devices.
+    pub fn devices(&self) -> Result<Vec<DeviceInfo>, AndroidError> {
+        let listed = self
+            .client()
+            .devices()
+            .map_err(|error| self.unreachable(&error))?;
+        let mut devices = Vec::with_capacity(listed.len());
+        for listed in listed {
+            let state = DeviceState::from(&listed.state);
+            // A device that goes away between the listing and `getprop` is still listed, with
+            // no model or API level, rather than failing the whole list.
+            let properties = match state {
+                DeviceState::Ready => properties(&self.device(&listed.identifier)).ok(),
+                _ => None,
+            }
+            .unwrap_or_default();
+            let model = properties.get("ro.product.model").cloned();
+            let api_level = properties
+                .get("ro.build.version.sdk")
+                .and_then(|sdk| sdk.parse().ok());
+            devices.push(DeviceInfo {
+                serial: listed.identifier,
+                state,
+                model,
+                api_level,
+            });
+        }
+        Ok(devices)
+    }
+
+    /// Asks the server to connect to a device listening on TCP (`adb connect HOST:PORT`). The
+    /// device is then listed under the serial `HOST:PORT`, possibly after a moment.
+    pub fn connect(&self, device_address: SocketAddrV4) -> Result<(), AndroidError> {
+        self.client()
+            .connect_device(device_address)
+            .map_err(|error| match error {
+                RustADBError::ADBRequestFailed(detail) => AndroidError::ConnectFailed {
+                    address: device_address,
+                    detail: detail.trim().to_owned(),
+                },
+                other => self.unreachable(&other),
+            })
+    }
+
+    /// The device with this serial. Nothing is checked until a command runs: an unknown serial
+    /// then fails with [`AndroidError::DeviceNotFound`].
+    pub fn device(&self, serial: &str) -> Device {
+        Device::new(self.address, serial.to_owned())
+    }
+
+    fn client(&self) -> ADBServer {
+        if self.address == DEFAULT_ADDRESS {
+            ADBServer::new(self.address)
+        } else {
+            // adb_client runs `<adb path> start-server` before each request to a loopback
+            // address, which would start a second server on the default port. `true` makes that
+            // step a no-op; if it is missing the spawn fails and adb_client only logs it.
+            ADBServer::new_from_path(self.address, Some("true".to_owned()))
+        }
+    }
+
+    fn unreachable(&self, error: &RustADBError) -> AndroidError {
+        AndroidError::ServerUnreachable {
+            address: self.address,
+            detail: error.to_string(),
+        }
+    }
+}
+
+impl From<&AdbState> for DeviceState {
+    fn from(state: &AdbState) -> DeviceState {
+        match state {
+            AdbState::Device => DeviceState::Ready,
+            AdbState::Offline => DeviceState::Offline,
+            AdbState::Unauthorized => DeviceState::Unauthorized,
+            other => DeviceState::Other(other.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceState {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceState::Ready => formatter.write_str("ready"),
+            DeviceState::Offline => formatter.write_str("offline"),
+            DeviceState::Unauthorized => formatter.write_str("unauthorized"),
+            DeviceState::Other(state) => formatter.write_str(state),
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! `lomi-android` against Debian's real `adb`: a private adb server started by the test, the
+//! fake device from `lomi-adb-fixture` connected to it, and the runtime driving both.
+
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use lomi_adb_fixture::{Fixture, SCREEN_HEIGHT, SCREEN_WIDTH};
+use lomi_android::{AdbServer, AndroidError, DeviceInfo, DeviceState, UiSnapshot};
+use lomi_protocol::ErrorCode;
+
+/// A private adb server (`adb -P PORT nodaemon server`), killed by pid on drop.
+struct PrivateAdb {
+    child: Child,
+    server: AdbServer,
+}
+
+impl PrivateAdb {
+    /// `None` when `adb` is not installed: a failure under CI, a skip elsewhere.
+    fn start() -> Option<PrivateAdb> {
+        if let Err(error) = Command::new("adb").arg("version").output() {
+            let message =
+                format!("`adb` could not be run ({error}); install Debian's `adb` package");
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "{message}");
+            eprintln!("skipping: {message}");
+            return None;
+        }
+        let port = free_port();
+        let child = Command::new("adb")
+            .args(["-P", &port.to_string(), "nodaemon", "server"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting `adb nodaemon server`");
+        let adb = PrivateAdb {
+            child,
+            server: AdbServer::new(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the adb server did not listen on port {port}"
+            );
+            sleep(Duration::from_millis(50));
+        }
+        Some(adb)
+    }
+
+    /// Connects the fixture and waits until the server lists it as ready.
+    fn attach(&self, fixture: &Fixture) -> DeviceInfo {
+        let serial = fixture.serial();
+        self.server
+            .connect(SocketAddrV4::new(Ipv4Addr::LOCALHOST, fixture.port))
+            .expect("adb connect to the fixture");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let devices = self.server.devices().expect("listing devices");
+            if let Some(device) = devices
+                .iter()
+                .find(|device| device.serial == serial && device.state == DeviceState::Ready)
+            {
+                return device.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the fixture never became ready: {devices:?}"
+            );
+            sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for PrivateAdb {
+    fn drop(&mut self) {
+        if let Err(error) = self.child.kill() {
+            eprintln!("killing the adb server (pid {}): {error}", self.child.id());
+        }
+        if let Err(error) = self.child.wait() {
+            eprintln!("waiting for the adb server: {error}");
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a free port");
+    listener.local_addr().expect("the bound address").port()
+}
+
+fn button(snapshot: &UiSnapshot) -> &lomi_android::UiNode {
+    snapshot
+        .nodes
+        .iter()
+        .find(|node| node.resource_id.as_deref() == Some("fixture:id/button"))
+        .unwrap_or_else(|| panic!("no button in {snapshot:#?}"))
+}
+
+fn check_capture(png: &[u8]) {
+    let image = image::load_from_memory_with_format(png, image::ImageFormat::Png)
+        .expect("the capture decodes");
+    assert_eq!(
+        (image.width(), image.height()),
+        (SCREEN_WIDTH, SCREEN_HEIGHT)
+    );
+}
+
+#[test]
+fn the_runtime_drives_a_device_through_a_private_adb_server() {
+    let Some(adb) = PrivateAdb::start() else {
+        return;
+    };
+    let fixture = Fixture::start().expect("starting the fixture");
+    let listed = adb.attach(&fixture);
+    assert_eq!(listed.model.as_deref(), Some("LomiFixture"), "{listed:?}");
+    assert_eq!(listed.api_level, Some(34), "{listed:?}");
+
+    let device = adb.server.device(&fixture.serial());
+    let generation = device.generation().expect("generation");
+    assert_eq!(
+        generation.as_str(),
+        format!("{}/LOMIFIXTURE0001/no-boot-id", fixture.serial())
+    );
+
+    let before = device.capture_png().expect("capture");
+    check_capture(&before);
+
+    let snapshot = device.ui_snapshot(64 * 1024).expect("ui snapshot");
+    assert!(!snapshot.truncated);
+    assert_eq!(snapshot.attempts, 1);
+    let pressable = button(&snapshot);
+    assert_eq!(pressable.text.as_deref(), Some("Press me"));
+    assert!(pressable.clickable);
+    let bounds = pressable.bounds.expect("the button has bounds");
+    let (x, y) = bounds.center();
+    device
+        .tap(
+            u32::try_from(x).expect("on screen"),
+            u32::try_from(y).expect("on screen"),
+        )
+        .expect("tap");
+    let after_tap = device.ui_snapshot(64 * 1024).expect("ui snapshot");
+    assert_eq!(button(&after_tap).text.as_deref(), Some("Pressed"));
+    let after = device.capture_png().expect("capture");
+    check_capture(&after);
+    assert_ne!(before, after, "the capture did not change after the tap");
+
+    let literal = "a b;rm -rf /$(x)'q";
+    device.text(literal).expect("typing text");
+    device.keyevent("66").expect("key event");
+    device
+        .swipe((10, 600), (10, 100), Some(200))
+        .expect("swipe");
+    let started = device.launch("pkg/.Act").expect("launch");
+    assert_eq!(started, "Starting: Intent { cmp=pkg/.Act }");
+    let state = fixture.state();
+    assert_eq!(state.texts, [literal]);
+    assert_eq!(state.keyevents, ["66"]);
+    assert_eq!(state.swipes, [[10.0, 600.0, 10.0, 100.0]]);
+    assert_eq!(state.activities, ["pkg/.Act"]);
+
+    let refused = device.text("50%s off").expect_err("`%s` cannot be typed");
+    assert_eq!(refused.code(), ErrorCode::InvalidArgument, "{refused}");
+
+    let unknown = adb.server.device("emulator-9999");
+    let error = unknown.capture_png().expect_err("an unknown serial");
+    assert!(
+        matches!(error, AndroidError::DeviceNotFound { .. }),
+        "{error:?}"
+    );
+    assert_eq!(error.code(), ErrorCode::NotFound);
+
+    drop(fixture);
+    let error = device
+        .capture_png()
+        .expect_err("a capture from a device that is gone");
+    assert!(
+        matches!(
+            error,
+            AndroidError::DeviceNotReady { .. }
+                | AndroidError::DeviceLost { .. }
+                | AndroidError::DeviceNotFound { .. }
+        ),
+        "{error:?}"
+    );
+    eprintln!(
+        "capture after the device went away: {error} ({:?})",
+        error.code()
+    );
+}
