@@ -4,6 +4,7 @@
 mod connection;
 mod protocol;
 mod screen;
+mod server;
 mod services;
 
 use std::io;
@@ -13,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 
 pub use screen::{BUTTON_BOUNDS, FixtureState, SCREEN_HEIGHT, SCREEN_WIDTH};
+pub use server::PrivateAdbServer;
 
 /// A running fake device. Dropping it closes the listener and every connection, which the adb
 /// server sees as the device going away.

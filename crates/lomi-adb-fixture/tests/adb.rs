@@ -1,50 +1,27 @@
 //! The fixture driven by Debian's real `adb`: a private adb server, `adb connect`, then shell,
 //! exec-out screencap, a tap and a `uiautomator` dump, the way Lomi will reach a phone.
 
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use lomi_adb_fixture::{Fixture, SCREEN_HEIGHT, SCREEN_WIDTH};
+use lomi_adb_fixture::{Fixture, PrivateAdbServer, SCREEN_HEIGHT, SCREEN_WIDTH};
 
 const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
 
-/// A private adb server (`adb -P PORT nodaemon server`) we own by pid, killed on drop.
+/// The test's private adb server, with the client commands the test runs against it.
 struct AdbServer {
     port: u16,
-    child: Child,
+    _process: PrivateAdbServer,
 }
 
 impl AdbServer {
-    /// `None` when `adb` is not installed: a failure under CI, a skip elsewhere.
     fn start() -> Option<AdbServer> {
-        if let Err(error) = Command::new("adb").arg("version").output() {
-            let message =
-                format!("`adb` could not be run ({error}); install Debian's `adb` package");
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "{message}");
-            eprintln!("skipping: {message}");
-            return None;
-        }
-        let port = free_port();
-        let child = Command::new("adb")
-            .args(["-P", &port.to_string(), "nodaemon", "server"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting `adb nodaemon server`");
-        let server = AdbServer { port, child };
-        // Wait for it to listen: an `adb` client that finds no server would start its own.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the adb server did not listen on port {port}"
-            );
-            sleep(Duration::from_millis(50));
-        }
-        Some(server)
+        let process = PrivateAdbServer::start()?;
+        Some(AdbServer {
+            port: process.port,
+            _process: process,
+        })
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -89,31 +66,6 @@ impl AdbServer {
             sleep(Duration::from_millis(100));
         }
     }
-}
-
-impl Drop for AdbServer {
-    fn drop(&mut self) {
-        let killed = Command::new("adb")
-            .args(["-P", &self.port.to_string(), "kill-server"])
-            .output();
-        if !matches!(&killed, Ok(output) if output.status.success()) {
-            eprintln!(
-                "adb kill-server failed ({killed:?}); killing pid {}",
-                self.child.id()
-            );
-            if let Err(error) = self.child.kill() {
-                eprintln!("killing the adb server: {error}");
-            }
-        }
-        if let Err(error) = self.child.wait() {
-            eprintln!("waiting for the adb server: {error}");
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a free port");
-    listener.local_addr().expect("the bound address").port()
 }
 
 fn describe(output: &Output) -> String {

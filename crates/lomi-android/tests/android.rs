@@ -1,52 +1,28 @@
 //! `lomi-android` against Debian's real `adb`: a private adb server started by the test, the
 //! fake device from `lomi-adb-fixture` connected to it, and the runtime driving both.
 
-use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use lomi_adb_fixture::{Fixture, SCREEN_HEIGHT, SCREEN_WIDTH};
+use lomi_adb_fixture::{Fixture, PrivateAdbServer, SCREEN_HEIGHT, SCREEN_WIDTH};
 use lomi_android::{AdbServer, AndroidError, DeviceInfo, DeviceState, UiSnapshot};
 use lomi_protocol::ErrorCode;
 
-/// A private adb server (`adb -P PORT nodaemon server`), killed by pid on drop.
+/// The test's private adb server and the runtime's handle on it.
 struct PrivateAdb {
-    child: Child,
+    _process: PrivateAdbServer,
     server: AdbServer,
 }
 
 impl PrivateAdb {
-    /// `None` when `adb` is not installed: a failure under CI, a skip elsewhere.
     fn start() -> Option<PrivateAdb> {
-        if let Err(error) = Command::new("adb").arg("version").output() {
-            let message =
-                format!("`adb` could not be run ({error}); install Debian's `adb` package");
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "{message}");
-            eprintln!("skipping: {message}");
-            return None;
-        }
-        let port = free_port();
-        let child = Command::new("adb")
-            .args(["-P", &port.to_string(), "nodaemon", "server"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting `adb nodaemon server`");
-        let adb = PrivateAdb {
-            child,
-            server: AdbServer::new(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)),
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the adb server did not listen on port {port}"
-            );
-            sleep(Duration::from_millis(50));
-        }
-        Some(adb)
+        let process = PrivateAdbServer::start()?;
+        let server = AdbServer::new(SocketAddrV4::new(Ipv4Addr::LOCALHOST, process.port));
+        Some(PrivateAdb {
+            _process: process,
+            server,
+        })
     }
 
     /// Connects the fixture and waits until the server lists it as ready.
@@ -71,22 +47,6 @@ impl PrivateAdb {
             sleep(Duration::from_millis(100));
         }
     }
-}
-
-impl Drop for PrivateAdb {
-    fn drop(&mut self) {
-        if let Err(error) = self.child.kill() {
-            eprintln!("killing the adb server (pid {}): {error}", self.child.id());
-        }
-        if let Err(error) = self.child.wait() {
-            eprintln!("waiting for the adb server: {error}");
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a free port");
-    listener.local_addr().expect("the bound address").port()
 }
 
 fn button(snapshot: &UiSnapshot) -> &lomi_android::UiNode {
