@@ -12,7 +12,7 @@ use lomi_protocol::{DocumentId, EffectState, PairingId, ToolError};
 
 use crate::FilesError;
 use crate::documents::{Document, Documents, SaveError, parse_revision};
-use crate::tools::to_value;
+use crate::tools::{ProjectChange, to_value};
 
 /// The editor tools of one broker.
 #[derive(Clone)]
@@ -116,60 +116,51 @@ impl ProjectEditor {
     ) -> Result<OperationView, ToolError> {
         let expected = parse_revision(&input.expected_buffer_revision)?;
         let document = self.document(caller, &input.document_id)?;
-        let mutation = Mutation {
+        let request = ProjectChange {
             tool: "lomi_editor_save",
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: document.workspace_id.clone(),
-            project_id: Some(document.project_id.clone()),
+            workspace: &document.workspace_id,
+            project: Some(&document.project_id),
+            retry_epoch: &input.retry_epoch,
+            request_key: &input.request_key,
             payload: to_value(&input),
-            generation: None,
             revision: Some(input.expected_buffer_revision.clone()),
-            permit_key: format!("project:{}", document.project_id),
         };
         let documents = self.documents.clone();
         let id = input.document_id.clone();
         let path = document.path.clone();
-        let operation = self.broker.submit(
-            caller,
-            mutation,
-            |_| Ok(()),
-            Box::new(move |_context| {
-                Box::pin(async move {
-                    let saving = id.clone();
-                    let done =
-                        tokio::task::spawn_blocking(move || documents.save(&saving, expected))
-                            .await;
-                    match done {
-                        Ok(Ok(written)) => EffectOutcome::Succeeded(to_value(&EditorSaved {
-                            document_id: id,
-                            path,
-                            buffer_revision: expected.to_string(),
-                            disk_revision: written.disk_revision,
-                            size: written.size,
-                        })),
-                        Ok(Err(error)) => match save_failure(&error) {
-                            (effect, true) => EffectOutcome::Unknown {
-                                effect,
-                                message: format!(
-                                    "the file system failed mid-save: {}",
-                                    error.tool_error().message
-                                ),
-                            },
-                            (effect, false) => EffectOutcome::Failed {
-                                effect,
-                                error: error.tool_error(),
-                            },
+        request
+            .submit(&self.broker, caller, move |_root| async move {
+                let saving = id.clone();
+                let done =
+                    tokio::task::spawn_blocking(move || documents.save(&saving, expected)).await;
+                match done {
+                    Ok(Ok(written)) => EffectOutcome::Succeeded(to_value(&EditorSaved {
+                        document_id: id,
+                        path,
+                        buffer_revision: expected.to_string(),
+                        disk_revision: written.disk_revision,
+                        size: written.size,
+                    })),
+                    Ok(Err(error)) => match save_failure(&error) {
+                        (effect, true) => EffectOutcome::Unknown {
+                            effect,
+                            message: format!(
+                                "the file system failed mid-save: {}",
+                                error.tool_error().message
+                            ),
                         },
-                        Err(join) => EffectOutcome::Unknown {
-                            effect: EffectState::Unknown,
-                            message: format!("the save stopped abnormally: {join}"),
+                        (effect, false) => EffectOutcome::Failed {
+                            effect,
+                            error: error.tool_error(),
                         },
-                    }
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &operation).await
+                    },
+                    Err(join) => EffectOutcome::Unknown {
+                        effect: EffectState::Unknown,
+                        message: format!("the save stopped abnormally: {join}"),
+                    },
+                }
+            })
+            .await
     }
 
     /// `lomi_workspace_close`: saves or discards the workspace's documents as named, then closes
