@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
+use base64::prelude::{BASE64_STANDARD, Engine as _};
 use lomi_broker::Broker;
 
 use crate::Lomi;
@@ -190,8 +191,12 @@ impl ServerHandler for LomiServer {
             }
             Err(error) => crate::tools::refused(error),
         };
+        let mut content = vec![json!({"type": "text", "text": answer.summary})];
+        content.extend(answer.images.iter().map(|png| {
+            json!({"type": "image", "mimeType": "image/png", "data": BASE64_STANDARD.encode(png)})
+        }));
         let result = json!({
-            "content": [{"type": "text", "text": answer.summary}],
+            "content": content,
             "structuredContent": answer.envelope,
             "isError": answer.is_error,
         });

@@ -27,6 +27,8 @@ pub struct Answer {
     pub envelope: Value,
     pub is_error: bool,
     pub summary: String,
+    /// PNG images sent as MCP image blocks after the text block (captures).
+    pub images: Vec<Vec<u8>>,
 }
 
 fn answer<T: Serialize>(result: Result<T, ToolError>) -> Answer {
@@ -35,6 +37,19 @@ fn answer<T: Serialize>(result: Result<T, ToolError>) -> Answer {
         envelope: reply.to_value(),
         is_error: reply.is_error(),
         summary: reply.summary(),
+        images: Vec::new(),
+    }
+}
+
+/// The answer of a capture: the envelope holds the metadata, the PNG goes in an image block.
+#[allow(dead_code)] // The capture tools of the browser and Android runtimes use it.
+fn answer_with_png<T: Serialize>(result: Result<(T, Vec<u8>), ToolError>) -> Answer {
+    match result {
+        Ok((value, png)) => Answer {
+            images: vec![png],
+            ..answer(Ok(value))
+        },
+        Err(error) => answer::<()>(Err(error)),
     }
 }
 
