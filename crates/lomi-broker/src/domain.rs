@@ -72,8 +72,9 @@ pub struct Policy {
     pub confirm_tools: BTreeSet<String>,
 }
 
-/// Tools that wait for the person unless they say otherwise: deleting files cannot be undone.
-pub const CONFIRMED_BY_DEFAULT: &[&str] = &["lomi_file_delete"];
+/// Tools that wait for the person unless they say otherwise: deleting files cannot be undone;
+/// a shell command on a phone can do anything the device's shell user can.
+pub const CONFIRMED_BY_DEFAULT: &[&str] = &["lomi_file_delete", "lomi_android_shell"];
 
 impl Default for Policy {
     fn default() -> Self {

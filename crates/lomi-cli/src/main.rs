@@ -50,6 +50,15 @@ enum Command {
             env = "LOMI_HTTP"
         )]
         http: SocketAddr,
+        /// The adb server Android devices are reached through; at the default address it is
+        /// started when it is not running.
+        #[arg(
+            long,
+            value_name = "ADDR",
+            default_value = "127.0.0.1:5037",
+            env = "LOMI_ADB_SERVER"
+        )]
+        adb_server: std::net::SocketAddrV4,
     },
     /// The stdio MCP server an agent launches: relays to the running Lomi, paired through a
     /// secret kept in the OS keyring.
@@ -138,7 +147,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let dir = data_dir::resolve(cli.data_dir)?;
             store_commands::run(&dir, command)
         }
-        Command::Serve { headless: _, http } => {
+        Command::Serve {
+            headless: _,
+            http,
+            adb_server,
+        } => {
             let dir = data_dir::resolve(cli.data_dir)?;
             tracing_subscriber::fmt()
                 .with_writer(std::io::stderr)
@@ -147,7 +160,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
                 )
                 .init();
-            runtime()?.block_on(serve::run(&dir, http))
+            runtime()?.block_on(serve::run(&dir, http, adb_server))
         }
         Command::Terminal {
             command: TerminalCommand::Attach { panel_id },

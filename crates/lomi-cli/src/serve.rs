@@ -13,7 +13,11 @@ use tokio_util::sync::CancellationToken;
 /// The file that tells other programs where the running broker listens.
 pub const BROKER_FILE: &str = "broker.json";
 
-pub async fn run(data_dir: &Path, http: SocketAddr) -> anyhow::Result<()> {
+pub async fn run(
+    data_dir: &Path,
+    http: SocketAddr,
+    adb_server: std::net::SocketAddrV4,
+) -> anyhow::Result<()> {
     let broker = Broker::start(BrokerConfig::new(data_dir))
         .with_context(|| format!("cannot start Lomi in {}", data_dir.display()))?;
     let endpoint = HttpEndpoint::bind(http)
@@ -22,7 +26,7 @@ pub async fn run(data_dir: &Path, http: SocketAddr) -> anyhow::Result<()> {
     let url = endpoint.url();
     let socket = lomi_mcp::local::bind(data_dir).context("cannot open the local socket")?;
     let shutdown = CancellationToken::new();
-    let lomi = lomi_mcp::Lomi::new(broker.clone());
+    let lomi = lomi_mcp::Lomi::new(broker.clone()).with_adb_server(adb_server);
 
     let local = tokio::spawn(lomi_mcp::local::serve(
         socket,
@@ -45,6 +49,7 @@ pub async fn run(data_dir: &Path, http: SocketAddr) -> anyhow::Result<()> {
     println!("Lomi is running (headless).");
     println!("  MCP endpoint:  {url}");
     println!("  data dir:      {}", data_dir.display());
+    println!("  adb server:    {adb_server}");
     if recovered > 0 {
         println!(
             "  {recovered} unfinished operation(s) from before the last stop are now outcome_unknown: `lomi operation list`"
