@@ -411,6 +411,12 @@ async def test_a_denied_attach_fails_user_denied_and_is_remembered(lomi, workspa
         again = await android.agent.ok("lomi_android_attach", await android.attach_args(phone.serial))
         settled = await android.agent.settle(again["operationId"])
         assert settled["state"] == "failed" and settled["error"]["code"] == "USER_DENIED", dump(settled)
+        assert lomi.cli("android", "choices") == {phone.serial: False}
+        # The person forgets the decision: the next attach waits for them again.
+        assert lomi.run("android", "forget", phone.serial).returncode == 0
+        assert lomi.cli("android", "choices") == {}
+        op = await android.attach_deciding(phone.serial, "approve")
+        assert op["state"] == "succeeded", dump(op)
     assert not any("input" in s for s in phone.services), phone.services
 
 
@@ -529,6 +535,24 @@ async def test_a_device_lost_mid_input_settles_honestly_and_returns_with_a_new_g
         )
         await android.send(text="back")
         assert node(await android.snapshot(), "fixture:id/text")["text"] == "back"
+
+
+async def test_work_for_a_device_that_went_away_fails_with_no_effect(lomi, workspaces, mcp, adb, phones):
+    async with attached_phone(lomi, mcp, workspaces, adb, phones) as (android, phone):
+        phone.kill()
+        wait_until(
+            lambda: f"{phone.serial}\tdevice" not in adb.text("devices").splitlines(), "adb to notice the device left"
+        )
+        op = await android.agent.settle((await android.agent.ok("lomi_android_launch", {
+            "panelId": android.panel, "leaseId": android.lease, "generation": android.generation,
+            "component": "org.example/.Main", "retryEpoch": android.epoch, "requestKey": "launch-gone",
+        }))["operationId"])
+        # Nothing reached the device: failed with effect none, never succeeded.
+        assert op["state"] == "failed" and op["effectState"] == "none", dump(op)
+        assert op["error"]["code"] in ("NOT_FOUND", "UNSUPPORTED"), dump(op)
+        panels = await android.agent.ok("lomi_panel_list", {"workspaceId": android.ws})
+        assert panels["panels"][0]["generation"] is None, dump(panels)
+        await android.agent.error("lomi_android_capture", {"panelId": android.panel}, "GENERATION_MISMATCH")
 
 
 async def test_launch_confirms_delivery_only(lomi, workspaces, mcp, adb, phones):

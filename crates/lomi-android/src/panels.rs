@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddrV4;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,29 @@ struct DeviceChoices {
 struct DeviceChoice {
     /// May agents attach this device?
     allowed: bool,
+}
+
+/// The person's remembered attach decisions in `data_dir`, by adb serial (true: allowed).
+pub fn remembered_choices(data_dir: &Path) -> std::io::Result<BTreeMap<String, bool>> {
+    let choices: DeviceChoices =
+        persist::read_json(&data_dir.join(DEVICE_CHOICES_FILE))?.unwrap_or_default();
+    Ok(choices
+        .devices
+        .into_iter()
+        .map(|(serial, choice)| (serial, choice.allowed))
+        .collect())
+}
+
+/// Forgets the person's decision for `serial`, so its next attach waits for them again; true
+/// if there was one. (A running Lomi reads the file at every attach.)
+pub fn forget_choice(data_dir: &Path, serial: &str) -> std::io::Result<bool> {
+    let path = data_dir.join(DEVICE_CHOICES_FILE);
+    let mut choices: DeviceChoices = persist::read_json(&path)?.unwrap_or_default();
+    let forgotten = choices.devices.remove(serial).is_some();
+    if forgotten {
+        persist::write_json(&path, &choices)?;
+    }
+    Ok(forgotten)
 }
 
 /// The latest UI snapshot of a runtime, for taps by elementRef.

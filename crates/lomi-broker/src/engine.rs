@@ -249,7 +249,7 @@ impl Broker {
         if let Gate::Denied = gate {
             let error = ToolError::new(
                 ErrorCode::UserDenied,
-                "the person declined this earlier and Lomi remembers that choice; ask them to change it in Lomi",
+                "the person declined this earlier and Lomi remembers that choice; only they can change it",
             );
             let _recorded = self.step(
                 &id,

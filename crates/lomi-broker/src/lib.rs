@@ -116,7 +116,8 @@ impl Broker {
                 dropped = true;
             }
         }
-        if dropped {
+        let new_defaults = domain.policy.apply_new_defaults();
+        if dropped || new_defaults {
             let mut durable = domain.clone();
             durable.pairings.retain(Pairing::is_durable);
             persist::write_json(&domain_path, &durable).map_err(|source| StartError::Domain {

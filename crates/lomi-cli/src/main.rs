@@ -1,5 +1,6 @@
 //! The `lomi` binary: parses the command line and forwards to the crates that do the work.
 
+mod android;
 mod attach;
 mod bridge;
 mod data_dir;
@@ -103,6 +104,11 @@ enum Command {
         #[arg(long)]
         off: bool,
     },
+    /// Android devices: the attach decisions Lomi remembers for you.
+    Android {
+        #[command(subcommand)]
+        command: android::AndroidCommand,
+    },
     /// Inspect or maintain the private receipt store.
     Store {
         #[command(subcommand)]
@@ -146,6 +152,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Store { command } => {
             let dir = data_dir::resolve(cli.data_dir)?;
             store_commands::run(&dir, command)
+        }
+        Command::Android { command } => {
+            let dir = data_dir::resolve(cli.data_dir)?;
+            android::run(&dir, command)
         }
         Command::Serve {
             headless: _,
@@ -279,6 +289,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
         Command::Serve { .. }
         | Command::Catalog
         | Command::Store { .. }
+        | Command::Android { .. }
         | Command::Mcp { .. }
         | Command::Terminal { .. } => (ControlRequest::Status {}, false, person::render_operation),
     }
