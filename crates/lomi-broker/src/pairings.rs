@@ -206,7 +206,10 @@ impl Broker {
     fn activity(
         &self,
     ) -> std::sync::MutexGuard<'_, std::collections::HashMap<PairingId, Timestamp>> {
-        self.inner.activity.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner
+            .activity
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Approves a pending pairing with explicit grants (none is allowed: it then sees nothing).

@@ -714,5 +714,7 @@ fn person_workspace<'a>(
         .workspaces
         .iter_mut()
         .find(|w| &w.id == id)
-        .ok_or_else(|| ToolError::not_found(format!("no workspace {id}; see `lomi workspace list`")))
+        .ok_or_else(|| {
+            ToolError::not_found(format!("no workspace {id}; see `lomi workspace list`"))
+        })
 }

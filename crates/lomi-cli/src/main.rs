@@ -1,5 +1,6 @@
 //! The `lomi` binary: parses the command line and forwards to the crates that do the work.
 
+mod android;
 mod attach;
 mod bridge;
 mod person;
@@ -51,6 +52,15 @@ enum Command {
             env = "LOMI_HTTP"
         )]
         http: SocketAddr,
+        /// The adb server Android devices are reached through; at the default address it is
+        /// started when it is not running.
+        #[arg(
+            long,
+            value_name = "ADDR",
+            default_value = "127.0.0.1:5037",
+            env = "LOMI_ADB_SERVER"
+        )]
+        adb_server: std::net::SocketAddrV4,
     },
     /// The stdio MCP server an agent launches: relays to the running Lomi, paired through a
     /// secret kept in the OS keyring.
@@ -94,6 +104,11 @@ enum Command {
         tool: String,
         #[arg(long)]
         off: bool,
+    },
+    /// Android devices: the attach decisions Lomi remembers for you.
+    Android {
+        #[command(subcommand)]
+        command: android::AndroidCommand,
     },
     /// Inspect or maintain the private receipt store.
     Store {
@@ -173,7 +188,15 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
             let dir = data_dir::resolve(cli_data_dir)?;
             store_commands::run(&dir, command)
         }
-        Command::Serve { headless: _, http } => {
+        Command::Android { command } => {
+            let dir = data_dir::resolve(cli_data_dir)?;
+            android::run(&dir, command)
+        }
+        Command::Serve {
+            headless: _,
+            http,
+            adb_server,
+        } => {
             let dir = data_dir::resolve(cli_data_dir)?;
             tracing_subscriber::fmt()
                 .with_writer(std::io::stderr)
@@ -182,7 +205,7 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
                         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
                 )
                 .init();
-            runtime()?.block_on(serve::run(&dir, http))
+            runtime()?.block_on(serve::run(&dir, http, adb_server))
         }
         Command::Terminal {
             command: TerminalCommand::Attach { panel_id },
@@ -303,6 +326,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
         Command::Serve { .. }
         | Command::Catalog
         | Command::Store { .. }
+        | Command::Android { .. }
         | Command::Mcp { .. }
         | Command::Terminal { .. } => (ControlRequest::Status {}, false, person::render_operation),
     }

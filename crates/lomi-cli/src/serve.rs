@@ -6,10 +6,15 @@ use std::path::Path;
 
 use lomi_mcp::host::{Host, HostOptions};
 
-pub async fn run(data_dir: &Path, http: SocketAddr) -> anyhow::Result<()> {
+pub async fn run(
+    data_dir: &Path,
+    http: SocketAddr,
+    adb_server: std::net::SocketAddrV4,
+) -> anyhow::Result<()> {
     let host = Host::start(HostOptions {
         data_dir: data_dir.to_owned(),
         http,
+        adb_server,
         show_window: None,
     })
     .await?;
@@ -19,6 +24,7 @@ pub async fn run(data_dir: &Path, http: SocketAddr) -> anyhow::Result<()> {
     println!("Lomi is running (headless).");
     println!("  MCP endpoint:  {url}");
     println!("  data dir:      {}", data_dir.display());
+    println!("  adb server:    {adb_server}");
     if recovered > 0 {
         println!(
             "  {recovered} unfinished operation(s) from before the last stop are now outcome_unknown: `lomi operation list`"

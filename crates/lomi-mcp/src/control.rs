@@ -22,7 +22,11 @@ pub struct Front {
 /// What the person can ask of a running broker. Variants and fields are camelCase on the
 /// wire (`{"pairingApprove":{"pairingId":…,"workspaces":[…]}}`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", rename_all_fields = "camelCase", deny_unknown_fields)]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
 pub enum ControlRequest {
     WorkspaceAdd {
         name: String,
@@ -273,17 +277,26 @@ mod tests {
             "pairingApprove": {"pairingId": "pa_0123456789abcdef0123456789abcdef", "workspaces": [], "session": true}
         }))
         .expect("camelCase fields");
-        assert!(matches!(request, ControlRequest::PairingApprove { session: true, .. }));
+        assert!(matches!(
+            request,
+            ControlRequest::PairingApprove { session: true, .. }
+        ));
         let plain: ControlRequest = serde_json::from_value(json!({
             "pairingApprove": {"pairingId": "pa_0123456789abcdef0123456789abcdef", "workspaces": []}
         }))
         .expect("session defaults to false");
-        assert!(matches!(plain, ControlRequest::PairingApprove { session: false, .. }));
-        let wire = serde_json::to_value(ControlRequest::StoreReconcile { apply: true }).expect("json");
+        assert!(matches!(
+            plain,
+            ControlRequest::PairingApprove { session: false, .. }
+        ));
+        let wire =
+            serde_json::to_value(ControlRequest::StoreReconcile { apply: true }).expect("json");
         assert_eq!(wire, json!({"storeReconcile": {"apply": true}}));
         assert!(
-            serde_json::from_value::<ControlRequest>(json!({"pairingDeny": {"pairing_id": "pa_x"}}))
-                .is_err(),
+            serde_json::from_value::<ControlRequest>(
+                json!({"pairingDeny": {"pairing_id": "pa_x"}})
+            )
+            .is_err(),
             "snake_case fields are refused"
         );
     }
@@ -292,12 +305,21 @@ mod tests {
     async fn show_window_reaches_the_window_or_says_there_is_none() {
         let dir = tempfile::tempdir().expect("temp dir");
         let broker = broker(dir.path());
-        let headless = Front { http_url: "http://127.0.0.1:1/mcp".into(), show_window: None };
+        let headless = Front {
+            http_url: "http://127.0.0.1:1/mcp".into(),
+            show_window: None,
+        };
         let reply = handle(&broker, &headless, ControlRequest::ShowWindow {});
-        assert_eq!((reply["status"].as_str(), reply["code"].as_str()), (Some("error"), Some("UNSUPPORTED")));
+        assert_eq!(
+            (reply["status"].as_str(), reply["code"].as_str()),
+            (Some("error"), Some("UNSUPPORTED"))
+        );
 
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let windowed = Front { http_url: headless.http_url.clone(), show_window: Some(tx) };
+        let windowed = Front {
+            http_url: headless.http_url.clone(),
+            show_window: Some(tx),
+        };
         let reply = handle(&broker, &windowed, ControlRequest::ShowWindow {});
         assert_eq!(reply["status"], "ok", "{reply}");
         assert_eq!(rx.try_recv(), Ok(()));
@@ -307,7 +329,10 @@ mod tests {
     async fn the_policy_lists_every_mutating_tool_and_the_feed_names_no_one_yet() {
         let dir = tempfile::tempdir().expect("temp dir");
         let broker = broker(dir.path());
-        let front = Front { http_url: String::new(), show_window: None };
+        let front = Front {
+            http_url: String::new(),
+            show_window: None,
+        };
         let policy = handle(&broker, &front, ControlRequest::PolicyList {});
         let tools = policy["data"].as_array().expect("list");
         let confirmed: Vec<&str> = tools
@@ -316,8 +341,14 @@ mod tests {
             .filter_map(|t| t["tool"].as_str())
             .collect();
         assert!(confirmed.contains(&"lomi_file_delete"), "{confirmed:?}");
-        assert!(!confirmed.contains(&"lomi_workspace_update"), "{confirmed:?}");
-        assert!(tools.iter().all(|t| t["tool"] != "lomi_workspace_list"), "read-only tools are not listed");
+        assert!(
+            !confirmed.contains(&"lomi_workspace_update"),
+            "{confirmed:?}"
+        );
+        assert!(
+            tools.iter().all(|t| t["tool"] != "lomi_workspace_list"),
+            "read-only tools are not listed"
+        );
         assert!(tools.iter().any(|t| t["tool"] == "lomi_workspace_update"));
         let feed = handle(&broker, &front, ControlRequest::Feed { limit: 10 });
         assert_eq!(feed["data"], json!([]));

@@ -23,6 +23,8 @@ pub struct HostOptions {
     pub data_dir: PathBuf,
     /// Where the MCP endpoint listens (loopback only; port 0 picks a free port).
     pub http: SocketAddr,
+    /// The adb server Android devices are reached through.
+    pub adb_server: std::net::SocketAddrV4,
     /// Where a `ShowWindow` request from a second launch goes; `None` when there is no window
     /// (headless), and such requests are refused.
     pub show_window: Option<UnboundedSender<()>>,
@@ -47,6 +49,7 @@ impl Host {
         let HostOptions {
             data_dir,
             http,
+            adb_server,
             show_window,
         } = options;
         let broker = Broker::start(BrokerConfig::new(&data_dir))
@@ -57,7 +60,7 @@ impl Host {
         let url = endpoint.url();
         let socket = crate::local::bind(&data_dir).context("cannot open the local socket")?;
         let shutdown = CancellationToken::new();
-        let lomi = Lomi::new(broker.clone());
+        let lomi = Lomi::new(broker.clone()).with_adb_server(adb_server);
         let local = tokio::spawn(crate::local::serve(
             socket,
             lomi.clone(),
@@ -158,6 +161,7 @@ mod tests {
         HostOptions {
             data_dir: dir.to_owned(),
             http: "127.0.0.1:0".parse().expect("address"),
+            adb_server: lomi_android::DEFAULT_ADDRESS,
             show_window: None,
         }
     }

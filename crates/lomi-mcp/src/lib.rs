@@ -11,6 +11,8 @@ mod tools;
 
 pub use server::{Caller, LomiServer};
 
+use lomi_android::AdbServer;
+use lomi_android::panels::AndroidPanels;
 use lomi_broker::Broker;
 use lomi_files::editor::ProjectEditor;
 use lomi_files::git::ProjectGit;
@@ -25,6 +27,7 @@ pub struct Lomi {
     pub files: ProjectFiles,
     pub git: ProjectGit,
     pub editor: ProjectEditor,
+    pub android: AndroidPanels,
 }
 
 impl Lomi {
@@ -34,8 +37,15 @@ impl Lomi {
             files: ProjectFiles::new(broker.clone()),
             git: ProjectGit::new(broker.clone()),
             editor: ProjectEditor::new(broker.clone()),
+            android: AndroidPanels::new(broker.clone(), AdbServer::default()),
             broker,
         }
+    }
+
+    /// Talks to the adb server at `address` instead of the default `127.0.0.1:5037`.
+    pub fn with_adb_server(mut self, address: std::net::SocketAddrV4) -> Self {
+        self.android = AndroidPanels::new(self.broker.clone(), AdbServer::new(address));
+        self
     }
 
     /// Stops the broker's operations (see `Broker::shutdown`), then every runtime.
