@@ -34,11 +34,14 @@ ensure_packages() {
   fi
 }
 
-# What building Lomi needs on Debian/Ubuntu.
-BUILD_PACKAGES=(build-essential pkg-config ca-certificates curl)
+# What building Lomi needs on Debian/Ubuntu; the desktop app (Tauri) adds WebKitGTK and friends.
+DESKTOP_PACKAGES=(libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev)
+BUILD_PACKAGES=(build-essential pkg-config ca-certificates curl "${DESKTOP_PACKAGES[@]}")
 # What the end-to-end tests add: Python for the MCP Python SDK, Node.js for the MCP
 # conformance suite, and a real Secret Service (D-Bus + GNOME Keyring) for the stdio bridge.
 TEST_PACKAGES=(python3 python3-venv dbus dbus-x11 gnome-keyring libsecret-tools less vim-tiny procps tmux git adb)
+# The desktop app's end-to-end test: a virtual X server and WebKitGTK's WebDriver.
+TEST_PACKAGES+=(xvfb xauth x11-utils webkit2gtk-driver)
 
 LOMI_CACHE="${LOMI_CACHE:-$HOME/.cache/lomi}"
 export LOMI_CACHE
@@ -100,4 +103,37 @@ build_lomi() {
     if [ "$arg" = "--release" ]; then profile=release; fi
   done
   printf '%s\n' "$CARGO_TARGET_DIR/$profile/lomi"
+}
+
+# build_frontend: the window's page (TypeScript, Vite) into frontend/dist, which the desktop
+# app embeds at compile time; so it runs before any cargo step that compiles src-tauri.
+build_frontend() {
+  ensure_node
+  (
+    cd "$LOMI_ROOT/frontend"
+    npm ci --no-audit --no-fund --loglevel=error >&2
+    npm run --silent build >&2
+  ) || return 1
+}
+
+# build_desktop [PROFILE_FLAGS...]: builds `lomi-desktop` (after the frontend) and prints its path.
+build_desktop() {
+  build_frontend || return 1
+  cargo build --locked -p lomi-desktop "$@" >&2 || return 1
+  local profile=debug
+  for arg in "$@"; do
+    if [ "$arg" = "--release" ]; then profile=release; fi
+  done
+  printf '%s\n' "$CARGO_TARGET_DIR/$profile/lomi-desktop"
+}
+
+# ensure_tauri_driver: the WebDriver server for Tauri apps (it drives WebKitWebDriver), from
+# crates.io into the cache; prints its path.
+ensure_tauri_driver() {
+  local root="$LOMI_CACHE/tauri-driver"
+  if [ ! -x "$root/bin/tauri-driver" ]; then
+    say "installing tauri-driver"
+    cargo install --locked --quiet tauri-driver --version '^2' --root "$root" >&2 || return 1
+  fi
+  printf '%s\n' "$root/bin/tauri-driver"
 }

@@ -99,12 +99,23 @@ struct Runtime {
     snapshot: Option<SnapshotRecord>,
 }
 
+/// The latest capture an agent took of a panel, for the person's window.
+#[derive(Clone)]
+pub struct LatestCapture {
+    pub generation: String,
+    /// Goes up with every capture of this broker, so a viewer knows when to fetch again.
+    pub sequence: u64,
+    /// The device's own PNG (before any clip or scale the agent asked for).
+    pub png: Arc<Vec<u8>>,
+}
+
 /// The Android panels of one broker, over one adb server.
 #[derive(Clone)]
 pub struct AndroidPanels {
     broker: Broker,
     server: AdbServer,
     runtimes: Arc<Mutex<HashMap<PanelId, Runtime>>>,
+    latest: Arc<Mutex<(u64, HashMap<PanelId, LatestCapture>)>>,
     /// Serialises writes of the choices file.
     choices: Arc<Mutex<()>>,
 }
@@ -172,8 +183,15 @@ impl AndroidPanels {
             broker,
             server,
             runtimes: Arc::default(),
+            latest: Arc::default(),
             choices: Arc::default(),
         }
+    }
+
+    /// The latest capture of a panel, for the person (no grants involved).
+    pub fn latest_capture(&self, panel: &PanelId) -> Option<LatestCapture> {
+        let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        latest.1.get(panel).cloned()
     }
 
     pub fn server(&self) -> AdbServer {
@@ -1101,6 +1119,19 @@ impl AndroidPanels {
                 self.note_failure(&input.panel_id, &generation, &error);
                 device_error(&error)
             })?;
+        {
+            let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+            latest.0 += 1;
+            let sequence = latest.0;
+            latest.1.insert(
+                input.panel_id.clone(),
+                LatestCapture {
+                    generation: generation.clone(),
+                    sequence,
+                    png: Arc::new(png.clone()),
+                },
+            );
+        }
         let untouched = options == lomi_capture::CaptureOptions::default();
         let capture = tokio::task::spawn_blocking(move || {
             if untouched {

@@ -1,0 +1,142 @@
+// The window's calls into Lomi: control requests (the same ones `lomi` sends over its local
+// socket), the overview stream and terminal streams over Tauri channels.
+
+import { Channel, invoke } from "@tauri-apps/api/core";
+
+export interface Project {
+  projectId: string;
+  name: string;
+  root: string;
+}
+
+export interface Workspace {
+  workspaceId: string;
+  name: string;
+  domainRevision: string;
+  projects: Project[];
+  panelOrder: string[];
+}
+
+export interface Pairing {
+  pairingId: string;
+  clientName: string;
+  verificationCode: string;
+  state: "pending" | "approved" | "denied" | "revoked";
+  grants: string[];
+  credential: "session" | "token";
+  createdAt: string;
+  decidedAt: string | null;
+  lastActiveAt: string | null;
+}
+
+export interface Decision {
+  operationId: string;
+  tool: string;
+  pairingId: string;
+  workspaceId: string;
+  projectId: string | null;
+  arguments: Record<string, unknown>;
+  createdAt: string;
+}
+
+export interface FeedItem {
+  operationId: string;
+  tool: string;
+  state: string;
+  effectState: string;
+  workspaceId: string | null;
+  workspaceName: string | null;
+  pairingId: string;
+  clientName: string | null;
+  updatedAt: string;
+  errorCode: string | null;
+}
+
+export interface Panel {
+  panelId: string;
+  kind: string;
+  title: string;
+  projectId: string | null;
+  generation: string | null;
+}
+
+export interface PolicyEntry {
+  tool: string;
+  confirm: boolean;
+}
+
+/** A control reply: the same envelope as every Lomi answer. */
+export type Envelope<T> =
+  | { controlApiVersion: string; status: "ok"; data: T }
+  | { controlApiVersion: string; status: "error"; code: string; message: string };
+
+export interface Overview {
+  /** Android panels with a capture: panelId → the capture's sequence. */
+  captures: Record<string, number>;
+  pairings: Envelope<Pairing[]>;
+  decisions: Envelope<Decision[]>;
+  workspaces: Envelope<Workspace[]>;
+  panels: Record<string, Envelope<Panel[]>>;
+  feed: Envelope<FeedItem[]>;
+  policy: Envelope<PolicyEntry[]>;
+}
+
+export interface AppInfo {
+  url: string;
+  dataDir: string;
+  brokerInstanceId: string;
+  version: string;
+}
+
+/** The data of an envelope, or `fallback` when it is an error. */
+export function dataOr<T>(envelope: Envelope<T> | undefined, fallback: T): T {
+  return envelope && envelope.status === "ok" ? envelope.data : fallback;
+}
+
+export class ControlError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Sends one control request (`{pairingApprove: {...}}`, …); throws the envelope's error. */
+export async function control<T = unknown>(request: Record<string, unknown>): Promise<T> {
+  const reply = await invoke<Envelope<T>>("control", { request });
+  if (reply.status === "error") throw new ControlError(reply.code, reply.message);
+  return reply.data;
+}
+
+export function appInfo(): Promise<AppInfo> {
+  return invoke<AppInfo>("app_info");
+}
+
+/** Calls `onOverview` with the window's overview now and whenever it changes. */
+export async function watch(onOverview: (overview: Overview) => void): Promise<void> {
+  const channel = new Channel<Overview>();
+  channel.onmessage = onOverview;
+  await invoke("watch", { channel });
+}
+
+/** Streams a terminal's output bytes; resolves false when the panel has no terminal. */
+export async function terminalAttach(
+  panelId: string,
+  onBytes: (bytes: Uint8Array) => void,
+): Promise<boolean> {
+  const channel = new Channel<ArrayBuffer | number[]>();
+  channel.onmessage = (message) => onBytes(new Uint8Array(message));
+  return invoke<boolean>("terminal_attach", { panelId, channel });
+}
+
+/** The person's keystrokes: a takeover of the panel (agents' leases end). */
+export function terminalInput(panelId: string, data: string): Promise<void> {
+  return invoke("terminal_input", { panelId, data });
+}
+
+/** The latest capture an agent took of an Android panel, as PNG bytes. */
+export async function androidCapture(panelId: string): Promise<Uint8Array<ArrayBuffer>> {
+  const bytes = await invoke<ArrayBuffer | number[]>("android_capture", { panelId });
+  return new Uint8Array(bytes);
+}

@@ -1,0 +1,130 @@
+import { describe, expect, it, vi } from "vitest";
+import type { Decision, Pairing, Workspace } from "./api";
+import { decisionDialog, describeOperation, pairingDialog } from "./approval";
+
+const workspaces: Workspace[] = [
+  {
+    workspaceId: "ws_a",
+    name: "Alpha",
+    domainRevision: "1",
+    projects: [{ projectId: "pr_a", name: "alpha", root: "/home/p/alpha" }],
+    panelOrder: [],
+  },
+  {
+    workspaceId: "ws_b",
+    name: "Beta",
+    domainRevision: "3",
+    projects: [{ projectId: "pr_b", name: "beta", root: "/home/p/beta" }],
+    panelOrder: [],
+  },
+];
+
+const pairing: Pairing = {
+  pairingId: "pa_1",
+  clientName: "Claude Code",
+  verificationCode: "K7Q-2M4",
+  state: "pending",
+  grants: [],
+  credential: "session",
+  createdAt: "2026-12-03T06:00:00Z",
+  decidedAt: null,
+  lastActiveAt: null,
+};
+
+function click(root: HTMLElement, selector: string): void {
+  (root.querySelector(selector) as HTMLElement).click();
+}
+
+describe("pairing approval dialog", () => {
+  it("shows the client's name and the verification code", () => {
+    const dialog = pairingDialog(pairing, workspaces, { approve: vi.fn(), deny: vi.fn() });
+    expect(dialog.querySelector(".client-name")!.textContent).toBe("Claude Code");
+    expect(dialog.querySelector(".verification-code")!.textContent).toBe("K7Q-2M4");
+    expect(dialog.dataset.pairingId).toBe("pa_1");
+  });
+
+  it("lists every workspace with its project roots, none preselected", () => {
+    const dialog = pairingDialog(pairing, workspaces, { approve: vi.fn(), deny: vi.fn() });
+    const boxes = [...dialog.querySelectorAll<HTMLInputElement>("input.grant")];
+    expect(boxes.map((b) => b.dataset.workspaceId)).toEqual(["ws_a", "ws_b"]);
+    expect(boxes.every((b) => !b.checked)).toBe(true);
+    expect(dialog.textContent).toContain("/home/p/beta");
+    expect(dialog.querySelector(".grant-summary")!.textContent).toContain("see nothing");
+  });
+
+  it("approves with exactly the ticked workspaces", () => {
+    const approve = vi.fn();
+    const dialog = pairingDialog(pairing, workspaces, { approve, deny: vi.fn() });
+    // Checkboxes fire change events only when they are in the document, as in the window.
+    document.body.replaceChildren(dialog);
+    const beta = dialog.querySelector<HTMLInputElement>('input[data-workspace-id="ws_b"]')!;
+    beta.click();
+    expect(dialog.querySelector(".grant-summary")!.textContent).toContain("1 workspace and nothing else");
+    click(dialog, "#approve");
+    expect(approve).toHaveBeenCalledWith("pa_1", ["ws_b"], false);
+  });
+
+  it("approves for this session only", () => {
+    const approve = vi.fn();
+    const dialog = pairingDialog(pairing, workspaces, { approve, deny: vi.fn() });
+    dialog.querySelector<HTMLInputElement>('input[data-workspace-id="ws_a"]')!.click();
+    click(dialog, "#approve-session");
+    expect(approve).toHaveBeenCalledWith("pa_1", ["ws_a"], true);
+  });
+
+  it("approving with nothing ticked grants nothing", () => {
+    const approve = vi.fn();
+    const dialog = pairingDialog(pairing, workspaces, { approve, deny: vi.fn() });
+    click(dialog, "#approve");
+    expect(approve).toHaveBeenCalledWith("pa_1", [], false);
+  });
+
+  it("denies", () => {
+    const deny = vi.fn();
+    const approve = vi.fn();
+    const dialog = pairingDialog(pairing, workspaces, { approve, deny });
+    click(dialog, "#deny");
+    expect(deny).toHaveBeenCalledWith("pa_1");
+    expect(approve).not.toHaveBeenCalled();
+  });
+
+  it("says when there is no workspace to grant yet", () => {
+    const dialog = pairingDialog(pairing, [], { approve: vi.fn(), deny: vi.fn() });
+    expect(dialog.querySelectorAll("input.grant")).toHaveLength(0);
+    expect(dialog.textContent).toContain("add one in Settings");
+  });
+
+  it("tells a lasting pairing from a session one", () => {
+    const lasting = pairingDialog({ ...pairing, credential: "token" }, workspaces, { approve: vi.fn(), deny: vi.fn() });
+    expect(lasting.textContent).toContain("across restarts");
+  });
+});
+
+const deletion: Decision = {
+  operationId: "op_1",
+  tool: "lomi_file_delete",
+  pairingId: "pa_1",
+  workspaceId: "ws_a",
+  projectId: "pr_a",
+  arguments: { workspaceId: "ws_a", path: "notes/old.txt", retryEpoch: "re_1", requestKey: "d1" },
+  createdAt: "2026-12-03T06:00:00Z",
+};
+
+describe("operation decision dialog", () => {
+  it("says exactly what will happen, where", () => {
+    expect(describeOperation(deletion, workspaces)).toBe(
+      "Delete notes/old.txt in /home/p/alpha. This cannot be undone.",
+    );
+  });
+
+  it("shows the client and the exact arguments, and decides", () => {
+    const decide = vi.fn();
+    const dialog = decisionDialog(deletion, "Claude Code", workspaces, { decide });
+    expect(dialog.querySelector(".client-name")!.textContent).toBe("Claude Code");
+    expect(JSON.parse(dialog.querySelector(".arguments")!.textContent!)).toEqual(deletion.arguments);
+    click(dialog, "#decision-approve");
+    expect(decide).toHaveBeenCalledWith("op_1", true);
+    click(dialog, "#decision-deny");
+    expect(decide).toHaveBeenLastCalledWith("op_1", false);
+  });
+});

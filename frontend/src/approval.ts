@@ -1,0 +1,188 @@
+// The approval dialogs: a pending pairing (client name, the code it showed the agent, the
+// workspaces to grant, none preselected) and an operation waiting for the person's decision
+// (what exactly it will do).
+
+import type { Decision, Pairing, Workspace } from "./api";
+import { h } from "./dom";
+
+export interface PairingActions {
+  approve(pairingId: string, workspaces: string[], session: boolean): void;
+  deny(pairingId: string): void;
+}
+
+/** The dialog for one pending pairing. */
+export function pairingDialog(
+  pairing: Pairing,
+  workspaces: Workspace[],
+  actions: PairingActions,
+): HTMLElement {
+  const boxes = workspaces.map((workspace) => {
+    const box = h("input", {
+      type: "checkbox",
+      class: "grant",
+      "data-workspace-id": workspace.workspaceId,
+      id: `grant-${workspace.workspaceId}`,
+    });
+    const projects = workspace.projects.map((p) => p.root).join(", ");
+    return {
+      box,
+      row: h(
+        "label",
+        { class: "grant-row", for: `grant-${workspace.workspaceId}` },
+        box,
+        h("span", { class: "grant-name" }, workspace.name),
+        h("span", { class: "grant-projects" }, projects),
+      ),
+    };
+  });
+  const chosen = () => boxes.filter((b) => b.box.checked).map((b) => b.box.dataset.workspaceId!);
+  const summary = h("p", { class: "grant-summary" });
+  const refresh = () => {
+    const count = chosen().length;
+    summary.textContent =
+      count === 0
+        ? "No workspace ticked: the agent will see nothing until you grant one."
+        : `The agent will see ${count} workspace${count === 1 ? "" : "s"} and nothing else.`;
+  };
+  for (const b of boxes) b.box.addEventListener("change", refresh);
+  refresh();
+
+  return h(
+    "div",
+    {
+      class: "dialog approval",
+      id: "approval-dialog",
+      role: "dialog",
+      "aria-modal": "true",
+      "aria-labelledby": "approval-title",
+      "data-pairing-id": pairing.pairingId,
+    },
+    h("h2", { id: "approval-title" }, "An agent asks to work in Lomi"),
+    h(
+      "p",
+      { class: "client" },
+      h("span", { class: "label" }, "Client"),
+      h("strong", { class: "client-name" }, pairing.clientName),
+    ),
+    h(
+      "p",
+      { class: "code-row" },
+      h("span", { class: "label" }, "Verification code"),
+      h("code", { class: "verification-code" }, pairing.verificationCode),
+    ),
+    h(
+      "p",
+      { class: "hint" },
+      "Approve only if the agent showed you this same code. ",
+      pairing.credential === "token"
+        ? "Approved, it stays paired across restarts until you revoke it."
+        : "It is paired for its current session.",
+    ),
+    h("h3", {}, "Workspaces it may use"),
+    workspaces.length === 0
+      ? h("p", { class: "empty" }, "No workspace yet: add one in Settings first.")
+      : h("div", { class: "grants" }, ...boxes.map((b) => b.row)),
+    summary,
+    h(
+      "div",
+      { class: "buttons" },
+      h(
+        "button",
+        { id: "deny", class: "secondary", onclick: () => actions.deny(pairing.pairingId) },
+        "Deny",
+      ),
+      h(
+        "button",
+        {
+          id: "approve-session",
+          class: "secondary",
+          onclick: () => actions.approve(pairing.pairingId, chosen(), true),
+        },
+        "Approve for this session",
+      ),
+      h(
+        "button",
+        { id: "approve", class: "primary", onclick: () => actions.approve(pairing.pairingId, chosen(), false) },
+        "Approve",
+      ),
+    ),
+  );
+}
+
+export interface DecisionActions {
+  decide(operationId: string, approve: boolean): void;
+}
+
+/** What an operation will do, in words, from its tool and arguments. */
+export function describeOperation(decision: Decision, workspaces: Workspace[]): string {
+  const args = decision.arguments;
+  const workspace = workspaces.find((w) => w.workspaceId === decision.workspaceId);
+  const project = workspace?.projects.find((p) => p.projectId === (args.projectId ?? decision.projectId));
+  const where = project ? ` in ${project.root}` : workspace ? ` in workspace ${workspace.name}` : "";
+  const path = typeof args.path === "string" ? args.path : undefined;
+  switch (decision.tool) {
+    case "lomi_file_delete":
+      return `Delete ${path ?? "a file"}${where}. This cannot be undone.`;
+    case "lomi_file_write":
+      return `Overwrite ${path ?? "a file"}${where}.`;
+    case "lomi_file_create":
+      return `Create ${path ?? "a file"}${where}.`;
+    case "lomi_file_rename":
+      return `Rename ${String(args.fromPath ?? args.from ?? "a file")} to ${String(args.toPath ?? args.to ?? "?")}${where}.`;
+    case "lomi_android_attach":
+      return `Let the agent use the Android device ${String(args.serial ?? "?")}${where}: tap, type, capture the screen and launch apps on it.`;
+    case "lomi_android_shell":
+      return `Run a shell command on an Android device: ${String(args.command ?? "")}`;
+    case "lomi_terminal_create":
+      return `Open a terminal${where}${typeof args.title === "string" ? ` titled "${args.title}"` : ""}.`;
+    default:
+      return `Run ${decision.tool}${where}.`;
+  }
+}
+
+/** The dialog for one operation waiting for the person. */
+export function decisionDialog(
+  decision: Decision,
+  clientName: string,
+  workspaces: Workspace[],
+  actions: DecisionActions,
+): HTMLElement {
+  return h(
+    "div",
+    {
+      class: "dialog decision",
+      id: "decision-dialog",
+      role: "dialog",
+      "aria-modal": "true",
+      "data-operation-id": decision.operationId,
+    },
+    h("h2", {}, "An operation waits for your decision"),
+    h(
+      "p",
+      { class: "client" },
+      h("span", { class: "label" }, "Client"),
+      h("strong", { class: "client-name" }, clientName),
+    ),
+    h("p", { class: "what" }, describeOperation(decision, workspaces)),
+    h(
+      "details",
+      {},
+      h("summary", {}, `${decision.tool}: exact arguments`),
+      h("pre", { class: "arguments" }, JSON.stringify(decision.arguments, null, 2)),
+    ),
+    h(
+      "div",
+      { class: "buttons" },
+      h(
+        "button",
+        { id: "decision-deny", class: "secondary", onclick: () => actions.decide(decision.operationId, false) },
+        "Deny",
+      ),
+      h(
+        "button",
+        { id: "decision-approve", class: "primary", onclick: () => actions.decide(decision.operationId, true) },
+        "Approve",
+      ),
+    ),
+  );
+}

@@ -1,0 +1,171 @@
+// The live view: the operation feed (state, tool, target, who) and the panels of each
+// workspace. Terminal panels are xterm.js terminals the person can type in (a takeover).
+
+import { Terminal } from "@xterm/xterm";
+import type { FeedItem, Panel, Workspace } from "./api";
+import { ago, h } from "./dom";
+
+export function feedView(items: FeedItem[], now: Date = new Date()): HTMLElement {
+  return h(
+    "section",
+    { id: "feed" },
+    h("h2", {}, "Operations"),
+    items.length === 0
+      ? h("p", { class: "empty" }, "No operation yet.")
+      : h(
+          "table",
+          { class: "feed" },
+          h("thead", {}, h("tr", {}, ...["State", "Tool", "Workspace", "Who", "When"].map((t) => h("th", {}, t)))),
+          h(
+            "tbody",
+            {},
+            ...items.map((item) =>
+              h(
+                "tr",
+                { class: `op state-${item.state}`, "data-operation-id": item.operationId },
+                h(
+                  "td",
+                  {},
+                  h("span", { class: `badge ${item.state}` }, item.state.replace("_", " ")),
+                  item.errorCode ? h("span", { class: "error-code" }, ` ${item.errorCode}`) : null,
+                ),
+                h("td", {}, h("code", {}, item.tool)),
+                h("td", {}, item.workspaceName ?? item.workspaceId ?? ""),
+                h("td", {}, item.clientName ?? "a past pairing"),
+                h("td", {}, ago(item.updatedAt, now)),
+              ),
+            ),
+          ),
+        ),
+  );
+}
+
+export interface TerminalHooks {
+  attach(panelId: string, onBytes: (bytes: Uint8Array) => void): Promise<boolean>;
+  input(panelId: string, data: string): Promise<void>;
+  /** The latest capture of an Android panel (PNG bytes). */
+  capture(panelId: string): Promise<Uint8Array<ArrayBuffer>>;
+}
+
+/** An Android panel's view: the latest capture, fetched again when its sequence changes. */
+interface OpenCapture {
+  element: HTMLElement;
+  image: HTMLImageElement;
+  sequence: number;
+  url: string | null;
+}
+
+/** One open terminal view, kept across overview updates so its screen is not lost. */
+interface OpenTerminal {
+  element: HTMLElement;
+  terminal: Terminal;
+}
+
+/** The panels of every workspace; terminals stay mounted between renders. */
+export class PanelsView {
+  readonly element = h("section", { id: "panels" });
+  private terminals = new Map<string, OpenTerminal>();
+  private captures = new Map<string, OpenCapture>();
+  private sequences: Record<string, number> = {};
+
+  constructor(private hooks: TerminalHooks) {}
+
+  update(workspaces: Workspace[], panels: Record<string, Panel[]>, captures: Record<string, number> = {}): void {
+    this.sequences = captures;
+    const live = new Set<string>();
+    const groups: HTMLElement[] = [];
+    for (const workspace of workspaces) {
+      const list = panels[workspace.workspaceId] ?? [];
+      const cards = list.map((panel) => {
+        live.add(panel.panelId);
+        return this.card(panel);
+      });
+      groups.push(
+        h(
+          "div",
+          { class: "workspace-panels", "data-workspace-id": workspace.workspaceId },
+          h("h2", {}, workspace.name),
+          cards.length === 0 ? h("p", { class: "empty" }, "No panel open.") : h("div", { class: "cards" }, ...cards),
+        ),
+      );
+    }
+    for (const [id, open] of this.terminals) {
+      if (!live.has(id)) {
+        open.terminal.dispose();
+        this.terminals.delete(id);
+      }
+    }
+    for (const [id, open] of this.captures) {
+      if (!live.has(id)) {
+        if (open.url) URL.revokeObjectURL(open.url);
+        this.captures.delete(id);
+      }
+    }
+    this.element.replaceChildren(...groups);
+  }
+
+  private card(panel: Panel): HTMLElement {
+    if (panel.kind === "android") return this.androidCard(panel);
+    if (panel.kind !== "terminal") {
+      return h(
+        "div",
+        { class: `panel ${panel.kind}`, "data-panel-id": panel.panelId },
+        h("h3", {}, panel.title),
+        h("p", { class: "empty" }, `A ${panel.kind} panel.`),
+      );
+    }
+    let open = this.terminals.get(panel.panelId);
+    if (!open) {
+      const screen = h("div", { class: "xterm-host" });
+      const element = h(
+        "div",
+        { class: "panel terminal-panel", "data-panel-id": panel.panelId },
+        h("h3", {}, panel.title, h("span", { class: "where" }, " — typing here takes it over from the agent")),
+        screen,
+      );
+      const terminal = new Terminal({ rows: 24, cols: 80, convertEol: false, fontSize: 13 });
+      terminal.open(screen);
+      terminal.onData((data) => {
+        this.hooks.input(panel.panelId, data).catch((error) => console.warn("terminal input", error));
+      });
+      this.hooks
+        .attach(panel.panelId, (bytes) => terminal.write(bytes))
+        .catch((error) => console.warn("terminal attach", error));
+      open = { element, terminal };
+      this.terminals.set(panel.panelId, open);
+    }
+    return open.element;
+  }
+
+  private androidCard(panel: Panel): HTMLElement {
+    let open = this.captures.get(panel.panelId);
+    if (!open) {
+      const image = h("img", { class: "capture", alt: `The latest capture of ${panel.title}` });
+      const element = h(
+        "div",
+        { class: "panel android-panel", "data-panel-id": panel.panelId },
+        h("h3", {}, panel.title, h("span", { class: "where" }, " — the latest capture an agent took")),
+        h("p", { class: "empty no-capture" }, "No capture yet."),
+        image,
+      );
+      open = { element, image, sequence: 0, url: null };
+      this.captures.set(panel.panelId, open);
+    }
+    const sequence = this.sequences[panel.panelId] ?? 0;
+    if (sequence > open.sequence) {
+      const target = open;
+      target.sequence = sequence;
+      this.hooks
+        .capture(panel.panelId)
+        .then((png) => {
+          if (target.url) URL.revokeObjectURL(target.url);
+          target.url = URL.createObjectURL(new Blob([png], { type: "image/png" }));
+          target.image.src = target.url;
+          target.element.querySelector(".no-capture")?.remove();
+          target.image.dataset.sequence = String(sequence);
+        })
+        .catch((error) => console.warn("android capture", error));
+    }
+    return open.element;
+  }
+}

@@ -1,0 +1,238 @@
+// The main window: the live view and Settings, with the approval dialogs on top whenever a
+// pairing or an operation waits for the person.
+
+import "@xterm/xterm/css/xterm.css";
+import "./style.css";
+import { open } from "@tauri-apps/plugin-dialog";
+import {
+  type AppInfo,
+  type Overview,
+  androidCapture,
+  appInfo,
+  control,
+  dataOr,
+  terminalAttach,
+  terminalInput,
+  watch,
+} from "./api";
+import { decisionDialog, pairingDialog } from "./approval";
+import { h } from "./dom";
+import { PanelsView, feedView } from "./live";
+import { type StoreStatus, reconcileDialog, settingsView } from "./settings";
+
+type Tab = "live" | "settings";
+
+const root = document.getElementById("app")!;
+let info: AppInfo = { url: "", dataDir: "", brokerInstanceId: "", version: "" };
+let overview: Overview | null = null;
+let tab: Tab = "live";
+let store: StoreStatus | null = null;
+/** Which dialog is up (`pairing:ID`, `decision:ID`, `reconcile`), so it is not rebuilt. */
+let shownDialog = "";
+let reconcile: HTMLElement | null = null;
+
+const panels = new PanelsView({ attach: terminalAttach, input: terminalInput, capture: androidCapture });
+const toast = h("div", { id: "toast", role: "status" });
+const overlay = h("div", { id: "overlay", hidden: true });
+const content = h("main", { id: "content" });
+const tabs = h("nav", { id: "tabs" });
+
+function say(message: string, error = false): void {
+  toast.textContent = message;
+  toast.className = error ? "error shown" : "shown";
+  window.setTimeout(() => (toast.className = ""), 5000);
+}
+
+async function act(what: string, request: Record<string, unknown>): Promise<void> {
+  try {
+    await control(request);
+  } catch (error) {
+    say(`${what}: ${(error as Error).message}`, true);
+  }
+}
+
+function renderTabs(): void {
+  const pending = overview ? dataOr(overview.pairings, []).filter((p) => p.state === "pending").length : 0;
+  const button = (id: Tab, label: string) =>
+    h(
+      "button",
+      {
+        id: `tab-${id}`,
+        class: tab === id ? "tab active" : "tab",
+        onclick: () => {
+          tab = id;
+          if (id === "settings") refreshStore();
+          render();
+        },
+      },
+      label,
+    );
+  tabs.replaceChildren(
+    h("span", { class: "brand" }, "Lomi"),
+    button("live", "Live"),
+    button("settings", "Settings"),
+    h("span", { class: "endpoint" }, info.url, pending ? h("span", { class: "pending" }, ` · ${pending} waiting`) : null),
+  );
+}
+
+function renderDialogs(): void {
+  if (reconcile) {
+    if (shownDialog !== "reconcile") {
+      overlay.replaceChildren(reconcile);
+      shownDialog = "reconcile";
+    }
+    overlay.hidden = false;
+    return;
+  }
+  const workspaces = overview ? dataOr(overview.workspaces, []) : [];
+  const pairings = overview ? dataOr(overview.pairings, []) : [];
+  const pending = pairings.find((p) => p.state === "pending");
+  const decision = overview ? dataOr(overview.decisions, [])[0] : undefined;
+  if (pending) {
+    const key = `pairing:${pending.pairingId}:${workspaces.length}`;
+    if (shownDialog !== key) {
+      overlay.replaceChildren(
+        pairingDialog(pending, workspaces, {
+          approve: (pairingId, grants, session) =>
+            act("Approve", { pairingApprove: { pairingId, workspaces: grants, session } }),
+          deny: (pairingId) => act("Deny", { pairingDeny: { pairingId } }),
+        }),
+      );
+      shownDialog = key;
+    }
+    overlay.hidden = false;
+  } else if (decision) {
+    const key = `decision:${decision.operationId}`;
+    if (shownDialog !== key) {
+      const client = pairings.find((p) => p.pairingId === decision.pairingId)?.clientName ?? "an agent";
+      overlay.replaceChildren(
+        decisionDialog(decision, client, workspaces, {
+          decide: (operationId, approve) => act("Decide", { decide: { operationId, approve } }),
+        }),
+      );
+      shownDialog = key;
+    }
+    overlay.hidden = false;
+  } else {
+    overlay.replaceChildren();
+    overlay.hidden = true;
+    shownDialog = "";
+  }
+}
+
+function render(): void {
+  renderTabs();
+  renderDialogs();
+  if (!overview) {
+    content.replaceChildren(h("p", { class: "empty" }, "Starting…"));
+    return;
+  }
+  const workspaces = dataOr(overview.workspaces, []);
+  if (tab === "live") {
+    const panelLists = Object.fromEntries(
+      Object.entries(overview.panels).map(([id, envelope]) => [id, dataOr(envelope, [])]),
+    );
+    panels.update(workspaces, panelLists, overview.captures ?? {});
+    content.replaceChildren(panels.element, feedView(dataOr(overview.feed, [])));
+  } else {
+    content.replaceChildren(
+      settingsView(
+        {
+          url: info.url,
+          dataDir: info.dataDir,
+          workspaces,
+          pairings: dataOr(overview.pairings, []),
+          policy: dataOr(overview.policy, []),
+          store,
+        },
+        {
+          addWorkspace: (name) => void addWorkspace(name),
+          removeWorkspace: (workspaceId) => act("Remove workspace", { workspaceRemove: { workspaceId } }),
+          addProject: (workspaceId) => void addProject(workspaceId),
+          removeProject: (workspaceId, projectId) =>
+            act("Remove project", { projectRemove: { workspaceId, projectId } }),
+          revoke: (pairingId) => act("Revoke", { pairingRevoke: { pairingId } }),
+          setConfirm: (tool, confirm) => act("Policy", { confirm: { tool, confirm } }),
+          copy: (text) => void copy(text),
+          reconcile: () => void askReconcile(),
+          refreshStore: () => refreshStore(),
+        },
+      ),
+    );
+  }
+}
+
+async function addWorkspace(name: string): Promise<void> {
+  const project = await open({ directory: true, title: `The project folder of ${name}` });
+  if (typeof project !== "string") return;
+  await act("Add workspace", { workspaceAdd: { name, project } });
+}
+
+async function addProject(workspaceId: string): Promise<void> {
+  const project = await open({ directory: true, title: "Another project folder for this workspace" });
+  if (typeof project !== "string") return;
+  await act("Add project", { projectAdd: { workspaceId, project } });
+}
+
+async function copy(text: string): Promise<void> {
+  try {
+    await navigator.clipboard.writeText(text);
+    say("Copied.");
+  } catch {
+    say("Select the text and copy it (the clipboard is not available).", true);
+  }
+}
+
+function refreshStore(): void {
+  control<StoreStatus>({ storeStatus: {} })
+    .then((status) => {
+      store = status;
+      if (tab === "settings") render();
+    })
+    .catch((error) => say(`Store: ${(error as Error).message}`, true));
+}
+
+async function askReconcile(): Promise<void> {
+  try {
+    const preview = await control<{ retryEpochsRemoved: number; receiptsRemoved: number; eventsRemoved: number }>({
+      storeReconcile: { apply: false },
+    });
+    const close = () => {
+      reconcile = null;
+      render();
+    };
+    reconcile = reconcileDialog(
+      preview,
+      () => {
+        control({ storeReconcile: { apply: true } })
+          .then(() => say("Expired records removed."))
+          .catch((error) => say(`Reconcile: ${(error as Error).message}`, true))
+          .finally(() => {
+            close();
+            refreshStore();
+          });
+      },
+      close,
+    );
+    render();
+  } catch (error) {
+    say(`Reconcile: ${(error as Error).message}`, true);
+  }
+}
+
+root.replaceChildren(tabs, content, overlay, toast);
+render();
+appInfo()
+  .then((value) => {
+    info = value;
+    render();
+  })
+  .catch((error) => say(`Lomi: ${(error as Error).message}`, true));
+watch((next) => {
+  overview = next;
+  render();
+}).catch((error) => say(`Lomi: ${(error as Error).message}`, true));
+// Relative times ("5 s ago") move on even when nothing else changes.
+window.setInterval(() => {
+  if (tab === "settings") render();
+}, 15000);

@@ -1,0 +1,176 @@
+import { describe, expect, it, vi } from "vitest";
+import type { Pairing, Workspace } from "./api";
+import { clientConfigs, portOf, reconcileDialog, settingsView, type SettingsActions, type SettingsState } from "./settings";
+
+const workspaces: Workspace[] = [
+  {
+    workspaceId: "ws_a",
+    name: "Alpha",
+    domainRevision: "1",
+    projects: [{ projectId: "pr_a", name: "alpha", root: "/home/p/alpha" }],
+    panelOrder: [],
+  },
+];
+
+function pairing(id: string, state: Pairing["state"], extra: Partial<Pairing> = {}): Pairing {
+  return {
+    pairingId: id,
+    clientName: `client ${id}`,
+    verificationCode: "AAA-111",
+    state,
+    grants: [],
+    credential: "session",
+    createdAt: "2026-12-03T06:00:00Z",
+    decidedAt: null,
+    lastActiveAt: null,
+    ...extra,
+  };
+}
+
+function actions(): SettingsActions {
+  return {
+    addWorkspace: vi.fn(),
+    removeWorkspace: vi.fn(),
+    addProject: vi.fn(),
+    removeProject: vi.fn(),
+    revoke: vi.fn(),
+    setConfirm: vi.fn(),
+    copy: vi.fn(),
+    reconcile: vi.fn(),
+    refreshStore: vi.fn(),
+  };
+}
+
+const url = "http://127.0.0.1:7457/mcp";
+function state(extra: Partial<SettingsState> = {}): SettingsState {
+  return {
+    url,
+    dataDir: "/home/p/.local/share/lomi",
+    workspaces,
+    pairings: [],
+    policy: [],
+    store: null,
+    now: new Date("2026-12-03T06:10:00Z"),
+    ...extra,
+  };
+}
+
+describe("settings", () => {
+  it("lists paired agents with their grants and last activity, and revokes approved ones", () => {
+    const act = actions();
+    const view = settingsView(
+      state({
+        pairings: [
+          pairing("pa_1", "approved", { grants: ["ws_a"], lastActiveAt: "2026-12-03T06:09:30Z" }),
+          pairing("pa_2", "revoked"),
+          pairing("pa_3", "pending"),
+        ],
+      }),
+      act,
+    );
+    const rows = [...view.querySelectorAll<HTMLElement>(".pairing-row")];
+    expect(rows.map((r) => r.dataset.pairingId)).toEqual(["pa_1", "pa_2"]);
+    expect(rows[0].querySelector(".pairing-grants")!.textContent).toBe("Alpha");
+    expect(rows[0].querySelector(".last-active")!.textContent).toBe("30 s ago");
+    expect(rows[1].querySelector(".last-active")!.textContent).toBe("never");
+    expect(rows[1].querySelector(".revoke")).toBeNull();
+    (rows[0].querySelector(".revoke") as HTMLElement).click();
+    expect(act.revoke).toHaveBeenCalledWith("pa_1");
+  });
+
+  it("shows the confirmation policy per tool and changes it", () => {
+    const act = actions();
+    const view = settingsView(
+      state({
+        policy: [
+          { tool: "lomi_file_delete", confirm: true },
+          { tool: "lomi_file_write", confirm: false },
+        ],
+      }),
+      act,
+    );
+    document.body.replaceChildren(view);
+    const boxes = [...view.querySelectorAll<HTMLInputElement>("input.confirm-tool")];
+    expect(boxes.map((b) => [b.dataset.tool, b.checked])).toEqual([
+      ["lomi_file_delete", true],
+      ["lomi_file_write", false],
+    ]);
+    boxes[1].click();
+    expect(act.setConfirm).toHaveBeenCalledWith("lomi_file_write", true);
+  });
+
+  it("offers client configs for Claude Code, VS Code and Cursor with this endpoint", () => {
+    const act = actions();
+    const view = settingsView(state(), act);
+    expect(view.querySelector("#endpoint-url")!.textContent).toBe(url);
+    expect(view.textContent).toContain("port 7457");
+    const configs = clientConfigs(url);
+    expect(configs.map((c) => c.client)).toEqual(["Claude Code", "VS Code", "Cursor"]);
+    expect(JSON.parse(configs[1].text)).toEqual({ servers: { lomi: { type: "http", url } } });
+    expect(JSON.parse(configs[2].text)).toEqual({ mcpServers: { lomi: { url } } });
+    (view.querySelector('[data-client="Cursor"] .copy') as HTMLElement).click();
+    expect(act.copy).toHaveBeenCalledWith(configs[2].text);
+    expect(portOf("not a url")).toBe("");
+  });
+
+  it("adds a workspace by name (the folder is picked next)", () => {
+    const act = actions();
+    const view = settingsView(state(), act);
+    expect(view.querySelector('[data-workspace-id="ws_a"]')!.textContent).toContain("/home/p/alpha");
+    view.querySelector<HTMLInputElement>("#workspace-name")!.value = "  Gamma ";
+    view.querySelector<HTMLFormElement>("#workspace-add")!.dispatchEvent(new Event("submit", { cancelable: true }));
+    expect(act.addWorkspace).toHaveBeenCalledWith("Gamma");
+  });
+
+  it("adds and removes projects and workspaces", () => {
+    const act = actions();
+    const two: Workspace = {
+      ...workspaces[0],
+      projects: [
+        { projectId: "pr_a", name: "alpha", root: "/home/p/alpha" },
+        { projectId: "pr_c", name: "gamma", root: "/home/p/gamma" },
+      ],
+    };
+    const single = settingsView(state(), act);
+    expect(single.querySelectorAll(".remove-project")).toHaveLength(0);
+    const view = settingsView(state({ workspaces: [two] }), act);
+    (view.querySelector('[data-project-id="pr_c"] .remove-project') as HTMLElement).click();
+    expect(act.removeProject).toHaveBeenCalledWith("ws_a", "pr_c");
+    (view.querySelector(".add-project") as HTMLElement).click();
+    expect(act.addProject).toHaveBeenCalledWith("ws_a");
+    (view.querySelector(".remove-workspace") as HTMLElement).click();
+    expect(act.removeWorkspace).toHaveBeenCalledWith("ws_a");
+  });
+
+  it("shows store status and puts reconcile behind a confirmation", () => {
+    const act = actions();
+    const view = settingsView(
+      state({
+        store: {
+          receipts: 12,
+          receiptCap: 4096,
+          unsettledReceipts: 1,
+          removableReceipts: 5,
+          retryEpochs: 3,
+          retryEpochCap: 4096,
+          expiredRetryEpochs: 2,
+          oldestReceiptAt: null,
+        },
+      }),
+      act,
+    );
+    expect(view.querySelector(".receipts")!.textContent).toBe("12 of 4096 (1 unsettled)");
+    expect(view.querySelector(".removable")!.textContent).toBe("5 receipts");
+    (view.querySelector("#reconcile") as HTMLElement).click();
+    expect(act.reconcile).toHaveBeenCalled();
+
+    const confirm = vi.fn();
+    const cancel = vi.fn();
+    const dialog = reconcileDialog({ retryEpochsRemoved: 2, receiptsRemoved: 5, eventsRemoved: 9 }, confirm, cancel);
+    expect(dialog.textContent).toContain("2 expired retry epochs, 5 settled receipts and 9 events");
+    (dialog.querySelector("#reconcile-cancel") as HTMLElement).click();
+    expect(confirm).not.toHaveBeenCalled();
+    (dialog.querySelector("#reconcile-confirm") as HTMLElement).click();
+    expect(confirm).toHaveBeenCalled();
+  });
+});

@@ -1,0 +1,294 @@
+// Settings: workspaces and projects, pairings with their grants and last activity (revoke),
+// the confirmation policy per tool, the MCP endpoint with client configs to copy, and the
+// store's status with reconcile behind a confirmation.
+
+import type { Pairing, PolicyEntry, Workspace } from "./api";
+import { ago, h } from "./dom";
+
+export interface StoreStatus {
+  receipts: number;
+  receiptCap: number;
+  unsettledReceipts: number;
+  removableReceipts: number;
+  retryEpochs: number;
+  retryEpochCap: number;
+  expiredRetryEpochs: number;
+  oldestReceiptAt: string | null;
+}
+
+export interface SettingsState {
+  url: string;
+  dataDir: string;
+  workspaces: Workspace[];
+  pairings: Pairing[];
+  policy: PolicyEntry[];
+  store: StoreStatus | null;
+  now?: Date;
+}
+
+export interface SettingsActions {
+  addWorkspace(name: string): void;
+  removeWorkspace(workspaceId: string): void;
+  addProject(workspaceId: string): void;
+  removeProject(workspaceId: string, projectId: string): void;
+  revoke(pairingId: string): void;
+  setConfirm(tool: string, confirm: boolean): void;
+  copy(text: string): void;
+  reconcile(): void;
+  refreshStore(): void;
+}
+
+/** The client configurations a person pastes into their agent, for this endpoint. */
+export function clientConfigs(url: string): { client: string; where: string; text: string }[] {
+  return [
+    {
+      client: "Claude Code",
+      where: "run in a terminal",
+      text: `claude mcp add --transport http lomi ${url}`,
+    },
+    {
+      client: "VS Code",
+      where: ".vscode/mcp.json",
+      text: JSON.stringify({ servers: { lomi: { type: "http", url } } }, null, 2),
+    },
+    {
+      client: "Cursor",
+      where: "~/.cursor/mcp.json",
+      text: JSON.stringify({ mcpServers: { lomi: { url } } }, null, 2),
+    },
+  ];
+}
+
+/** The port of an endpoint URL such as http://127.0.0.1:7457/mcp. */
+export function portOf(url: string): string {
+  try {
+    return new URL(url).port;
+  } catch {
+    return "";
+  }
+}
+
+function workspaceNames(pairing: Pairing, workspaces: Workspace[]): string {
+  if (pairing.grants.length === 0) return "none";
+  return pairing.grants
+    .map((id) => workspaces.find((w) => w.workspaceId === id)?.name ?? id)
+    .join(", ");
+}
+
+export function settingsView(state: SettingsState, actions: SettingsActions): HTMLElement {
+  const now = state.now ?? new Date();
+  const name = h("input", { type: "text", id: "workspace-name", placeholder: "Workspace name" });
+
+  const workspaces = h(
+    "section",
+    { id: "settings-workspaces" },
+    h("h2", {}, "Workspaces"),
+    state.workspaces.length === 0
+      ? h("p", { class: "empty" }, "No workspace yet.")
+      : h(
+          "ul",
+          { class: "workspaces" },
+          ...state.workspaces.map((w) =>
+            h(
+              "li",
+              { class: "workspace", "data-workspace-id": w.workspaceId },
+              h("strong", {}, w.name),
+              h(
+                "button",
+                { class: "remove-workspace danger small", onclick: () => actions.removeWorkspace(w.workspaceId) },
+                "Remove",
+              ),
+              h(
+                "ul",
+                {},
+                ...w.projects.map((p) =>
+                  h(
+                    "li",
+                    { class: "project", "data-project-id": p.projectId },
+                    `${p.name} — ${p.root}`,
+                    w.projects.length > 1
+                      ? h(
+                          "button",
+                          {
+                            class: "remove-project small",
+                            onclick: () => actions.removeProject(w.workspaceId, p.projectId),
+                          },
+                          "Remove",
+                        )
+                      : null,
+                  ),
+                ),
+                h(
+                  "li",
+                  {},
+                  h(
+                    "button",
+                    { class: "add-project small", onclick: () => actions.addProject(w.workspaceId) },
+                    "Add a project folder…",
+                  ),
+                ),
+              ),
+            ),
+          ),
+        ),
+    h(
+      "form",
+      {
+        class: "inline",
+        id: "workspace-add",
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          const value = name.value.trim();
+          if (value) actions.addWorkspace(value);
+        },
+      },
+      name,
+      h("button", { type: "submit" }, "Add workspace… (pick its project folder)"),
+    ),
+  );
+
+  const visible = state.pairings.filter((p) => p.state !== "pending");
+  const pairings = h(
+    "section",
+    { id: "settings-pairings" },
+    h("h2", {}, "Paired agents"),
+    visible.length === 0
+      ? h("p", { class: "empty" }, "No agent paired yet.")
+      : h(
+          "table",
+          { class: "pairings" },
+          h(
+            "thead",
+            {},
+            h("tr", {}, ...["Client", "State", "Workspaces", "Kind", "Last activity", ""].map((t) => h("th", {}, t))),
+          ),
+          h(
+            "tbody",
+            {},
+            ...visible.map((p) =>
+              h(
+                "tr",
+                { class: `pairing-row state-${p.state}`, "data-pairing-id": p.pairingId },
+                h("td", { class: "client-name" }, p.clientName),
+                h("td", { class: "pairing-state" }, p.state),
+                h("td", { class: "pairing-grants" }, workspaceNames(p, state.workspaces)),
+                h("td", {}, p.credential === "token" ? "lasting" : "this session"),
+                h("td", { class: "last-active" }, ago(p.lastActiveAt, now)),
+                h(
+                  "td",
+                  {},
+                  p.state === "approved"
+                    ? h("button", { class: "revoke danger", onclick: () => actions.revoke(p.pairingId) }, "Revoke")
+                    : null,
+                ),
+              ),
+            ),
+          ),
+        ),
+  );
+
+  const policy = h(
+    "section",
+    { id: "settings-policy" },
+    h("h2", {}, "Ask me before"),
+    h("p", { class: "hint" }, "Ticked tools wait for your decision before they run."),
+    h(
+      "ul",
+      { class: "policy" },
+      ...state.policy.map((entry) =>
+        h(
+          "li",
+          {},
+          h(
+            "label",
+            {},
+            h("input", {
+              type: "checkbox",
+              class: "confirm-tool",
+              "data-tool": entry.tool,
+              checked: entry.confirm,
+              onchange: (event: Event) =>
+                actions.setConfirm(entry.tool, (event.target as HTMLInputElement).checked),
+            }),
+            h("code", {}, entry.tool),
+          ),
+        ),
+      ),
+    ),
+  );
+
+  const endpoint = h(
+    "section",
+    { id: "settings-endpoint" },
+    h("h2", {}, "Connect an agent"),
+    h(
+      "p",
+      {},
+      "MCP endpoint ",
+      h("code", { id: "endpoint-url" }, state.url),
+      ` (port ${portOf(state.url)}; start Lomi with --http 127.0.0.1:PORT or LOMI_HTTP to change it). `,
+      "A client that connects waits until you approve it here.",
+    ),
+    ...clientConfigs(state.url).map((config) =>
+      h(
+        "div",
+        { class: "client-config", "data-client": config.client },
+        h("h3", {}, config.client, h("span", { class: "where" }, ` — ${config.where}`)),
+        h("pre", {}, config.text),
+        h("button", { class: "copy", onclick: () => actions.copy(config.text) }, "Copy"),
+      ),
+    ),
+  );
+
+  const store = state.store;
+  const storeSection = h(
+    "section",
+    { id: "settings-store" },
+    h("h2", {}, "Receipt store"),
+    store
+      ? h(
+          "dl",
+          { class: "store" },
+          h("dt", {}, "Receipts"),
+          h("dd", { class: "receipts" }, `${store.receipts} of ${store.receiptCap} (${store.unsettledReceipts} unsettled)`),
+          h("dt", {}, "Retry epochs"),
+          h("dd", {}, `${store.retryEpochs} of ${store.retryEpochCap} (${store.expiredRetryEpochs} expired)`),
+          h("dt", {}, "Removable by reconcile"),
+          h("dd", { class: "removable" }, `${store.removableReceipts} receipts`),
+        )
+      : h("p", { class: "empty" }, "Loading…"),
+    h("p", { class: "hint" }, `Data dir: ${state.dataDir}`),
+    h(
+      "div",
+      { class: "buttons" },
+      h("button", { class: "secondary", onclick: () => actions.refreshStore() }, "Refresh"),
+      h("button", { id: "reconcile", class: "danger", onclick: () => actions.reconcile() }, "Reconcile…"),
+    ),
+  );
+
+  return h("div", { class: "settings" }, workspaces, pairings, policy, endpoint, storeSection);
+}
+
+/** The confirmation before reconcile, with exactly what it would remove. */
+export function reconcileDialog(
+  preview: { retryEpochsRemoved: number; receiptsRemoved: number; eventsRemoved: number },
+  onConfirm: () => void,
+  onCancel: () => void,
+): HTMLElement {
+  return h(
+    "div",
+    { class: "dialog", id: "reconcile-dialog", role: "dialog", "aria-modal": "true" },
+    h("h2", {}, "Remove expired records?"),
+    h(
+      "p",
+      { class: "what" },
+      `Reconcile removes ${preview.retryEpochsRemoved} expired retry epochs, ${preview.receiptsRemoved} settled receipts and ${preview.eventsRemoved} events. Unexpired or unsettled records are never removed.`,
+    ),
+    h(
+      "div",
+      { class: "buttons" },
+      h("button", { class: "secondary", id: "reconcile-cancel", onclick: onCancel }, "Cancel"),
+      h("button", { class: "danger", id: "reconcile-confirm", onclick: onConfirm }, "Remove them"),
+    ),
+  );
+}

@@ -1,0 +1,9 @@
+// Builds the window's page into dist/ (what tauri.conf.json's frontendDist embeds) and runs
+// the Vitest unit tests in jsdom.
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  clearScreen: false,
+  build: { outDir: "dist", emptyOutDir: true, target: "es2021", chunkSizeWarningLimit: 1024 },
+  test: { environment: "jsdom", include: ["src/**/*.test.ts"] },
+});

@@ -1,0 +1,109 @@
+//! The window's commands: one-line forwards to the broker's control API (the same requests the
+//! `lomi` command sends over the local socket), and terminal streams over Tauri channels.
+
+use lomi_mcp::control::{self, ControlRequest};
+use lomi_protocol::PanelId;
+use serde_json::{Value, json};
+use tauri::State;
+use tauri::ipc::{Channel, InvokeResponseBody};
+
+use crate::Desktop;
+
+/// How much earlier output a panel replays when it opens, so the person sees the screen.
+const REPLAY_BYTES: u64 = 256 * 1024;
+
+/// One control request; the answer is the envelope (`status` ok or error).
+#[tauri::command]
+pub fn control(desktop: State<'_, Desktop>, request: ControlRequest) -> Value {
+    control::handle(desktop.broker(), &desktop.front, request)
+}
+
+/// Where this Lomi listens and keeps its data (for the client configs in Settings).
+#[tauri::command]
+pub fn app_info(desktop: State<'_, Desktop>) -> Value {
+    json!({
+        "url": desktop.front.http_url,
+        "dataDir": desktop.data_dir,
+        "brokerInstanceId": desktop.broker().instance_id(),
+        "version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// Streams the window's overview (pairings, decisions, workspaces, feed) whenever it changes.
+#[tauri::command]
+pub fn watch(desktop: State<'_, Desktop>, channel: Channel<Value>) {
+    crate::watch::overview(desktop.lomi.clone(), desktop.front.clone(), channel);
+}
+
+/// Streams a terminal panel's output (raw bytes) until the panel ends or the window drops the
+/// channel. Answers false when the panel has no terminal running.
+#[tauri::command]
+pub fn terminal_attach(
+    desktop: State<'_, Desktop>,
+    panel_id: PanelId,
+    channel: Channel<InvokeResponseBody>,
+) -> bool {
+    let Some(runtime) = desktop.lomi.terminals.runtime_for_person(&panel_id) else {
+        return false;
+    };
+    tauri::async_runtime::spawn(async move {
+        let terminal = runtime.terminal;
+        let mut progress = terminal.progress();
+        let mut cursor = terminal.output_cursor().saturating_sub(REPLAY_BYTES);
+        loop {
+            loop {
+                let output = terminal.output_since(cursor, 64 * 1024);
+                if !output.bytes.is_empty()
+                    && channel
+                        .send(InvokeResponseBody::Raw(output.bytes.to_vec()))
+                        .is_err()
+                {
+                    return;
+                }
+                cursor = output.end;
+                if !output.more {
+                    break;
+                }
+            }
+            if terminal.exit_status().is_some() || progress.changed().await.is_err() {
+                return;
+            }
+        }
+    });
+    true
+}
+
+/// The person typed in a terminal panel: a takeover (every agent's lease on it ends), then the
+/// keystrokes go to the terminal.
+#[tauri::command]
+pub async fn terminal_input(
+    desktop: State<'_, Desktop>,
+    panel_id: PanelId,
+    data: String,
+) -> Result<(), String> {
+    let runtime = desktop
+        .lomi
+        .terminals
+        .runtime_for_person(&panel_id)
+        .ok_or_else(|| format!("panel {panel_id} has no terminal running"))?;
+    desktop.broker().takeover(&panel_id);
+    runtime
+        .terminal
+        .write(data.as_bytes())
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// The latest capture an agent took of an Android panel (PNG bytes), for the panel's view.
+#[tauri::command]
+pub fn android_capture(
+    desktop: State<'_, Desktop>,
+    panel_id: PanelId,
+) -> Result<tauri::ipc::Response, String> {
+    desktop
+        .lomi
+        .android
+        .latest_capture(&panel_id)
+        .map(|capture| tauri::ipc::Response::new(capture.png.as_ref().clone()))
+        .ok_or_else(|| format!("no capture of panel {panel_id} yet"))
+}

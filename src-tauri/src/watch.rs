@@ -1,0 +1,158 @@
+//! What the window watches: the overview stream (over a Tauri channel), native notifications
+//! for new pending pairings and decisions, and requests to show the window.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use lomi_broker::Broker;
+use lomi_mcp::control::{self, ControlRequest, Front};
+use lomi_protocol::tools::session::PairingState;
+use serde_json::{Value, json};
+use tauri::ipc::Channel;
+use tauri::{AppHandle, Manager};
+use tauri_plugin_notification::NotificationExt;
+
+/// How often the broker's state is compared with what the window last saw.
+const POLL: Duration = Duration::from_millis(250);
+
+/// How many operations the feed shows.
+const FEED_LIMIT: usize = 50;
+
+/// True while some agent is paired (approved) or waiting for approval: closing the window
+/// then keeps Lomi in the tray.
+pub fn agents_paired(broker: &Broker) -> bool {
+    broker
+        .pairing_list()
+        .iter()
+        .any(|p| matches!(p.state, PairingState::Approved | PairingState::Pending))
+}
+
+/// Everything the main window shows, in one value: each part is the same envelope the
+/// matching control request answers.
+fn snapshot(lomi: &lomi_mcp::Lomi, front: &Front) -> Value {
+    let broker = &lomi.broker;
+    let ask = |request| control::handle(broker, front, request);
+    let workspaces = ask(ControlRequest::WorkspaceList {});
+    let panels: serde_json::Map<String, Value> = broker
+        .workspaces()
+        .iter()
+        .map(|w| {
+            (
+                w.id.to_string(),
+                ask(ControlRequest::PanelList {
+                    workspace_id: w.id.clone(),
+                }),
+            )
+        })
+        .collect();
+    // Android panels show the latest capture an agent took: its sequence says when to fetch.
+    let captures: serde_json::Map<String, Value> = broker
+        .workspaces()
+        .iter()
+        .flat_map(|w| broker.panels_for_person(&w.id))
+        .filter_map(|panel| {
+            lomi.android
+                .latest_capture(&panel.panel_id)
+                .map(|c| (panel.panel_id.to_string(), json!(c.sequence)))
+        })
+        .collect();
+    json!({
+        "captures": captures,
+        "pairings": ask(ControlRequest::PairingList {}),
+        "decisions": ask(ControlRequest::DecisionList {}),
+        "workspaces": workspaces,
+        "panels": panels,
+        "feed": ask(ControlRequest::Feed { limit: FEED_LIMIT }),
+        "policy": ask(ControlRequest::PolicyList {}),
+    })
+}
+
+/// Sends the overview now and again whenever it changes, until the window drops the channel.
+pub fn overview(lomi: lomi_mcp::Lomi, front: Front, channel: Channel<Value>) {
+    tauri::async_runtime::spawn(async move {
+        let mut last = Value::Null;
+        loop {
+            let now = snapshot(&lomi, &front);
+            if now != last {
+                if channel.send(now.clone()).is_err() {
+                    return;
+                }
+                last = now;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    });
+}
+
+pub fn show_window(app: &AppHandle) {
+    if let Some(window) = app.get_webview_window("main") {
+        for step in [window.show(), window.unminimize(), window.set_focus()] {
+            if let Err(error) = step {
+                tracing::warn!("cannot show the window: {error}");
+            }
+        }
+    }
+}
+
+/// A second launch asked this Lomi to show its window.
+pub fn show_requests(app: AppHandle, mut requests: tokio::sync::mpsc::UnboundedReceiver<()>) {
+    tauri::async_runtime::spawn(async move {
+        while requests.recv().await.is_some() {
+            show_window(&app);
+        }
+    });
+}
+
+/// Raises a native notification (and shows the window) for every new pending pairing and every
+/// new operation waiting for the person.
+pub fn notifications(app: AppHandle) {
+    tauri::async_runtime::spawn(async move {
+        let mut seen: HashSet<String> = HashSet::new();
+        loop {
+            let broker = app.state::<crate::Desktop>().broker().clone();
+            let mut fresh = Vec::new();
+            for pairing in broker.pairing_list() {
+                if pairing.state == PairingState::Pending
+                    && seen.insert(pairing.pairing_id.to_string())
+                {
+                    fresh.push((
+                        "An agent asks to pair with Lomi".to_owned(),
+                        format!(
+                            "\"{}\" shows code {}. Approve or deny it in Lomi.",
+                            pairing.client_name, pairing.verification_code
+                        ),
+                    ));
+                }
+            }
+            for waiting in broker.awaiting_decisions() {
+                if seen.insert(waiting.operation_id.to_string()) {
+                    fresh.push((
+                        "An operation waits for you".to_owned(),
+                        format!("{} needs your decision in Lomi.", waiting.tool),
+                    ));
+                }
+            }
+            if !fresh.is_empty() {
+                show_window(&app);
+                for (title, body) in fresh {
+                    notify(&app, title, body).await;
+                }
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    });
+}
+
+/// Sends one desktop notification; a desktop without a notification service only logs it.
+async fn notify(app: &AppHandle, title: String, body: String) {
+    let app = app.clone();
+    let shown = tokio::task::spawn_blocking(move || {
+        app.notification().builder().title(title).body(body).show()
+    })
+    .await;
+    match shown {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::info!("no desktop notification: {error}"),
+        Err(error) => tracing::warn!("notification task: {error}"),
+    }
+}

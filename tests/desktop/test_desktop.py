@@ -1,0 +1,303 @@
+"""Lomi's desktop app in a real window (Xvfb, tauri-driver, WebKitWebDriver): the person
+approves an agent by clicking, grants one workspace of two, decides an awaiting_user
+operation, takes a terminal over by typing in it, revokes the agent; the window hides (not
+quits) while agents are paired; SIGTERM stops the broker cleanly; a second launch shows the
+running window instead of starting a second broker."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.util
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from conftest import DESKTOP_BIN, Desktop, process_gone, support
+from webdriver import WebDriverError
+
+pytestmark = pytest.mark.anyio
+
+dump = support.dump
+DEADLINE = 20.0
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def window_mapped(title: str = "Lomi") -> bool:
+    """Whether X shows the app's window (xwininfo, from x11-utils)."""
+    done = subprocess.run(["xwininfo", "-name", title], capture_output=True, text=True, timeout=10)
+    return "IsViewable" in done.stdout
+
+
+def wait_until(predicate, what: str, deadline: float = DEADLINE) -> None:
+    end = time.monotonic() + deadline
+    while not predicate():
+        if time.monotonic() > end:
+            pytest.fail(f"{what}: not within {deadline}s")
+        time.sleep(0.05)
+
+
+async def test_approve_decide_take_over_and_revoke_in_the_window(desktop: Desktop, tmp_path: Path):
+    desktop.start()
+    lomi = desktop.lomi
+    window = desktop.window
+    assert window is not None
+    a = lomi.add_workspace("Alpha workspace", tmp_path / "project-a")
+    b = lomi.add_workspace("Secret Bravo workspace", tmp_path / "project-b")
+    (tmp_path / "project-a" / "old.txt").write_bytes(b"bye\n")
+    mcp = support.McpFactory(lomi, lomi.transcript)
+
+    async with mcp.session(client_name="Desktop e2e agent") as agent:
+        # A new client is pending; the window asks the person, showing the client's code.
+        status = await agent.ok("lomi_pairing_status")
+        assert status["state"] == "pending", dump(status)
+        dialog = window.wait_for("#approval-dialog")
+        assert window.text_of("#approval-dialog .client-name") == "Desktop e2e agent"
+        assert window.text_of("#approval-dialog .verification-code") == status["verificationCode"]
+        boxes = window.find_all("#approval-dialog input.grant")
+        assert len(boxes) == 2 and not any(window.selected(box) for box in boxes), "no workspace is preselected"
+        await agent.error("lomi_workspace_list", {}, "PAIRING_REQUIRED")
+
+        window.click_on(f'#approval-dialog input[data-workspace-id="{a["workspaceId"]}"]')
+        desktop.screenshot("approval-dialog.png")
+        window.click_on("#approve")
+        window.wait_gone("#approval-dialog")
+        assert dialog not in window.find_all("#approval-dialog")
+
+        # Granted exactly Alpha: Bravo is never shown.
+        listing = await agent.ok("lomi_workspace_list")
+        assert [w["workspaceId"] for w in listing["workspaces"]] == [a["workspaceId"]], dump(listing)
+        assert "Bravo" not in dump(listing)
+        await agent.error("lomi_connect", {"workspaceId": b["workspaceId"]}, "NOT_FOUND")
+
+        # An awaiting_user operation (deleting a file waits by default) is decided in the window.
+        epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
+        request = {
+            "workspaceId": a["workspaceId"], "path": "old.txt", "expectedRevision": sha(b"bye\n"),
+            "retryEpoch": epoch, "requestKey": "delete-old",
+        }
+        answer = await agent.ok("lomi_file_delete", request)
+        assert answer["state"] == "awaiting_user", dump(answer)
+        window.wait_for("#decision-dialog")
+        what = window.text_of("#decision-dialog .what")
+        assert "Delete old.txt" in what and str(tmp_path / "project-a") in what, what
+        assert (tmp_path / "project-a" / "old.txt").exists(), "nothing is deleted before the person decides"
+        desktop.screenshot("decision-dialog.png")
+        window.click_on("#decision-approve")
+        settled = await agent.settle(answer["operationId"])
+        assert settled["state"] == "succeeded", dump(settled)
+        assert not (tmp_path / "project-a" / "old.txt").exists()
+        window.wait_gone("#decision-dialog")
+
+        # A terminal the agent opened shows in the window; typing there is a takeover.
+        revision = (await agent.ok("lomi_panel_list", {"workspaceId": a["workspaceId"]}))["domainRevision"]
+        created = await agent.ok("lomi_terminal_create", {
+            "workspaceId": a["workspaceId"], "cwdRelative": "", "title": "Agent shell",
+            "expectedRevision": revision, "retryEpoch": epoch, "requestKey": "term-1",
+        })
+        term = (await agent.settle(created["operationId"]))["result"]
+        panel = term["panelId"]
+        base = {"panelId": panel, "leaseId": term["leaseId"], "generation": term["generation"]}
+        sent = await agent.ok("lomi_terminal_input", {**base, "inputSequence": "1", "text": "echo agent-$((6*7))\r"})
+        read = await agent.ok("lomi_terminal_read", {
+            "panelId": panel, "sinceCursor": sent["outputCursor"], "waitFor": {"text": "agent-42"}, "timeoutMs": 10000,
+        })
+        assert read["waited"] == "matched", dump(read)
+        window.wait_for(f'.terminal-panel[data-panel-id="{panel}"] .xterm-rows')
+        wait_until(
+            lambda: "agent-42" in window.text_of(f'.terminal-panel[data-panel-id="{panel}"] .xterm-rows'),
+            "the agent's output in the window's terminal",
+        )
+        # Click into the terminal (xterm.js focuses its input) and type, key by key.
+        window.click_on(f'.terminal-panel[data-panel-id="{panel}"] .xterm-screen')
+        window.keys("echo person-$((7*6))\ue007")
+        back = await agent.ok("lomi_terminal_read", {
+            "panelId": panel, "sinceCursor": read["outputCursor"],
+            "waitFor": {"text": "person-42"}, "timeoutMs": 10000,
+        })
+        assert back["waited"] == "matched", dump(back)
+        await agent.error("lomi_terminal_input", {**base, "inputSequence": "2", "text": "echo late\r"}, "LEASE_EXPIRED")
+        wait_until(
+            lambda: "person-42" in window.text_of(f'.terminal-panel[data-panel-id="{panel}"] .xterm-rows'),
+            "the person's typing in the window's terminal",
+        )
+        window.wait_for('#feed tr.state-succeeded[data-operation-id="%s"]' % answer["operationId"])
+        desktop.screenshot("main-window.png")
+
+        # Closing the window while an agent is paired hides it: Lomi stays, in the tray.
+        pid = desktop.pid
+        assert pid is not None
+        assert window_mapped(), "the window is shown"
+        window.script("return window.__TAURI_INTERNALS__.invoke('plugin:window|close', {label: 'main'})")
+        wait_until(lambda: not window_mapped(), "the window hides on close")
+        assert not process_gone(pid), "closing the window while paired must not quit Lomi"
+        await agent.ok("lomi_workspace_list")
+
+        # A second launch does not start a second broker: it shows the running window.
+        again = subprocess.run(
+            [DESKTOP_BIN, "--data-dir", str(desktop.data_dir), "--http", "127.0.0.1:0"],
+            capture_output=True, text=True, timeout=30,
+        )
+        assert again.returncode == 0, f"{again.stdout}\n{again.stderr}"
+        assert "already running" in again.stdout, again.stdout
+        wait_until(window_mapped, "the window shows again for a second launch")
+
+        # Revoking in Settings cuts the agent off at its next call.
+        window.click_on("#tab-settings")
+        pairing = status["pairingId"]
+        row = f'.pairing-row[data-pairing-id="{pairing}"]'
+        assert window.text_of(f"{row} .pairing-grants") == "Alpha workspace"
+        assert window.text_of(f"{row} .last-active") != "never"
+        desktop.screenshot("settings.png")
+        window.click_on(f"{row} .revoke")
+        wait_until(lambda: lomi.pairing(pairing)["state"] == "revoked", "the pairing is revoked")
+        await agent.error("lomi_workspace_list", {}, "PAIRING_REVOKED")
+
+    # SIGTERM: the broker stops cleanly (broker.json and the socket removed), and the
+    # operations it recorded are all settled.
+    ops = lomi.cli("operation", "list")
+    assert ops and all(op["state"] in support.SETTLED for op in ops), dump(ops)
+    os.kill(pid, signal.SIGTERM)
+    wait_until(lambda: process_gone(pid), "lomi-desktop exits on SIGTERM")
+    assert not (desktop.data_dir / "broker.json").exists(), "a clean stop removes broker.json"
+    assert not (desktop.data_dir / "lomi.sock").exists(), "a clean stop removes the socket"
+    # The store (opened by the command itself now) holds every receipt, all settled.
+    store = lomi.cli("store", "status")
+    assert store["receipts"] >= 2 and store["unsettledReceipts"] == 0, dump(store)
+    assert store["receiptsByState"]["succeeded"] == store["receipts"], dump(store)
+
+
+async def test_deny_in_the_window_and_close_quits_when_nobody_is_paired(desktop: Desktop, tmp_path: Path):
+    desktop.start()
+    lomi = desktop.lomi
+    window = desktop.window
+    assert window is not None
+    mcp = support.McpFactory(lomi, lomi.transcript)
+    async with mcp.session(client_name="Unwanted agent") as agent:
+        status = await agent.ok("lomi_pairing_status")
+        window.wait_for("#approval-dialog")
+        assert "add one in Settings" in window.text_of("#approval-dialog")
+        window.click_on("#deny")
+        window.wait_gone("#approval-dialog")
+        await agent.error("lomi_workspace_list", {}, "PAIRING_DENIED")
+        assert lomi.pairing(status["pairingId"])["state"] == "denied"
+
+    # Nobody paired: closing the window quits Lomi, and the broker stops cleanly.
+    pid = desktop.pid
+    assert pid is not None
+    try:
+        window.script("window.__TAURI_INTERNALS__.invoke('plugin:window|close', {label: 'main'}); return true")
+    except WebDriverError:
+        pass  # the window may be gone before WebDriver hears back
+    wait_until(lambda: process_gone(pid), "closing the window quits Lomi when no agent is paired")
+    assert not (desktop.data_dir / "broker.json").exists()
+
+
+def test_a_headless_broker_refuses_to_show_a_window(tmp_path: Path):
+    """The app launched where `lomi serve --headless` already runs leaves it alone and says so."""
+    transcript = support.Transcript()
+    logs = tmp_path / "logs"
+    data = tmp_path / "data"
+    logs.mkdir()
+    data.mkdir()
+    lomi = support.Lomi(data, logs, transcript)
+    lomi.start()
+    try:
+        done = subprocess.run(
+            [DESKTOP_BIN, "--data-dir", str(data), "--http", "127.0.0.1:0"],
+            capture_output=True, text=True, timeout=30,
+        )
+        assert done.returncode != 0, done.stdout
+        assert "without a window" in done.stderr, done.stderr
+        assert lomi.running, "the headless broker keeps running"
+        # `lomi` alone with a display opens the app, which says the same.
+        bare = subprocess.run([support.LOMI_BIN, "--data-dir", str(data)], capture_output=True, text=True, timeout=30)
+        assert bare.returncode != 0 and "without a window" in bare.stderr, bare.stderr
+        assert lomi.stop() == 0
+    finally:
+        lomi.kill()
+
+
+def android_support():
+    """tests/e2e/test_android.py's private adb server and device fixture."""
+    spec = importlib.util.spec_from_file_location(
+        "lomi_e2e_android", Path(__file__).parent.parent / "e2e" / "test_android.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_an_android_attach_is_decided_in_the_window_and_the_panel_shows_its_capture(
+    desktop: Desktop, tmp_path: Path
+):
+    android = android_support()
+    logs = tmp_path / "adb-logs"
+    logs.mkdir()
+    adb = android.AdbServer(logs)
+    phone = android.Phone()
+    try:
+        adb.connect(phone.serial)
+        desktop.start("--adb-server", adb.address)
+        lomi = desktop.lomi
+        window = desktop.window
+        assert window is not None
+        a = lomi.add_workspace("Phone workspace", tmp_path / "project-a")
+        token = lomi.create_token(a["workspaceId"], name="Android agent")["token"]
+        mcp = support.McpFactory(lomi, lomi.transcript)
+        async with mcp.session(token=token) as agent:
+            epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
+            revision = (await agent.ok("lomi_panel_list", {"workspaceId": a["workspaceId"]}))["domainRevision"]
+            # The first attach of a device waits for the person: the window asks.
+            answer = await agent.ok("lomi_android_attach", {
+                "workspaceId": a["workspaceId"], "serial": phone.serial, "expectedRevision": revision,
+                "retryEpoch": epoch, "requestKey": "attach-1",
+            })
+            assert answer["state"] == "awaiting_user", dump(answer)
+            what = window.text_of("#decision-dialog .what")
+            assert phone.serial in what and "Android device" in what, what
+            assert window.text_of("#decision-dialog .client-name") == "Android agent"
+            window.click_on("#decision-approve")
+            attached = await agent.settle(answer["operationId"])
+            assert attached["state"] == "succeeded", dump(attached)
+            panel = attached["result"]["panelId"]
+
+            # Before any capture the panel says so; after the agent's capture it shows it.
+            window.wait_for(f'.android-panel[data-panel-id="{panel}"] .no-capture')
+            envelope = await agent.call("lomi_android_capture", {
+                "panelId": panel, "generation": attached["result"]["generation"],
+            })
+            assert envelope["status"] == "ok", dump(envelope)
+            [image] = [c for c in envelope.raw.content if c.type == "image"]
+            window.wait_for(f'.android-panel[data-panel-id="{panel}"] img.capture[data-sequence]')
+            def natural_size():
+                return window.script(
+                    "const img = document.querySelector(arguments[0]);"
+                    "return img.complete && img.naturalWidth ? [img.naturalWidth, img.naturalHeight] : null;",
+                    f'.android-panel[data-panel-id="{panel}"] img.capture',
+                )
+
+            wait_until(lambda: natural_size() is not None, "the capture to load in the window")
+            shown = natural_size()
+            width, height, _ = android.png_pixels(base64.b64decode(image.data))
+            assert shown == [width, height] == list(android.SCREEN), shown
+            # Let the page paint the decoded image before the screenshot.
+            window.script(
+                "return document.querySelector(arguments[0]).decode()"
+                ".then(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))))",
+                f'.android-panel[data-panel-id="{panel}"] img.capture',
+            )
+            desktop.screenshot("android-panel.png")
+    finally:
+        desktop.stop()
+        phone.kill()
+        adb.stop()

@@ -1,0 +1,144 @@
+"""A small W3C WebDriver client (over httpx) for Lomi's window, driven through `tauri-driver`,
+which starts WebKitWebDriver and the app. Only what the desktop tests use."""
+
+from __future__ import annotations
+
+import base64
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
+
+
+class WebDriverError(AssertionError):
+    pass
+
+
+class Session:
+    """One WebDriver session: one running app and its window."""
+
+    def __init__(self, base: str, application: str, args: list[str]) -> None:
+        self.http = httpx.Client(base_url=base, timeout=60.0)
+        capabilities = {
+            "capabilities": {
+                "alwaysMatch": {
+                    "browserName": "wry",
+                    "tauri:options": {"application": application, "args": args},
+                }
+            }
+        }
+        reply = self._send("POST", "/session", capabilities)
+        self.id = reply["sessionId"]
+
+    def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        response = self.http.request(method, path, json=body if body is not None else ({} if method == "POST" else None))
+        try:
+            value = response.json().get("value")
+        except ValueError:
+            raise WebDriverError(f"{method} {path}: HTTP {response.status_code} {response.text[:500]}") from None
+        if response.status_code >= 400:
+            raise WebDriverError(f"{method} {path}: HTTP {response.status_code} {value}")
+        return value
+
+    def cmd(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        return self._send(method, f"/session/{self.id}{path}", body)
+
+    # ---- elements ----
+
+    def find_all(self, css: str) -> list[str]:
+        found = self.cmd("POST", "/elements", {"using": "css selector", "value": css})
+        ids = []
+        for reference in found:
+            if ELEMENT not in reference:
+                raise WebDriverError(f"not a W3C element reference: {reference}")
+            ids.append(reference[ELEMENT])
+        return ids
+
+    def wait_for(self, css: str, deadline: float = 20.0) -> str:
+        """Waits (polling, bounded) until an element matching `css` is displayed."""
+        end = time.monotonic() + deadline
+        while True:
+            for element in self.find_all(css):
+                if self.cmd("GET", f"/element/{element}/displayed"):
+                    return element
+            if time.monotonic() > end:
+                raise WebDriverError(f"no visible {css!r} in {deadline}s; page:\n{self.page_text()}")
+            time.sleep(0.1)
+
+    def wait_gone(self, css: str, deadline: float = 20.0) -> None:
+        end = time.monotonic() + deadline
+        while any(self.cmd("GET", f"/element/{e}/displayed") for e in self.find_all(css)):
+            if time.monotonic() > end:
+                raise WebDriverError(f"{css!r} still shown after {deadline}s; page:\n{self.page_text()}")
+            time.sleep(0.1)
+
+    def click_on(self, css: str, deadline: float = 20.0) -> None:
+        """Clicks the visible element matching `css`, finding it again if the page re-rendered
+        it in between (a stale reference)."""
+        end = time.monotonic() + deadline
+        while True:
+            element = self.wait_for(css, deadline)
+            try:
+                self.click(element)
+                return
+            except WebDriverError as error:
+                if "stale element" not in str(error) or time.monotonic() > end:
+                    raise
+            time.sleep(0.05)
+
+    def text_of(self, css: str, deadline: float = 20.0) -> str:
+        """The text of the visible element matching `css`, read again if it went stale."""
+        end = time.monotonic() + deadline
+        while True:
+            element = self.wait_for(css, deadline)
+            try:
+                return self.text(element)
+            except WebDriverError as error:
+                if "stale element" not in str(error) or time.monotonic() > end:
+                    raise
+            time.sleep(0.05)
+
+    def text(self, element: str) -> str:
+        return self.cmd("GET", f"/element/{element}/text")
+
+    def click(self, element: str) -> None:
+        self.cmd("POST", f"/element/{element}/click")
+
+    def type(self, element: str, text: str) -> None:
+        self.cmd("POST", f"/element/{element}/value", {"text": text})
+
+    def keys(self, text: str) -> None:
+        """Types into whatever has focus, key by key (WebDriver actions), as a person would."""
+        steps = []
+        for key in text:
+            steps += [{"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}]
+        self.cmd("POST", "/actions", {"actions": [{"type": "key", "id": "keyboard", "actions": steps}]})
+        self.cmd("DELETE", "/actions")
+
+    def selected(self, element: str) -> bool:
+        return bool(self.cmd("GET", f"/element/{element}/selected"))
+
+    def script(self, source: str, *args: Any) -> Any:
+        return self.cmd("POST", "/execute/sync", {"script": source, "args": list(args)})
+
+    def page_text(self) -> str:
+        try:
+            return str(self.script("return document.body.innerText"))[:4000]
+        except WebDriverError as error:
+            return f"(page unreadable: {error})"
+
+    def screenshot(self, path: Path) -> bytes:
+        png = base64.b64decode(self.cmd("GET", "/screenshot"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(png)
+        return png
+
+    def end(self) -> None:
+        try:
+            self._send("DELETE", f"/session/{self.id}")
+        except (WebDriverError, httpx.HTTPError):
+            pass
+        self.http.close()
