@@ -24,7 +24,7 @@ pub use domain::{Credential, Domain, Pairing, Policy, Project, Workspace};
 pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
     domain::check_name(what, name).map_err(ToolError::invalid)
 }
-pub use engine::{Confirmation, EffectContext, EffectOutcome, Mutation, Remember};
+pub use engine::{Confirmation, Effect, EffectContext, EffectOutcome, Mutation, Remember};
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};
 pub use pairings::{CreatedPairing, PairingSummary};
