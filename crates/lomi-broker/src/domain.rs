@@ -56,12 +56,17 @@ pub struct Pairing {
     pub grants: Vec<WorkspaceId>,
     pub created_at: Timestamp,
     pub decided_at: Option<Timestamp>,
+    /// Approved for one session only: a secret-bound pairing that ends with its current
+    /// connection (the person chose "approve for this session").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub session_only: bool,
 }
 
 impl Pairing {
-    /// Session-bound pairings die with their transport session and are not written to disk.
+    /// Session-bound pairings (and those approved for one session) die with their transport
+    /// session and are not written to disk.
     pub fn is_durable(&self) -> bool {
-        matches!(self.credential, Credential::SecretHash(_))
+        matches!(self.credential, Credential::SecretHash(_)) && !self.session_only
     }
 }
 

@@ -95,6 +95,22 @@ pub(crate) struct LiveOperation {
     cancel: CancellationToken,
     decision: Option<oneshot::Sender<bool>>,
     settled: watch::Receiver<bool>,
+    /// What the person is asked to decide, while the operation waits for them.
+    request: Option<AwaitingDecision>,
+}
+
+/// An operation waiting for the person's decision, with exactly what it will do.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AwaitingDecision {
+    pub operation_id: OperationId,
+    pub tool: &'static str,
+    pub pairing_id: PairingId,
+    pub workspace_id: WorkspaceId,
+    pub project_id: Option<ProjectId>,
+    /// The tool's whole input, as the agent sent it.
+    pub arguments: Value,
+    pub created_at: lomi_protocol::Timestamp,
 }
 
 impl Broker {
@@ -157,12 +173,22 @@ impl Broker {
             Confirmation::Ask { remember } => (Gate::Ask(decision_rx, remember), Some(decision_tx)),
             Confirmation::Decided(false) => (Gate::Denied, None),
         };
+        let request = decision.is_some().then(|| AwaitingDecision {
+            operation_id: receipt.operation_id.clone(),
+            tool: mutation.tool,
+            pairing_id: caller.clone(),
+            workspace_id: mutation.workspace_id.clone(),
+            project_id: mutation.project_id.clone(),
+            arguments: mutation.payload.clone(),
+            created_at: receipt.created_at,
+        });
         self.live().insert(
             receipt.operation_id.clone(),
             LiveOperation {
                 cancel: cancel.clone(),
                 decision,
                 settled: settled_rx,
+                request,
             },
         );
         let broker = self.clone();
@@ -467,6 +493,18 @@ impl Broker {
             cancel.cancel();
         }
         Ok(())
+    }
+
+    /// Operations of this instance still waiting for the person's decision, oldest first.
+    pub fn awaiting_decisions(&self) -> Vec<AwaitingDecision> {
+        let mut waiting: Vec<AwaitingDecision> = self
+            .live()
+            .values()
+            .filter(|live| live.decision.is_some())
+            .filter_map(|live| live.request.clone())
+            .collect();
+        waiting.sort_by_key(|w| w.created_at);
+        waiting
     }
 
     /// The person's decision on an `awaiting_user` operation.

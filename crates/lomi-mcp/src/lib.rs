@@ -2,6 +2,8 @@
 //! and over the local socket that `lomi mcp` bridges to stdio. Only this crate knows MCP.
 
 pub mod control;
+pub mod data_dir;
+pub mod host;
 pub mod http;
 pub mod local;
 mod server;
