@@ -25,7 +25,7 @@ pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
     domain::check_name(what, name).map_err(ToolError::invalid)
 }
 pub use engine::{
-    AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Remember,
+    AwaitingDecision, Confirmation, Effect, EffectContext, EffectOutcome, Mutation, Remember,
 };
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};

@@ -1,6 +1,7 @@
 //! Integration tests of the broker over a real store in a temp data dir, driven the way the MCP
 //! layer drives it: pairings and grants, retries, privacy of receipts, restarts, epoch expiry,
-//! the person's decisions, concurrency, the event feed and failed domain saves.
+//! the person's decisions (by policy, asked by a tool, remembered), concurrency, the event feed
+//! and failed domain saves.
 
 use std::fmt::Debug;
 use std::path::PathBuf;
@@ -1103,6 +1104,118 @@ async fn panels_do_not_survive_a_restart_and_their_leaving_is_a_new_revision() {
         .await
         .expect("update");
     assert_succeeded(&wait_settled(&broker, &view.operation_id).await);
+}
+
+/// A mutation of a tool that asks the person itself, with an effect that counts its runs.
+fn counted(
+    workspace: &WorkspaceId,
+    epoch: &RetryEpoch,
+    key: &str,
+    runs: &Arc<std::sync::atomic::AtomicUsize>,
+) -> (lomi_broker::Mutation, lomi_broker::Effect) {
+    let mutation = lomi_broker::Mutation {
+        tool: "lomi_android_attach",
+        retry_epoch: epoch.clone(),
+        request_key: RequestKey::parse(key).expect("request key"),
+        workspace_id: workspace.clone(),
+        project_id: None,
+        payload: serde_json::json!({ "key": key }),
+        generation: None,
+        revision: None,
+        permit_key: format!("workspace:{workspace}"),
+    };
+    let runs = runs.clone();
+    let effect: lomi_broker::Effect = Box::new(move |_context| {
+        Box::pin(async move {
+            runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            lomi_broker::EffectOutcome::Succeeded(serde_json::json!({ "ran": true }))
+        })
+    });
+    (mutation, effect)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_asks_the_person_itself_and_follows_a_remembered_choice() {
+    use lomi_broker::Confirmation;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let setup = Setup {
+        settle_wait: Duration::from_millis(100),
+        ..setup()
+    };
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let pairing = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &pairing, &workspace);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let remembered = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let asking = || {
+        let remembered = remembered.clone();
+        Confirmation::Ask {
+            remember: Some(Box::new(move |allowed| {
+                remembered.lock().expect("lock").push(allowed);
+            })),
+        }
+    };
+
+    // Asked: it waits for the person, runs once approved, and the answer is handed back.
+    let (mutation, effect) = counted(&workspace, &epoch, "ask-yes", &runs);
+    let id = broker
+        .submit_confirmed(&pairing, mutation, asking(), |_| Ok(()), effect)
+        .expect("submit");
+    wait_state(&broker, &pairing, &id, OperationState::AwaitingUser).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    broker.decide(&id, true).expect("approve");
+    assert_eq!(
+        wait_settled(&broker, &id).await.state,
+        OperationState::Succeeded
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let (mutation, effect) = counted(&workspace, &epoch, "ask-no", &runs);
+    let id = broker
+        .submit_confirmed(&pairing, mutation, asking(), |_| Ok(()), effect)
+        .expect("submit");
+    wait_state(&broker, &pairing, &id, OperationState::AwaitingUser).await;
+    broker.decide(&id, false).expect("deny");
+    assert_failed(&wait_settled(&broker, &id).await, ErrorCode::UserDenied);
+    assert_eq!(*remembered.lock().expect("lock"), [true, false]);
+
+    // A remembered approval runs at once; there is nothing to decide.
+    let (mutation, effect) = counted(&workspace, &epoch, "allowed", &runs);
+    let id = broker
+        .submit_confirmed(
+            &pairing,
+            mutation,
+            Confirmation::Decided(true),
+            |_| Ok(()),
+            effect,
+        )
+        .expect("submit");
+    assert_eq!(
+        wait_settled(&broker, &id).await.state,
+        OperationState::Succeeded
+    );
+    expect_error(
+        "deciding what never waited",
+        broker.decide(&id, true),
+        ErrorCode::InvalidArgument,
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+
+    // A remembered denial fails USER_DENIED with no effect, without asking.
+    let (mutation, effect) = counted(&workspace, &epoch, "denied", &runs);
+    let id = broker
+        .submit_confirmed(
+            &pairing,
+            mutation,
+            Confirmation::Decided(false),
+            |_| Ok(()),
+            effect,
+        )
+        .expect("submit");
+    assert_failed(&wait_settled(&broker, &id).await, ErrorCode::UserDenied);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(remembered.lock().expect("lock").len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
