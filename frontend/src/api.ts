@@ -131,8 +131,9 @@ export async function terminalAttach(
 }
 
 /** The person's keystrokes: a takeover of the panel (agents' leases end). */
-export function terminalInput(panelId: string, data: string): Promise<void> {
-  return invoke("terminal_input", { panelId, data });
+export async function terminalInput(panelId: string, data: string): Promise<void> {
+  const refused = await invoke<string | null>("terminal_input", { panelId, data });
+  if (refused) throw new Error(refused);
 }
 
 /** The latest capture an agent took of an Android panel, as PNG bytes. */

@@ -135,6 +135,10 @@ function render(): void {
     panels.update(workspaces, panelLists, overview.captures ?? {});
     content.replaceChildren(panels.element, feedView(dataOr(overview.feed, [])));
   } else {
+    // Keep what the person is typing across re-renders (the overview changes while agents work).
+    const typing = document.getElementById("workspace-name") as HTMLInputElement | null;
+    const draft = typing?.value ?? "";
+    const focused = typing !== null && document.activeElement === typing;
     content.replaceChildren(
       settingsView(
         {
@@ -159,6 +163,11 @@ function render(): void {
         },
       ),
     );
+    const input = document.getElementById("workspace-name") as HTMLInputElement | null;
+    if (input) {
+      input.value = draft;
+      if (focused) input.focus();
+    }
   }
 }
 

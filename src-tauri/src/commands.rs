@@ -74,24 +74,26 @@ pub fn terminal_attach(
 }
 
 /// The person typed in a terminal panel: a takeover (every agent's lease on it ends), then the
-/// keystrokes go to the terminal.
+/// keystrokes go to the terminal. Answers why it could not, or nothing. (It takes the app
+/// handle, not `State`, so the async command may answer without a `Result`.)
 #[tauri::command]
 pub async fn terminal_input(
-    desktop: State<'_, Desktop>,
+    app: tauri::AppHandle,
     panel_id: PanelId,
     data: String,
-) -> Result<(), String> {
-    let runtime = desktop
-        .lomi
-        .terminals
-        .runtime_for_person(&panel_id)
-        .ok_or_else(|| format!("panel {panel_id} has no terminal running"))?;
+) -> Option<String> {
+    use tauri::Manager;
+    let desktop = app.state::<Desktop>();
+    let Some(runtime) = desktop.lomi.terminals.runtime_for_person(&panel_id) else {
+        return Some(format!("panel {panel_id} has no terminal running"));
+    };
     desktop.broker().takeover(&panel_id);
     runtime
         .terminal
         .write(data.as_bytes())
         .await
-        .map_err(|e| e.to_string())
+        .err()
+        .map(|e| e.to_string())
 }
 
 /// The latest capture an agent took of an Android panel (PNG bytes), for the panel's view.

@@ -57,12 +57,21 @@ class Session:
             ids.append(reference[ELEMENT])
         return ids
 
+    def displayed(self, element: str) -> bool:
+        """Whether an element is shown; one the page replaced meanwhile (stale) is not."""
+        try:
+            return bool(self.cmd("GET", f"/element/{element}/displayed"))
+        except WebDriverError as error:
+            if "stale element" in str(error):
+                return False
+            raise
+
     def wait_for(self, css: str, deadline: float = 20.0) -> str:
         """Waits (polling, bounded) until an element matching `css` is displayed."""
         end = time.monotonic() + deadline
         while True:
             for element in self.find_all(css):
-                if self.cmd("GET", f"/element/{element}/displayed"):
+                if self.displayed(element):
                     return element
             if time.monotonic() > end:
                 raise WebDriverError(f"no visible {css!r} in {deadline}s; page:\n{self.page_text()}")
@@ -70,7 +79,7 @@ class Session:
 
     def wait_gone(self, css: str, deadline: float = 20.0) -> None:
         end = time.monotonic() + deadline
-        while any(self.cmd("GET", f"/element/{e}/displayed") for e in self.find_all(css)):
+        while any(self.displayed(e) for e in self.find_all(css)):
             if time.monotonic() > end:
                 raise WebDriverError(f"{css!r} still shown after {deadline}s; page:\n{self.page_text()}")
             time.sleep(0.1)
