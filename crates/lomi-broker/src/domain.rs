@@ -73,7 +73,7 @@ pub struct Policy {
 }
 
 /// Tools that wait for the person unless they say otherwise: deleting files cannot be undone.
-pub const CONFIRMED_BY_DEFAULT: &[&str] = &["lomi_file_delete"];
+pub const CONFIRMED_BY_DEFAULT: &[&str] = &["lomi_file_delete", "lomi_browser_evaluate"];
 
 impl Default for Policy {
     fn default() -> Self {

@@ -10,6 +10,7 @@ mod tools;
 pub use server::{Caller, LomiServer};
 
 use lomi_broker::Broker;
+use lomi_browser::panels::BrowserPanels;
 use lomi_files::editor::ProjectEditor;
 use lomi_files::git::ProjectGit;
 use lomi_files::tools::ProjectFiles;
@@ -23,6 +24,7 @@ pub struct Lomi {
     pub files: ProjectFiles,
     pub git: ProjectGit,
     pub editor: ProjectEditor,
+    pub browsers: BrowserPanels,
 }
 
 impl Lomi {
@@ -32,6 +34,7 @@ impl Lomi {
             files: ProjectFiles::new(broker.clone()),
             git: ProjectGit::new(broker.clone()),
             editor: ProjectEditor::new(broker.clone()),
+            browsers: BrowserPanels::new(broker.clone()),
             broker,
         }
     }
@@ -41,5 +44,6 @@ impl Lomi {
         // Operations first, so no terminal is created after the runtimes were closed.
         self.broker.shutdown().await;
         self.terminals.close_all().await;
+        self.browsers.close_all().await;
     }
 }
