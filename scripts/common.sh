@@ -81,6 +81,17 @@ ensure_rust() {
   fi
 }
 
+# build_adb_fixture [PROFILE_FLAGS...]: builds the fake Android device the Android tests and
+# bench/android connect the real adb server to, and prints its path.
+build_adb_fixture() {
+  cargo build --locked -p lomi-adb-fixture "$@" >&2 || return 1
+  local profile=debug
+  for arg in "$@"; do
+    if [ "$arg" = "--release" ]; then profile=release; fi
+  done
+  printf '%s\n' "$CARGO_TARGET_DIR/$profile/lomi-adb-fixture"
+}
+
 # build_lomi [PROFILE_FLAGS...]: builds the `lomi` binary and prints its path.
 build_lomi() {
   # Called inside $(…), where `set -e` does not reach: fail explicitly.

@@ -9,6 +9,7 @@ use crate::protocol::{
     A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_VERSION, A_WRTE, MAX_PAYLOAD, MAX_PAYLOAD_BEFORE_CONNECT,
     Packet,
 };
+use crate::services::Reply;
 
 /// No `shell_v2`: the host then uses the legacy shell (raw bytes, no exit codes).
 const BANNER: &str = "device::ro.product.name=lomi_fixture;ro.product.model=LomiFixture;ro.product.device=lomi;features=cmd";
@@ -20,7 +21,7 @@ struct Stream {
 }
 
 /// Serves the connection until the host closes it or it fails; errors end the connection only.
-pub(crate) fn serve(stream: TcpStream, run: impl FnMut(&str) -> Option<Vec<u8>>) {
+pub(crate) fn serve(stream: TcpStream, run: impl FnMut(&str) -> Option<Reply>) {
     if let Err(error) = serve_until_error(stream, run)
         && error.kind() != io::ErrorKind::UnexpectedEof
     {
@@ -30,7 +31,7 @@ pub(crate) fn serve(stream: TcpStream, run: impl FnMut(&str) -> Option<Vec<u8>>)
 
 fn serve_until_error(
     stream: TcpStream,
-    mut run: impl FnMut(&str) -> Option<Vec<u8>>,
+    mut run: impl FnMut(&str) -> Option<Reply>,
 ) -> io::Result<()> {
     let mut writer = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
@@ -51,8 +52,8 @@ fn serve_until_error(
             A_OPEN => {
                 let remote_id = packet.arg0;
                 let name = packet.data.strip_suffix(b"\0").unwrap_or(&packet.data);
-                let output = std::str::from_utf8(name).ok().and_then(&mut run);
-                let Some(output) = output else {
+                let reply = std::str::from_utf8(name).ok().and_then(&mut run);
+                let Some(Reply { output, duration }) = reply else {
                     // No such service: refuse the stream (arg0 0 means "failed open").
                     Packet::new(A_CLSE, 0, remote_id, Vec::new()).write(&mut writer)?;
                     continue;
@@ -60,6 +61,11 @@ fn serve_until_error(
                 let local_id = next_local_id;
                 next_local_id = next_local_id.wrapping_add(1).max(1);
                 Packet::new(A_OKAY, local_id, remote_id, Vec::new()).write(&mut writer)?;
+                // A command that takes time on a device (a slow swipe) keeps its stream open
+                // that long; this connection serves nothing else meanwhile, like a busy device.
+                if !duration.is_zero() {
+                    std::thread::sleep(duration);
+                }
                 let pending = output.chunks(max_payload).map(<[u8]>::to_vec).collect();
                 let mut opened = Stream { remote_id, pending };
                 if send_next(&mut writer, local_id, &mut opened)? {

@@ -27,6 +27,9 @@ pub struct Fixture {
 
 struct Shared {
     state: Mutex<FixtureState>,
+    /// Print each service the host opens on stdout (the binary does, for tests in other
+    /// languages to follow what the device received).
+    log_services: bool,
     stopping: AtomicBool,
     /// Open connections by id, so `Drop` can shut them down.
     connections: Mutex<Vec<(u64, TcpStream)>>,
@@ -47,12 +50,20 @@ impl Shared {
 }
 
 impl Fixture {
-    /// Binds `127.0.0.1:0` and serves each connection on its own thread.
+    /// Binds a free loopback port and serves each connection on its own thread.
     pub fn start() -> io::Result<Fixture> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
+        Fixture::start_on(0, false)
+    }
+
+    /// Binds `127.0.0.1:port` (0 picks a free one), so a restarted device can come back at the
+    /// same address. Each start is a new boot: it gets a fresh boot id. With `log_services`,
+    /// every service the host opens is printed on stdout as `service: NAME`.
+    pub fn start_on(port: u16, log_services: bool) -> io::Result<Fixture> {
+        let listener = TcpListener::bind(("127.0.0.1", port))?;
         let port = listener.local_addr()?.port();
         let shared = Arc::new(Shared {
-            state: Mutex::new(FixtureState::default()),
+            state: Mutex::new(FixtureState::with_boot_id(screen::new_boot_id())),
+            log_services,
             stopping: AtomicBool::new(false),
             connections: Mutex::new(Vec::new()),
             next_connection: AtomicU64::new(1),
@@ -114,6 +125,10 @@ fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
                 continue;
             }
         };
+        // Small packets (OKAY, short WRTEs) go out at once rather than waiting for an ACK.
+        if let Err(error) = stream.set_nodelay(true) {
+            eprintln!("lomi-adb-fixture: TCP_NODELAY: {error}");
+        }
         let id = shared.next_connection.fetch_add(1, Ordering::SeqCst);
         match stream.try_clone() {
             Ok(handle) => shared.connections().push((id, handle)),
@@ -128,6 +143,9 @@ fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
                 let shared = Arc::clone(shared);
                 move || {
                     connection::serve(stream, |service| {
+                        if shared.log_services {
+                            log_service(service);
+                        }
                         services::run(service, &mut shared.state())
                     });
                     shared.connections().retain(|(other, _)| *other != id);
@@ -136,5 +154,18 @@ fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
         if let Err(error) = spawned {
             eprintln!("lomi-adb-fixture: starting a connection thread: {error}");
         }
+    }
+}
+
+fn log_service(service: &str) {
+    use std::io::Write;
+    let mut stdout = io::stdout().lock();
+    // A closed stdout only loses the log; the device keeps serving.
+    let shown = service.replace('\\', "\\\\").replace('\n', "\\n");
+    if writeln!(stdout, "service: {shown}")
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        eprintln!("lomi-adb-fixture: could not log a service on stdout");
     }
 }

@@ -29,9 +29,41 @@ pub struct FixtureState {
     pub activities: Vec<String>,
     /// Whether the button is pressed; each tap inside it toggles this.
     pub button_pressed: bool,
+    /// This boot's id (`/proc/sys/kernel/random/boot_id`), new at every start.
+    pub boot_id: String,
+}
+
+/// A random version-4-shaped UUID from the standard library's randomly keyed hasher.
+pub(crate) fn new_boot_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let half = |salt: u64| {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(salt);
+        if let Ok(elapsed) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+            hasher.write_u128(elapsed.as_nanos());
+        }
+        hasher.finish()
+    };
+    let bits = (u128::from(half(1)) << 64) | u128::from(half(2));
+    let hex = format!("{bits:032x}");
+    format!(
+        "{}-{}-4{}-a{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[13..16],
+        &hex[17..20],
+        &hex[20..32]
+    )
 }
 
 impl FixtureState {
+    pub(crate) fn with_boot_id(boot_id: String) -> FixtureState {
+        FixtureState {
+            boot_id,
+            ..FixtureState::default()
+        }
+    }
+
     pub(crate) fn tap(&mut self, x: f32, y: f32) {
         self.taps.push((x, y));
         let [left, top, right, bottom] = BUTTON_BOUNDS.map(|edge| edge as f32);

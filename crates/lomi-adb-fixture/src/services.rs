@@ -3,7 +3,19 @@
 //! shell syntax a real device would interpret (`;`, `|`, `$`, …) is refused, so a caller that
 //! forgets to quote is caught rather than silently passing.
 
+use std::time::Duration;
+
 use crate::screen::{FixtureState, SCREEN_HEIGHT, SCREEN_WIDTH};
+
+/// What a service answers: its whole output, sent after `duration` (the time the command takes
+/// on the device, such as a slow swipe).
+pub(crate) struct Reply {
+    pub output: Vec<u8>,
+    pub duration: Duration,
+}
+
+/// The longest a swipe may take, so a caller's typo cannot park the device for hours.
+const MAX_SWIPE: Duration = Duration::from_secs(60);
 
 const PROPERTIES: [(&str, &str); 6] = [
     ("ro.build.version.release", "14"),
@@ -14,16 +26,34 @@ const PROPERTIES: [(&str, &str); 6] = [
     ("ro.serialno", "LOMIFIXTURE0001"),
 ];
 
-/// The whole output of `service`, or `None` when there is no such service (the stream is then
+/// The answer to `service`, or `None` when there is no such service (the stream is then
 /// refused with CLSE).
-pub(crate) fn run(service: &str, state: &mut FixtureState) -> Option<Vec<u8>> {
+pub(crate) fn run(service: &str, state: &mut FixtureState) -> Option<Reply> {
     let command = service
         .strip_prefix("exec:")
         .or_else(|| shell_command(service))?;
     Some(match split_words(command) {
-        Ok(words) => run_command(&words, state),
-        Err(error) => format!("/system/bin/sh: {error}\n").into_bytes(),
+        Ok(words) => Reply {
+            duration: duration(&words),
+            output: run_command(&words, state),
+        },
+        Err(error) => Reply {
+            output: format!("/system/bin/sh: {error}\n").into_bytes(),
+            duration: Duration::ZERO,
+        },
     })
+}
+
+/// How long the command takes: `input swipe … MS` takes MS milliseconds, like on a device.
+fn duration(words: &[String]) -> Duration {
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    match words.as_slice() {
+        ["input", "swipe", _, _, _, _, milliseconds] => milliseconds
+            .parse::<u64>()
+            .map_or(Duration::ZERO, Duration::from_millis)
+            .min(MAX_SWIPE),
+        _ => Duration::ZERO,
+    }
 }
 
 /// `shell:CMD` or `shell,ARGS:CMD` (ARGS such as `raw` or `v2`) → `CMD`.
@@ -50,6 +80,7 @@ fn run_command(words: &[String], state: &mut FixtureState) -> Vec<u8> {
                 .map_or("", |(_, value)| value);
             format!("{value}\n")
         }
+        ["cat", "/proc/sys/kernel/random/boot_id"] => format!("{}\n", state.boot_id),
         ["wm", "size"] => format!("Physical size: {SCREEN_WIDTH}x{SCREEN_HEIGHT}\n"),
         ["screencap", "-p"] => return state.screenshot_png(),
         ["input", "tap", x, y] => match (coordinate(x), coordinate(y)) {
@@ -83,6 +114,13 @@ fn run_command(words: &[String], state: &mut FixtureState) -> Vec<u8> {
             state.activities.push((*component).to_owned());
             format!("Starting: Intent {{ cmp={component} }}\n")
         }
+        ["am", "start", options @ ..] if !options.is_empty() => match intent(options) {
+            Ok(intent) => {
+                state.activities.push(intent.clone());
+                format!("Starting: Intent {{ {intent} }}\n")
+            }
+            Err(error) => format!("Error: {error}\n"),
+        },
         ["uiautomator", "dump", "/dev/tty"] => {
             format!(
                 "{}UI hierchary dumped to: /dev/tty\n",
@@ -96,6 +134,33 @@ fn run_command(words: &[String], state: &mut FixtureState) -> Vec<u8> {
         [program, ..] => format!("/system/bin/sh: {program}: inaccessible or not found\n"),
     };
     text.into_bytes()
+}
+
+/// `-a ACTION`, `-d DATA`, `-p PACKAGE` in any order (an action is required), described the
+/// way `am` prints an intent: `act=… dat=… pkg=…`.
+fn intent(options: &[&str]) -> Result<String, String> {
+    let (mut action, mut data, mut package) = (None, None, None);
+    let mut words = options.iter();
+    while let Some(flag) = words.next() {
+        let value = words
+            .next()
+            .ok_or_else(|| format!("option {flag} needs a value"))?;
+        match *flag {
+            "-a" => action = Some(value),
+            "-d" => data = Some(value),
+            "-p" => package = Some(value),
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    let action = action.ok_or("an intent needs an action (-a)")?;
+    let mut description = format!("act={action}");
+    if let Some(data) = data {
+        description.push_str(&format!(" dat={data}"));
+    }
+    if let Some(package) = package {
+        description.push_str(&format!(" pkg={package}"));
+    }
+    Ok(description)
 }
 
 fn coordinate(word: &str) -> Option<f32> {
@@ -165,7 +230,8 @@ mod tests {
     use super::*;
 
     fn output(service: &str, state: &mut FixtureState) -> String {
-        String::from_utf8(run(service, state).expect("a known service")).expect("text output")
+        let reply = run(service, state).expect("a known service");
+        String::from_utf8(reply.output).expect("text output")
     }
 
     #[test]
@@ -222,7 +288,21 @@ mod tests {
                 .ends_with("</hierarchy>UI hierchary dumped to: /dev/tty\n")
         );
         assert!(output("shell:reboot", &mut state).contains("inaccessible or not found"));
-        assert_eq!(run("sync:", &mut state), None);
-        assert_eq!(run("framebuffer:", &mut state), None);
+        assert_eq!(
+            output(
+                "shell:am start -a android.intent.action.VIEW -d 'https://example.com/a?b=1' -p org.example",
+                &mut state
+            ),
+            "Starting: Intent { act=android.intent.action.VIEW dat=https://example.com/a?b=1 pkg=org.example }\n"
+        );
+        assert!(output("shell:am start -d x", &mut state).starts_with("Error: "));
+        assert_eq!(
+            output("shell:cat /proc/sys/kernel/random/boot_id", &mut state).trim(),
+            state.boot_id
+        );
+        let swipe = run("exec:input swipe 1 2 3 4 250", &mut state).expect("a known service");
+        assert_eq!(swipe.duration, Duration::from_millis(250));
+        assert!(run("sync:", &mut state).is_none());
+        assert!(run("framebuffer:", &mut state).is_none());
     }
 }

@@ -12,6 +12,7 @@ use adb_client::server_device::ADBServerDevice;
 use adb_client::{ADBDeviceExt, RustADBError};
 
 use crate::AndroidError;
+use crate::server::{DeviceState, transport_state};
 use crate::shell::{command_line, input_text_argument};
 use crate::ui::{self, UiSnapshot};
 
@@ -157,25 +158,74 @@ impl Device {
         let valid = component
             .split_once('/')
             .is_some_and(|(package, activity)| !package.is_empty() && !activity.is_empty());
-        if !valid {
+        if !valid || has_control(component) {
             return Err(AndroidError::InvalidInput(format!(
                 "`{component}` is not a component; give `package/.Activity` or `package/full.class.Name`"
             )));
         }
-        let command = ["am", "start", "-n", component];
-        let output = self.run_text(&command)?;
-        let output = output.trim().to_owned();
+        self.start_activity(&["am", "start", "-n", component])
+    }
+
+    /// `am start -a ACTION [-d DATA] [-p PACKAGE]`: an implicit intent, such as a VIEW of a URL.
+    /// Like [`Device::launch`], it confirms delivery only.
+    pub fn launch_intent(
+        &self,
+        action: &str,
+        data: Option<&str>,
+        package: Option<&str>,
+    ) -> Result<String, AndroidError> {
+        let parts = [Some(action), data, package];
+        if action.is_empty() || parts.into_iter().flatten().any(has_control) {
+            return Err(AndroidError::InvalidInput(
+                "an intent needs a non-empty action, and no part of it may hold control characters"
+                    .into(),
+            ));
+        }
+        let mut command = vec!["am", "start", "-a", action];
+        if let Some(data) = data {
+            command.extend(["-d", data]);
+        }
+        if let Some(package) = package {
+            command.extend(["-p", package]);
+        }
+        self.start_activity(&command)
+    }
+
+    fn start_activity(&self, command: &[&str]) -> Result<String, AndroidError> {
+        let output = self.run_effect(command, TEXT_LIMIT)?;
+        let output = String::from_utf8_lossy(&output).trim().to_owned();
         if output.contains("Error") || output.contains("/system/bin/sh:") {
-            return Err(self.failed(&command, &output));
+            return Err(self.failed(command, &output));
         }
         Ok(output)
+    }
+
+    /// The screen size in pixels (`wm size`; an override size wins over the physical one).
+    pub fn screen_size(&self) -> Result<(u32, u32), AndroidError> {
+        let output = self.run_text(&["wm", "size"])?;
+        parse_screen_size(&output).ok_or_else(|| self.failed(&["wm", "size"], output.trim()))
+    }
+
+    /// Runs a shell command line as the person's policy allowed it (it is not quoted: shell
+    /// syntax in it is the device shell's to interpret). Returns at most `limit` bytes of its
+    /// output and whether more was cut off.
+    pub fn shell(&self, command: &str, limit: usize) -> Result<(Vec<u8>, bool), AndroidError> {
+        if command.trim().is_empty() || command.contains('\0') {
+            return Err(AndroidError::InvalidInput(
+                "the command is empty or holds a NUL byte".into(),
+            ));
+        }
+        let (output, truncated) = self.exec_bounded(command, limit)?;
+        self.confirm_still_there(command)?;
+        Ok((output, truncated))
     }
 
     fn input(&self, arguments: &[&str]) -> Result<(), AndroidError> {
         let mut command = vec!["input"];
         command.extend_from_slice(arguments);
         // `input` prints nothing when it worked; anything else is its complaint.
-        let output = self.run_text(&command)?;
+        let output = self.run_effect(&command, TEXT_LIMIT)?;
+        let output = String::from_utf8_lossy(&output);
         if output.trim().is_empty() {
             Ok(())
         } else {
@@ -191,6 +241,32 @@ impl Device {
         }
     }
 
+    /// Runs quoted words that change the device, then makes sure the device is still there.
+    /// Without shell_v2 a command's stream ends the same way whether the command finished or
+    /// the device went away under it; the adb server's state for the device tells them apart.
+    fn run_effect(&self, words: &[&str], limit: usize) -> Result<Vec<u8>, AndroidError> {
+        let command = command_line(words);
+        let output = self.exec(&command, limit)?;
+        self.confirm_still_there(&command)?;
+        Ok(output)
+    }
+
+    fn confirm_still_there(&self, command: &str) -> Result<(), AndroidError> {
+        let unknown = |detail: String| AndroidError::OutcomeUnknown {
+            serial: self.serial.clone(),
+            command: command.to_owned(),
+            detail,
+        };
+        match transport_state(self.server, &self.serial) {
+            Ok(Some(DeviceState::Ready)) => Ok(()),
+            Ok(Some(state)) => Err(unknown(format!("the device is {state} now"))),
+            Ok(None) => Err(unknown("the adb server no longer lists the device".into())),
+            Err(error) => Err(unknown(format!(
+                "the adb server could not say whether the device is still there: {error}"
+            ))),
+        }
+    }
+
     /// Runs the quoted words and returns their output as text.
     fn run_text(&self, words: &[&str]) -> Result<String, AndroidError> {
         let output = self.exec(&command_line(words), TEXT_LIMIT)?;
@@ -201,6 +277,20 @@ impl Device {
     /// output on a thread of its own and returns before it is done; the thread drops the
     /// writer when the stream ends, which is how we know the output is complete.
     fn exec(&self, command: &str, limit: usize) -> Result<Vec<u8>, AndroidError> {
+        let (bytes, overflowed) = self.exec_bounded(command, limit)?;
+        if overflowed {
+            return Err(AndroidError::OutputTooLarge {
+                serial: self.serial.clone(),
+                command: command.to_owned(),
+                limit,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Like [`Device::exec`], but output past `limit` is cut off (the stream is closed there)
+    /// and reported as the second value rather than as an error.
+    fn exec_bounded(&self, command: &str, limit: usize) -> Result<(Vec<u8>, bool), AndroidError> {
         let mut device = ADBServerDevice::new(self.serial.clone(), Some(self.server));
         let (done, finished) = mpsc::channel::<()>();
         let collected = Arc::new(Mutex::new(Collected::default()));
@@ -226,14 +316,7 @@ impl Device {
         drop(device);
         let collected =
             std::mem::take(&mut *collected.lock().unwrap_or_else(PoisonError::into_inner));
-        if collected.overflowed {
-            return Err(AndroidError::OutputTooLarge {
-                serial: self.serial.clone(),
-                command: command.to_owned(),
-                limit,
-            });
-        }
-        Ok(collected.bytes)
+        Ok((collected.bytes, collected.overflowed))
     }
 
     fn adb_error(&self, command: &str, error: RustADBError) -> AndroidError {
@@ -303,6 +386,21 @@ fn parse_properties(listing: &str) -> HashMap<String, String> {
         .collect()
 }
 
+/// `wm size` output: `Physical size: WxH`, then `Override size: WxH` when one is set.
+fn parse_screen_size(output: &str) -> Option<(u32, u32)> {
+    let size = |prefix: &str| {
+        output.lines().find_map(|line| {
+            let (width, height) = line.trim().strip_prefix(prefix)?.trim().split_once('x')?;
+            Some((width.parse().ok()?, height.parse().ok()?))
+        })
+    };
+    size("Override size:").or_else(|| size("Physical size:"))
+}
+
+fn has_control(text: &str) -> bool {
+    text.chars().any(char::is_control)
+}
+
 fn check_png(png: &[u8]) -> Result<(), String> {
     if !png.starts_with(PNG_SIGNATURE) {
         let start = String::from_utf8_lossy(&png[..png.len().min(80)]).into_owned();
@@ -365,6 +463,8 @@ impl Write for Collector {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if collected.bytes.len() + buffer.len() > self.limit {
+            let room = self.limit - collected.bytes.len();
+            collected.bytes.extend_from_slice(&buffer[..room]);
             collected.overflowed = true;
             return Err(io::Error::other("output limit reached"));
         }
@@ -380,6 +480,19 @@ impl Write for Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn screen_sizes_prefer_the_override() {
+        assert_eq!(
+            parse_screen_size("Physical size: 1080x2400\n"),
+            Some((1080, 2400))
+        );
+        assert_eq!(
+            parse_screen_size("Physical size: 1080x2400\nOverride size: 720x1600\n"),
+            Some((720, 1600))
+        );
+        assert_eq!(parse_screen_size("wm: not found\n"), None);
+    }
 
     #[test]
     fn properties_parse_from_a_getprop_listing() {

@@ -28,6 +28,14 @@ pub enum AndroidError {
         command: String,
         detail: String,
     },
+    #[error(
+        "device `{serial}` went away around `{command}` ({detail}); Lomi cannot tell whether the command took effect: look at the device before repeating it"
+    )]
+    OutcomeUnknown {
+        serial: String,
+        command: String,
+        detail: String,
+    },
     #[error("could not connect the adb server to {address}: {detail}")]
     ConnectFailed {
         address: SocketAddrV4,
@@ -64,6 +72,29 @@ pub enum AndroidError {
 }
 
 impl AndroidError {
+    /// Whether the device may have acted on the command even though it failed: the device
+    /// went away mid-command or did not answer in time. Otherwise the failure came before
+    /// anything reached the device, or the device itself refused.
+    pub fn effect_unknown(&self) -> bool {
+        matches!(
+            self,
+            AndroidError::DeviceLost { .. }
+                | AndroidError::OutcomeUnknown { .. }
+                | AndroidError::TimedOut { .. }
+        )
+    }
+
+    /// Whether the device is gone (or not ready), so its panel's runtime has ended.
+    pub fn device_gone(&self) -> bool {
+        matches!(
+            self,
+            AndroidError::DeviceNotFound { .. }
+                | AndroidError::DeviceNotReady { .. }
+                | AndroidError::DeviceLost { .. }
+                | AndroidError::OutcomeUnknown { .. }
+        )
+    }
+
     /// The protocol error code this error is reported as.
     pub fn code(&self) -> ErrorCode {
         match self {
@@ -73,6 +104,7 @@ impl AndroidError {
             AndroidError::OutputTooLarge { .. } => ErrorCode::ResourceExhausted,
             AndroidError::ServerUnreachable { .. }
             | AndroidError::DeviceLost { .. }
+            | AndroidError::OutcomeUnknown { .. }
             | AndroidError::ConnectFailed { .. }
             | AndroidError::CommandFailed { .. }
             | AndroidError::TimedOut { .. }

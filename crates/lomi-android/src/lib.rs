@@ -1,16 +1,18 @@
-//! Android runtimes over the adb server: listing devices, screenshots, UI snapshots and input.
+//! Android runtimes over the adb server: listing devices, screenshots, UI snapshots and input,
+//! and (in [`panels`]) the Android tools over the broker.
 //!
-//! The API is synchronous because `adb_client` is; async callers wrap each call in
+//! The device API is synchronous because `adb_client` is; [`panels`] wraps each call in
 //! `tokio::task::spawn_blocking`. Every device command goes through the adb server's `exec:`
 //! service, so arguments are shell-quoted here (see [`shell`]) and reach the device literally.
 
 mod device;
 mod error;
+pub mod panels;
 mod server;
 pub mod shell;
 mod ui;
 
 pub use device::{Device, Generation};
 pub use error::AndroidError;
-pub use server::{AdbServer, DeviceInfo, DeviceState};
+pub use server::{AdbServer, DEFAULT_ADDRESS, DeviceInfo, DeviceState};
 pub use ui::{Bounds, UiNode, UiSnapshot};

@@ -1,7 +1,9 @@
 //! `AdbServer`: one adb server by address — the devices it lists (with model and API level) and
 //! `adb connect` for devices reached over TCP.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
+use std::time::Duration;
 
 use adb_client::RustADBError;
 use adb_client::server::{ADBServer, DeviceState as AdbState};
@@ -40,6 +42,13 @@ pub enum DeviceState {
     Unauthorized,
     /// Any other state (`bootloader`, `recovery`, …), as adb spells it.
     Other(String),
+}
+
+impl Default for AdbServer {
+    /// The adb server at [`DEFAULT_ADDRESS`].
+    fn default() -> AdbServer {
+        AdbServer::new(DEFAULT_ADDRESS)
+    }
 }
 
 impl AdbServer {
@@ -139,5 +148,43 @@ impl std::fmt::Display for DeviceState {
             DeviceState::Unauthorized => formatter.write_str("unauthorized"),
             DeviceState::Other(state) => formatter.write_str(state),
         }
+    }
+}
+
+/// Asks the adb server what state it has for `serial` (`host-serial:SERIAL:get-state`), over a
+/// connection of its own: `Ok(None)` when it knows no such device. A cheap local round trip,
+/// used after a command to tell a finished stream from a device that went away under it.
+pub(crate) fn transport_state(
+    server: SocketAddrV4,
+    serial: &str,
+) -> std::io::Result<Option<DeviceState>> {
+    const TIMEOUT: Duration = Duration::from_secs(5);
+    let mut stream = TcpStream::connect_timeout(&server.into(), TIMEOUT)?;
+    stream.set_read_timeout(Some(TIMEOUT))?;
+    stream.set_write_timeout(Some(TIMEOUT))?;
+    let request = format!("host-serial:{serial}:get-state");
+    stream.write_all(format!("{:04x}{request}", request.len()).as_bytes())?;
+    let mut status = [0u8; 4];
+    stream.read_exact(&mut status)?;
+    let mut length = [0u8; 4];
+    stream.read_exact(&mut length)?;
+    let length = std::str::from_utf8(&length)
+        .ok()
+        .and_then(|hex| usize::from_str_radix(hex, 16).ok())
+        .ok_or_else(|| std::io::Error::other("the adb server sent a bad length"))?;
+    let mut message = vec![0u8; length.min(4096)];
+    stream.read_exact(&mut message)?;
+    let message = String::from_utf8_lossy(&message).trim().to_owned();
+    match &status {
+        b"OKAY" => Ok(Some(match message.as_str() {
+            "device" => DeviceState::Ready,
+            "offline" => DeviceState::Offline,
+            "unauthorized" => DeviceState::Unauthorized,
+            _ => DeviceState::Other(message),
+        })),
+        b"FAIL" if message.contains("not found") => Ok(None),
+        _ => Err(std::io::Error::other(format!(
+            "the adb server answered get-state with: {message}"
+        ))),
     }
 }

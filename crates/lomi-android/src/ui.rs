@@ -42,6 +42,9 @@ pub struct UiSnapshot {
     pub truncated: bool,
     /// How many `uiautomator dump` runs it took (more than one when the UI was busy).
     pub attempts: u32,
+    /// A hash of the whole hierarchy as dumped: two snapshots with the same fingerprint saw the
+    /// same UI. Comparable within one process only.
+    pub fingerprint: u64,
 }
 
 /// Parses `uiautomator dump /dev/tty` output. Nodes are kept in document order while their
@@ -58,6 +61,12 @@ pub(crate) fn parse(dump: &str, max_bytes: usize, attempts: u32) -> Result<UiSna
         .map_or(xml, |end| &xml[..end])
         .trim_end();
     let document = roxmltree::Document::parse(xml).map_err(|error| error.to_string())?;
+    let fingerprint = {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        xml.hash(&mut hasher);
+        hasher.finish()
+    };
 
     let mut nodes = Vec::new();
     let mut references = std::collections::HashMap::new();
@@ -102,6 +111,7 @@ pub(crate) fn parse(dump: &str, max_bytes: usize, attempts: u32) -> Result<UiSna
         nodes,
         truncated,
         attempts,
+        fingerprint,
     })
 }
 

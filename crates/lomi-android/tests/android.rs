@@ -78,10 +78,12 @@ fn the_runtime_drives_a_device_through_a_private_adb_server() {
 
     let device = adb.server.device(&fixture.serial());
     let generation = device.generation().expect("generation");
+    let boot_id = fixture.state().boot_id;
     assert_eq!(
         generation.as_str(),
-        format!("{}/LOMIFIXTURE0001/no-boot-id", fixture.serial())
+        format!("{}/LOMIFIXTURE0001/{boot_id}", fixture.serial())
     );
+    assert_eq!(device.screen_size().expect("wm size"), (360, 640));
 
     let before = device.capture_png().expect("capture");
     check_capture(&before);
@@ -114,11 +116,30 @@ fn the_runtime_drives_a_device_through_a_private_adb_server() {
         .expect("swipe");
     let started = device.launch("pkg/.Act").expect("launch");
     assert_eq!(started, "Starting: Intent { cmp=pkg/.Act }");
+    let viewed = device
+        .launch_intent(
+            "android.intent.action.VIEW",
+            Some("https://example.com/?a=1&b=$(x)"),
+            None,
+        )
+        .expect("an implicit intent");
+    assert_eq!(
+        viewed,
+        "Starting: Intent { act=android.intent.action.VIEW dat=https://example.com/?a=1&b=$(x) }"
+    );
+    let (output, truncated) = device.shell("getprop ro.product.model", 5).expect("shell");
+    assert_eq!((output.as_slice(), truncated), (&b"LomiF"[..], true));
     let state = fixture.state();
     assert_eq!(state.texts, [literal]);
     assert_eq!(state.keyevents, ["66"]);
     assert_eq!(state.swipes, [[10.0, 600.0, 10.0, 100.0]]);
-    assert_eq!(state.activities, ["pkg/.Act"]);
+    assert_eq!(
+        state.activities,
+        [
+            "pkg/.Act",
+            "act=android.intent.action.VIEW dat=https://example.com/?a=1&b=$(x)"
+        ]
+    );
 
     let refused = device.text("50%s off").expect_err("`%s` cannot be typed");
     assert_eq!(refused.code(), ErrorCode::InvalidArgument, "{refused}");
@@ -131,6 +152,8 @@ fn the_runtime_drives_a_device_through_a_private_adb_server() {
     );
     assert_eq!(error.code(), ErrorCode::NotFound);
 
+    // A restarted device on the same port is another boot: another generation.
+    let port = fixture.port;
     drop(fixture);
     let error = device
         .capture_png()
@@ -148,4 +171,14 @@ fn the_runtime_drives_a_device_through_a_private_adb_server() {
         "capture after the device went away: {error} ({:?})",
         error.code()
     );
+    let error = device
+        .tap(1, 1)
+        .expect_err("a tap on a device that is gone");
+    assert!(error.device_gone(), "{error:?}");
+
+    let restarted = Fixture::start_on(port, false).expect("restarting the fixture");
+    adb.attach(&restarted);
+    let again = device.generation().expect("generation after the restart");
+    assert_ne!(again, generation);
+    assert!(again.as_str().ends_with(&restarted.state().boot_id));
 }

@@ -56,12 +56,17 @@ pub struct Pairing {
     pub grants: Vec<WorkspaceId>,
     pub created_at: Timestamp,
     pub decided_at: Option<Timestamp>,
+    /// Approved for one session only: a secret-bound pairing that ends with its current
+    /// connection (the person chose "approve for this session").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub session_only: bool,
 }
 
 impl Pairing {
-    /// Session-bound pairings die with their transport session and are not written to disk.
+    /// Session-bound pairings (and those approved for one session) die with their transport
+    /// session and are not written to disk.
     pub fn is_durable(&self) -> bool {
-        matches!(self.credential, Credential::SecretHash(_))
+        matches!(self.credential, Credential::SecretHash(_)) && !self.session_only
     }
 }
 
@@ -70,18 +75,50 @@ impl Pairing {
 #[serde(rename_all = "camelCase")]
 pub struct Policy {
     pub confirm_tools: BTreeSet<String>,
+    /// The tools of [`CONFIRMED_BY_DEFAULT`] already applied to this policy, so a default that
+    /// a newer Lomi adds reaches an existing data dir once, and a tool the person turned off
+    /// stays off.
+    #[serde(default = "defaults_before_tracking")]
+    pub applied_defaults: BTreeSet<String>,
 }
 
-/// Tools that wait for the person unless they say otherwise: deleting files cannot be undone.
-pub const CONFIRMED_BY_DEFAULT: &[&str] = &["lomi_file_delete", "lomi_browser_evaluate"];
+/// What `CONFIRMED_BY_DEFAULT` held before policies recorded which defaults they had applied.
+fn defaults_before_tracking() -> BTreeSet<String> {
+    BTreeSet::from(["lomi_file_delete".to_owned()])
+}
+
+impl Policy {
+    /// Applies the defaults this policy has not seen yet; true if it changed.
+    pub fn apply_new_defaults(&mut self) -> bool {
+        let mut changed = false;
+        for tool in CONFIRMED_BY_DEFAULT {
+            if self.applied_defaults.insert((*tool).to_owned()) {
+                self.confirm_tools.insert((*tool).to_owned());
+                changed = true;
+            }
+        }
+        changed
+    }
+}
+
+/// Tools that wait for the person unless they say otherwise: deleting files cannot be undone;
+/// a shell command on a phone can do anything the device's shell user can; JavaScript in a
+/// browser page can do anything the page can.
+pub const CONFIRMED_BY_DEFAULT: &[&str] = &[
+    "lomi_file_delete",
+    "lomi_android_shell",
+    "lomi_browser_evaluate",
+];
 
 impl Default for Policy {
     fn default() -> Self {
+        let defaults: BTreeSet<String> = CONFIRMED_BY_DEFAULT
+            .iter()
+            .map(|t| (*t).to_owned())
+            .collect();
         Policy {
-            confirm_tools: CONFIRMED_BY_DEFAULT
-                .iter()
-                .map(|t| (*t).to_owned())
-                .collect(),
+            confirm_tools: defaults.clone(),
+            applied_defaults: defaults,
         }
     }
 }
@@ -123,4 +160,23 @@ pub fn check_name(what: &str, name: &str) -> Result<(), String> {
         return Err(format!("{what} must not be blank"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_defaults_reach_old_policies_once_and_choices_stay() {
+        // A policy written before defaults were tracked, where the person turned deletes off.
+        let mut old: Policy =
+            serde_json::from_str(r#"{"confirmTools": []}"#).expect("an old policy parses");
+        assert!(old.apply_new_defaults());
+        assert!(old.confirm_tools.contains("lomi_android_shell"));
+        assert!(!old.confirm_tools.contains("lomi_file_delete"));
+        old.confirm_tools.remove("lomi_android_shell");
+        assert!(!old.apply_new_defaults());
+        assert!(!old.confirm_tools.contains("lomi_android_shell"));
+        assert!(!Policy::default().apply_new_defaults());
+    }
 }

@@ -52,6 +52,27 @@ pub enum EffectOutcome {
     },
 }
 
+/// Whether an operation waits for the person before it runs.
+pub enum Confirmation {
+    /// As the person's policy says for the tool (`lomi confirm TOOL`).
+    Policy,
+    /// Always ask (`awaiting_user`); `remember` is called with the person's answer, so the
+    /// caller can keep it for later requests of the same kind.
+    Ask { remember: Option<Remember> },
+    /// The person already decided (a remembered choice): run at once, or fail USER_DENIED.
+    Decided(bool),
+}
+
+/// Called once with the person's decision (true: approved).
+pub type Remember = Box<dyn FnOnce(bool) + Send>;
+
+/// What `run` does before dispatch.
+enum Gate {
+    Open,
+    Ask(oneshot::Receiver<bool>, Option<Remember>),
+    Denied,
+}
+
 /// What an effect gets: the broker, and a token that fires when cancellation is requested.
 pub struct EffectContext {
     pub broker: Broker,
@@ -74,6 +95,22 @@ pub(crate) struct LiveOperation {
     cancel: CancellationToken,
     decision: Option<oneshot::Sender<bool>>,
     settled: watch::Receiver<bool>,
+    /// What the person is asked to decide, while the operation waits for them.
+    request: Option<AwaitingDecision>,
+}
+
+/// An operation waiting for the person's decision, with exactly what it will do.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AwaitingDecision {
+    pub operation_id: OperationId,
+    pub tool: &'static str,
+    pub pairing_id: PairingId,
+    pub workspace_id: WorkspaceId,
+    pub project_id: Option<ProjectId>,
+    /// The tool's whole input, as the agent sent it.
+    pub arguments: Value,
+    pub created_at: lomi_protocol::Timestamp,
 }
 
 impl Broker {
@@ -84,6 +121,18 @@ impl Broker {
         &self,
         caller: &PairingId,
         mutation: Mutation,
+        precheck: impl FnOnce(&Broker) -> Result<(), ToolError>,
+        effect: Effect,
+    ) -> Result<OperationId, ToolError> {
+        self.submit_confirmed(caller, mutation, Confirmation::Policy, precheck, effect)
+    }
+
+    /// [`Broker::submit`] with the tool's own rule for asking the person first.
+    pub fn submit_confirmed(
+        &self,
+        caller: &PairingId,
+        mutation: Mutation,
+        confirmation: Confirmation,
         precheck: impl FnOnce(&Broker) -> Result<(), ToolError>,
         effect: Effect,
     ) -> Result<OperationId, ToolError> {
@@ -113,16 +162,33 @@ impl Broker {
         if !reservation.created {
             return Ok(receipt.operation_id);
         }
-        let needs_decision = self.domain().policy.confirm_tools.contains(mutation.tool);
         let cancel = CancellationToken::new();
         let (settled_tx, settled_rx) = watch::channel(false);
         let (decision_tx, decision_rx) = oneshot::channel();
+        let (gate, decision) = match confirmation {
+            Confirmation::Policy if self.domain().policy.confirm_tools.contains(mutation.tool) => {
+                (Gate::Ask(decision_rx, None), Some(decision_tx))
+            }
+            Confirmation::Policy | Confirmation::Decided(true) => (Gate::Open, None),
+            Confirmation::Ask { remember } => (Gate::Ask(decision_rx, remember), Some(decision_tx)),
+            Confirmation::Decided(false) => (Gate::Denied, None),
+        };
+        let request = decision.is_some().then(|| AwaitingDecision {
+            operation_id: receipt.operation_id.clone(),
+            tool: mutation.tool,
+            pairing_id: caller.clone(),
+            workspace_id: mutation.workspace_id.clone(),
+            project_id: mutation.project_id.clone(),
+            arguments: mutation.payload.clone(),
+            created_at: receipt.created_at,
+        });
         self.live().insert(
             receipt.operation_id.clone(),
             LiveOperation {
                 cancel: cancel.clone(),
-                decision: needs_decision.then_some(decision_tx),
+                decision,
                 settled: settled_rx,
+                request,
             },
         );
         let broker = self.clone();
@@ -133,15 +199,7 @@ impl Broker {
             permit_key: mutation.permit_key,
         };
         let task = tokio::spawn(async move {
-            broker
-                .run(
-                    id.clone(),
-                    target,
-                    needs_decision.then_some(decision_rx),
-                    cancel,
-                    effect,
-                )
-                .await;
+            broker.run(id.clone(), target, gate, cancel, effect).await;
             broker.live().remove(&id);
             let _settled = settled_tx.send(true);
         });
@@ -210,11 +268,25 @@ impl Broker {
             workspace,
             permit_key,
         }: Target,
-        decision: Option<oneshot::Receiver<bool>>,
+        gate: Gate,
         cancel: CancellationToken,
         effect: Effect,
     ) {
-        if let Some(decision) = decision {
+        if let Gate::Denied = gate {
+            let error = ToolError::new(
+                ErrorCode::UserDenied,
+                "the person declined this earlier and Lomi remembers that choice; only they can change it",
+            );
+            let _recorded = self.step(
+                &id,
+                OperationState::Queued,
+                OperationState::Failed,
+                EffectState::None,
+                Some(error_outcome(&error)),
+            );
+            return;
+        }
+        if let Gate::Ask(decision, remember) = gate {
             if self
                 .step(
                     &id,
@@ -232,6 +304,9 @@ impl Broker {
                 () = cancel.cancelled() => return,
                 () = self.inner.stopping.cancelled() => return,
             };
+            if let Some(remember) = remember {
+                remember(approved);
+            }
             if !approved {
                 let error = ToolError::new(
                     ErrorCode::UserDenied,
@@ -418,6 +493,18 @@ impl Broker {
             cancel.cancel();
         }
         Ok(())
+    }
+
+    /// Operations of this instance still waiting for the person's decision, oldest first.
+    pub fn awaiting_decisions(&self) -> Vec<AwaitingDecision> {
+        let mut waiting: Vec<AwaitingDecision> = self
+            .live()
+            .values()
+            .filter(|live| live.decision.is_some())
+            .filter_map(|live| live.request.clone())
+            .collect();
+        waiting.sort_by_key(|w| w.created_at);
+        waiting
     }
 
     /// The person's decision on an `awaiting_user` operation.

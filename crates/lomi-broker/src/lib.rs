@@ -7,7 +7,7 @@ mod engine;
 mod entropy;
 mod pairings;
 mod panels;
-mod persist;
+pub mod persist;
 mod session;
 
 use std::collections::HashMap;
@@ -24,7 +24,9 @@ pub use domain::{Credential, Domain, Pairing, Policy, Project, Workspace};
 pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
     domain::check_name(what, name).map_err(ToolError::invalid)
 }
-pub use engine::{EffectContext, EffectOutcome, Mutation};
+pub use engine::{
+    AwaitingDecision, Confirmation, Effect, EffectContext, EffectOutcome, Mutation, Remember,
+};
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};
 pub use pairings::{CreatedPairing, PairingSummary};
@@ -92,6 +94,8 @@ struct Inner {
     stopping: tokio_util::sync::CancellationToken,
     /// The tasks of operations this instance dispatched, so `shutdown` can wait for them.
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Each pairing's last authorized call on this instance, for the person's list.
+    activity: Mutex<HashMap<lomi_protocol::PairingId, lomi_protocol::Timestamp>>,
 }
 
 impl Broker {
@@ -116,7 +120,8 @@ impl Broker {
                 dropped = true;
             }
         }
-        if dropped {
+        let new_defaults = domain.policy.apply_new_defaults();
+        if dropped || new_defaults {
             let mut durable = domain.clone();
             durable.pairings.retain(Pairing::is_durable);
             persist::write_json(&domain_path, &durable).map_err(|source| StartError::Domain {
@@ -139,6 +144,7 @@ impl Broker {
                 panels: Mutex::new(panels::Panels::default()),
                 stopping: tokio_util::sync::CancellationToken::new(),
                 tasks: Mutex::new(Vec::new()),
+                activity: Mutex::new(HashMap::new()),
             }),
         })
     }

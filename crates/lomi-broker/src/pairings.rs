@@ -21,6 +21,10 @@ pub struct PairingSummary {
     /// `session` (ends with its MCP session) or `token` (survives reconnects and restarts).
     pub credential: &'static str,
     pub created_at: Timestamp,
+    /// When the person approved, denied or revoked it.
+    pub decided_at: Option<Timestamp>,
+    /// The last call this pairing made on this broker instance (not kept across restarts).
+    pub last_active_at: Option<Timestamp>,
 }
 
 /// A pairing the person created ahead, with its one-time bearer token.
@@ -75,6 +79,7 @@ impl Broker {
             grants: Vec::new(),
             created_at: self.now(),
             decided_at: None,
+            session_only: false,
         };
         let id = pairing.id.clone();
         // A pending pairing is in memory until decided; a failed save only loses the pending
@@ -100,7 +105,11 @@ impl Broker {
     /// Forgets a session-bound pairing whose transport session ended.
     pub fn pairing_session_ended(&self, id: &PairingId) {
         let mut domain = self.domain();
+        let before = domain.pairings.len();
         domain.pairings.retain(|p| &p.id != id || p.is_durable());
+        if domain.pairings.len() != before {
+            self.activity().remove(id);
+        }
     }
 
     /// What `lomi_pairing_status` answers.
@@ -147,7 +156,12 @@ impl Broker {
             ));
         };
         match pairing.state {
-            PairingState::Approved => Ok(pairing.grants.clone()),
+            PairingState::Approved => {
+                let grants = pairing.grants.clone();
+                drop(domain);
+                self.activity().insert(id.clone(), self.now());
+                Ok(grants)
+            }
             PairingState::Pending => Err(ToolError::new(
                 ErrorCode::PairingRequired,
                 format!(
@@ -171,6 +185,7 @@ impl Broker {
     }
 
     pub fn pairing_list(&self) -> Vec<PairingSummary> {
+        let activity = self.activity().clone();
         self.domain()
             .pairings
             .iter()
@@ -182,12 +197,43 @@ impl Broker {
                 grants: p.grants.clone(),
                 credential: if p.is_durable() { "token" } else { "session" },
                 created_at: p.created_at,
+                decided_at: p.decided_at,
+                last_active_at: activity.get(&p.id).copied(),
             })
             .collect()
     }
 
+    fn activity(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<PairingId, Timestamp>> {
+        self.inner
+            .activity
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Approves a pending pairing with explicit grants (none is allowed: it then sees nothing).
     pub fn pairing_approve(&self, id: &PairingId, grants: &[WorkspaceId]) -> Result<(), ToolError> {
+        self.approve(id, grants, false)
+    }
+
+    /// Approves a pending pairing for its current session only: it ends when that connection
+    /// ends (an HTTP client's MCP session, or the stdio bridge's stream), and a relaunched
+    /// client is pending again.
+    pub fn pairing_approve_for_session(
+        &self,
+        id: &PairingId,
+        grants: &[WorkspaceId],
+    ) -> Result<(), ToolError> {
+        self.approve(id, grants, true)
+    }
+
+    fn approve(
+        &self,
+        id: &PairingId,
+        grants: &[WorkspaceId],
+        session_only: bool,
+    ) -> Result<(), ToolError> {
         let now = self.now();
         self.update_domain(|domain| {
             check_grants(domain, grants)?;
@@ -201,6 +247,7 @@ impl Broker {
             pairing.state = PairingState::Approved;
             pairing.grants = grants.to_vec();
             pairing.decided_at = Some(now);
+            pairing.session_only = session_only;
             Ok(())
         })
     }
@@ -257,6 +304,7 @@ impl Broker {
             grants: grants.to_vec(),
             created_at: now,
             decided_at: Some(now),
+            session_only: false,
         };
         let id = pairing.id.clone();
         self.update_domain(|domain| {

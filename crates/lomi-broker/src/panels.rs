@@ -104,6 +104,18 @@ impl Broker {
             .collect()
     }
 
+    /// The panels of a workspace in layout order, for the person (no grants involved).
+    pub fn panels_for_person(&self, workspace: &WorkspaceId) -> Vec<PanelView> {
+        let order = self
+            .domain()
+            .workspaces
+            .iter()
+            .find(|w| &w.id == workspace)
+            .map(|w| w.panel_order.clone())
+            .unwrap_or_default();
+        self.workspace_panels(workspace, &order)
+    }
+
     /// Adds a panel at the end of its workspace's layout if the workspace is still at
     /// `expected`; returns the new revision. Runtimes call this from inside their effect.
     pub fn panel_add(

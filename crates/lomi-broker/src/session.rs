@@ -555,6 +555,101 @@ impl Broker {
         self.domain().workspaces.clone()
     }
 
+    /// Adds a project directory to a workspace (a change of its domain: the revision goes up).
+    pub fn project_add(
+        &self,
+        workspace: &WorkspaceId,
+        project_root: &Path,
+    ) -> Result<Project, ToolError> {
+        let root = project_root
+            .canonicalize()
+            .map_err(|e| ToolError::invalid(format!("project {}: {e}", project_root.display())))?;
+        if !root.is_dir() {
+            return Err(ToolError::invalid(format!(
+                "project {} is not a directory",
+                root.display()
+            )));
+        }
+        let project = Project {
+            id: ProjectId::from_random(self.inner.entropy.bytes16()),
+            name: root.file_name().map_or_else(
+                || root.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            root,
+        };
+        let added = project.clone();
+        self.update_domain(|domain| {
+            let target = person_workspace(domain, workspace)?;
+            if target.projects.iter().any(|p| p.root == project.root) {
+                return Err(ToolError::invalid(format!(
+                    "{} is already a project of workspace {}",
+                    project.root.display(),
+                    target.name
+                )));
+            }
+            target.projects.push(project);
+            target.revision = target.revision.next();
+            Ok(())
+        })?;
+        Ok(added)
+    }
+
+    /// Removes a project from its workspace. Refused while a panel of that project is open,
+    /// and for the last project (remove the workspace instead).
+    pub fn project_remove(
+        &self,
+        workspace: &WorkspaceId,
+        project: &ProjectId,
+    ) -> Result<(), ToolError> {
+        let open = self
+            .panels_for_person(workspace)
+            .iter()
+            .any(|panel| panel.project_id.as_ref() == Some(project));
+        self.update_domain(|domain| {
+            let target = person_workspace(domain, workspace)?;
+            if !target.projects.iter().any(|p| &p.id == project) {
+                return Err(ToolError::not_found(format!(
+                    "workspace {} has no project {project}",
+                    target.name
+                )));
+            }
+            if target.projects.len() == 1 {
+                return Err(ToolError::invalid(format!(
+                    "{project} is the only project of workspace {}; remove the workspace instead",
+                    target.name
+                )));
+            }
+            if open {
+                return Err(ToolError::invalid(format!(
+                    "a panel of project {project} is open; close it first"
+                )));
+            }
+            target.projects.retain(|p| &p.id != project);
+            target.revision = target.revision.next();
+            Ok(())
+        })
+    }
+
+    /// Removes a workspace and every grant of it. Refused while it has open panels.
+    pub fn workspace_remove(&self, workspace: &WorkspaceId) -> Result<(), ToolError> {
+        self.update_domain(|domain| {
+            let target = person_workspace(domain, workspace)?;
+            if !target.panel_order.is_empty() {
+                return Err(ToolError::invalid(format!(
+                    "workspace {} has {} open panel(s); close them first",
+                    target.name,
+                    target.panel_order.len()
+                )));
+            }
+            domain.workspaces.retain(|w| &w.id != workspace);
+            for pairing in &mut domain.pairings {
+                pairing.grants.retain(|g| g != workspace);
+            }
+            Ok(())
+        })
+    }
+
     /// Every receipt, newest first, for the person (`lomi operation list`).
     pub fn operations(&self, limit: usize) -> Result<Vec<OperationView>, ToolError> {
         let receipts = self
@@ -573,6 +668,11 @@ impl Broker {
             .map_err(store_error)?
             .map(|r| view(&r))
             .ok_or_else(|| ToolError::not_found(format!("no operation {id}")))
+    }
+
+    /// The tools that wait for the person's decision before they run.
+    pub fn confirmation_policy(&self) -> std::collections::BTreeSet<String> {
+        self.domain().policy.confirm_tools.clone()
     }
 
     /// Marks a tool as needing the person's decision before it runs (or clears the mark).
@@ -604,4 +704,17 @@ pub(crate) fn revision_mismatch(workspace: &Workspace) -> ToolError {
         ),
     )
     .with_details(serde_json::json!({ "currentRevision": workspace.revision }))
+}
+
+fn person_workspace<'a>(
+    domain: &'a mut crate::Domain,
+    id: &WorkspaceId,
+) -> Result<&'a mut Workspace, ToolError> {
+    domain
+        .workspaces
+        .iter_mut()
+        .find(|w| &w.id == id)
+        .ok_or_else(|| {
+            ToolError::not_found(format!("no workspace {id}; see `lomi workspace list`"))
+        })
 }

@@ -1,6 +1,7 @@
 //! Integration tests of the broker over a real store in a temp data dir, driven the way the MCP
 //! layer drives it: pairings and grants, retries, privacy of receipts, restarts, epoch expiry,
-//! the person's decisions, concurrency, the event feed and failed domain saves.
+//! the person's decisions (by policy, asked by a tool, remembered), concurrency, the event feed
+//! and failed domain saves.
 
 use std::fmt::Debug;
 use std::path::PathBuf;
@@ -658,8 +659,18 @@ async fn awaiting_user_waits_for_the_persons_decision() {
     let waiting = wait_state(&broker, &pairing, &id, OperationState::AwaitingUser).await;
     assert_eq!(waiting.effect_state, EffectState::None);
     assert_eq!(workspace_state(&broker, &workspace).1, DomainRevision(1));
+    // The person is shown exactly what waits: whose, which tool, with which arguments.
+    let asked = broker.awaiting_decisions();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(
+        (&asked[0].operation_id, asked[0].tool, &asked[0].pairing_id),
+        (&id, UPDATE, &pairing)
+    );
+    assert_eq!(asked[0].workspace_id, workspace);
+    assert_eq!(asked[0].arguments["change"]["rename"]["name"], "Approved");
     broker.decide(&id, true).expect("approve");
     assert_succeeded(&wait_settled(&broker, &id).await);
+    assert!(broker.awaiting_decisions().is_empty());
     assert_eq!(
         workspace_state(&broker, &workspace),
         ("Approved".to_owned(), DomainRevision(2))
@@ -1093,4 +1104,249 @@ async fn panels_do_not_survive_a_restart_and_their_leaving_is_a_new_revision() {
         .await
         .expect("update");
     assert_succeeded(&wait_settled(&broker, &view.operation_id).await);
+}
+
+/// A mutation of a tool that asks the person itself, with an effect that counts its runs.
+fn counted(
+    workspace: &WorkspaceId,
+    epoch: &RetryEpoch,
+    key: &str,
+    runs: &Arc<std::sync::atomic::AtomicUsize>,
+) -> (lomi_broker::Mutation, lomi_broker::Effect) {
+    let mutation = lomi_broker::Mutation {
+        tool: "lomi_android_attach",
+        retry_epoch: epoch.clone(),
+        request_key: RequestKey::parse(key).expect("request key"),
+        workspace_id: workspace.clone(),
+        project_id: None,
+        payload: serde_json::json!({ "key": key }),
+        generation: None,
+        revision: None,
+        permit_key: format!("workspace:{workspace}"),
+    };
+    let runs = runs.clone();
+    let effect: lomi_broker::Effect = Box::new(move |_context| {
+        Box::pin(async move {
+            runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            lomi_broker::EffectOutcome::Succeeded(serde_json::json!({ "ran": true }))
+        })
+    });
+    (mutation, effect)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_asks_the_person_itself_and_follows_a_remembered_choice() {
+    use lomi_broker::Confirmation;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let setup = Setup {
+        settle_wait: Duration::from_millis(100),
+        ..setup()
+    };
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let pairing = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &pairing, &workspace);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let remembered = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let asking = || {
+        let remembered = remembered.clone();
+        Confirmation::Ask {
+            remember: Some(Box::new(move |allowed| {
+                remembered.lock().expect("lock").push(allowed);
+            })),
+        }
+    };
+
+    // Asked: it waits for the person, runs once approved, and the answer is handed back.
+    let (mutation, effect) = counted(&workspace, &epoch, "ask-yes", &runs);
+    let id = broker
+        .submit_confirmed(&pairing, mutation, asking(), |_| Ok(()), effect)
+        .expect("submit");
+    wait_state(&broker, &pairing, &id, OperationState::AwaitingUser).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    broker.decide(&id, true).expect("approve");
+    assert_eq!(
+        wait_settled(&broker, &id).await.state,
+        OperationState::Succeeded
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let (mutation, effect) = counted(&workspace, &epoch, "ask-no", &runs);
+    let id = broker
+        .submit_confirmed(&pairing, mutation, asking(), |_| Ok(()), effect)
+        .expect("submit");
+    wait_state(&broker, &pairing, &id, OperationState::AwaitingUser).await;
+    broker.decide(&id, false).expect("deny");
+    assert_failed(&wait_settled(&broker, &id).await, ErrorCode::UserDenied);
+    assert_eq!(*remembered.lock().expect("lock"), [true, false]);
+
+    // A remembered approval runs at once; there is nothing to decide.
+    let (mutation, effect) = counted(&workspace, &epoch, "allowed", &runs);
+    let id = broker
+        .submit_confirmed(
+            &pairing,
+            mutation,
+            Confirmation::Decided(true),
+            |_| Ok(()),
+            effect,
+        )
+        .expect("submit");
+    assert_eq!(
+        wait_settled(&broker, &id).await.state,
+        OperationState::Succeeded
+    );
+    expect_error(
+        "deciding what never waited",
+        broker.decide(&id, true),
+        ErrorCode::InvalidArgument,
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+
+    // A remembered denial fails USER_DENIED with no effect, without asking.
+    let (mutation, effect) = counted(&workspace, &epoch, "denied", &runs);
+    let id = broker
+        .submit_confirmed(
+            &pairing,
+            mutation,
+            Confirmation::Decided(false),
+            |_| Ok(()),
+            effect,
+        )
+        .expect("submit");
+    assert_failed(&wait_settled(&broker, &id).await, ErrorCode::UserDenied);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(remembered.lock().expect("lock").len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_for_one_session_ends_with_it_and_calls_are_remembered() {
+    let setup = setup();
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let lasting = broker.pairing_begin("bridge one", Some("secret-one"));
+    let once = broker.pairing_begin("bridge two", Some("secret-two"));
+    broker
+        .pairing_approve(&lasting, std::slice::from_ref(&workspace))
+        .expect("approve");
+    broker
+        .pairing_approve_for_session(&once, std::slice::from_ref(&workspace))
+        .expect("approve for the session");
+    let summary = |id: &PairingId| {
+        broker
+            .pairing_list()
+            .into_iter()
+            .find(|p| &p.pairing_id == id)
+    };
+    let listed = summary(&once).expect("listed");
+    assert_eq!(
+        (listed.state, listed.credential),
+        (PairingState::Approved, "session")
+    );
+    assert_eq!(summary(&lasting).expect("listed").credential, "token");
+    assert_eq!(
+        broker.authorize(&once).expect("authorized"),
+        vec![workspace.clone()]
+    );
+
+    // Only the lasting approval is written down.
+    let domain = std::fs::read_to_string(setup.data_dir().join(DOMAIN_FILE)).expect("domain");
+    assert!(
+        domain.contains(lasting.as_str()) && !domain.contains(once.as_str()),
+        "{domain}"
+    );
+
+    // Calls are remembered as last activity; a pairing that never called has none.
+    assert_eq!(summary(&lasting).expect("listed").last_active_at, None);
+    setup.clock.advance(Duration::from_secs(90));
+    broker.authorize(&lasting).expect("authorized");
+    let active = summary(&lasting)
+        .expect("listed")
+        .last_active_at
+        .expect("activity");
+    assert_eq!(
+        Some(active),
+        summary(&lasting).and_then(|p| p.last_active_at)
+    );
+    assert!(
+        active
+            > summary(&once)
+                .expect("listed")
+                .last_active_at
+                .expect("activity")
+    );
+
+    // The connections end: the session approval goes with its connection, the other stays.
+    broker.pairing_session_ended(&once);
+    broker.pairing_session_ended(&lasting);
+    assert!(summary(&once).is_none());
+    assert_eq!(broker.pairing_by_secret("secret-two"), None);
+    assert_eq!(
+        broker.pairing_by_secret("secret-one"),
+        Some(lasting.clone())
+    );
+    assert_eq!(
+        summary(&lasting).expect("listed").state,
+        PairingState::Approved
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_adds_and_removes_projects_and_workspaces() {
+    let setup = setup();
+    let broker = setup.start(1);
+    let alpha = setup.workspace(&broker, "Alpha");
+    let beta = setup.workspace(&broker, "Beta");
+    let pairing = approved(&broker, "agent", &alpha);
+    let extra = setup.dir.path().join("projects").join("extra");
+    std::fs::create_dir_all(&extra).expect("dir");
+
+    let added = broker.project_add(&alpha, &extra).expect("add project");
+    assert_eq!(workspace_state(&broker, &alpha).1, DomainRevision(2));
+    expect_error(
+        "the same folder twice",
+        broker.project_add(&alpha, &extra),
+        ErrorCode::InvalidArgument,
+    );
+    expect_error(
+        "a file as a project",
+        broker.project_add(&alpha, &setup.data_dir().join(DOMAIN_FILE)),
+        ErrorCode::InvalidArgument,
+    );
+    let roots: Vec<_> = broker.workspaces()[0]
+        .projects
+        .iter()
+        .map(|p| p.root.clone())
+        .collect();
+    assert_eq!(roots.len(), 2);
+
+    broker
+        .project_remove(&alpha, &added.id)
+        .expect("remove project");
+    assert_eq!(workspace_state(&broker, &alpha).1, DomainRevision(3));
+    let only = broker.workspaces()[0].projects[0].id.clone();
+    expect_error(
+        "the last project",
+        broker.project_remove(&alpha, &only),
+        ErrorCode::InvalidArgument,
+    );
+    expect_error(
+        "an unknown workspace",
+        broker.workspace_remove(&WorkspaceId::from_random([7; 16])),
+        ErrorCode::NotFound,
+    );
+
+    // Removing a workspace takes its grants with it: the agent no longer sees it.
+    broker.workspace_remove(&alpha).expect("remove workspace");
+    assert_eq!(
+        broker
+            .workspaces()
+            .iter()
+            .map(|w| w.id.clone())
+            .collect::<Vec<_>>(),
+        vec![beta]
+    );
+    assert_eq!(
+        broker.authorize(&pairing).expect("still approved"),
+        Vec::<WorkspaceId>::new()
+    );
 }

@@ -58,7 +58,8 @@ fn find(lines: &[String], needle: &str) -> Vec<String> {
     lines
         .iter()
         .zip(keep)
-        .filter_map(|(l, k)| k.then(|| l.clone()))
+        .filter(|(_, k)| *k)
+        .map(|(l, _)| l.clone())
         .collect()
 }
 

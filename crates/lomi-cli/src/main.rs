@@ -1,8 +1,8 @@
 //! The `lomi` binary: parses the command line and forwards to the crates that do the work.
 
+mod android;
 mod attach;
 mod bridge;
-mod data_dir;
 mod person;
 mod serve;
 mod store_commands;
@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use lomi_mcp::control::ControlRequest;
+use lomi_mcp::data_dir;
 use lomi_protocol::OperationId;
 
 use crate::person::{Decision, OperationCommand, PairingCommand, WorkspaceCommand};
@@ -25,8 +26,9 @@ struct Cli {
     #[arg(long, global = true, env = "LOMI_DATA_DIR", value_name = "DIR")]
     data_dir: Option<PathBuf>,
 
+    /// Without a command, `lomi` opens the desktop app when there is a display.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -50,6 +52,15 @@ enum Command {
             env = "LOMI_HTTP"
         )]
         http: SocketAddr,
+        /// The adb server Android devices are reached through; at the default address it is
+        /// started when it is not running.
+        #[arg(
+            long,
+            value_name = "ADDR",
+            default_value = "127.0.0.1:5037",
+            env = "LOMI_ADB_SERVER"
+        )]
+        adb_server: std::net::SocketAddrV4,
     },
     /// The stdio MCP server an agent launches: relays to the running Lomi, paired through a
     /// secret kept in the OS keyring.
@@ -94,6 +105,11 @@ enum Command {
         #[arg(long)]
         off: bool,
     },
+    /// Android devices: the attach decisions Lomi remembers for you.
+    Android {
+        #[command(subcommand)]
+        command: android::AndroidCommand,
+    },
     /// Inspect or maintain the private receipt store.
     Store {
         #[command(subcommand)]
@@ -103,7 +119,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let Some(command) = cli.command else {
+        return open_app(cli.data_dir);
+    };
+    match run(cli.data_dir, command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("lomi: {error:#}");
@@ -128,18 +147,57 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+/// `lomi` alone: the desktop app (`lomi-desktop`, installed beside `lomi`) on a machine with a
+/// display; otherwise the usage, pointing at `lomi serve --headless`.
+fn open_app(data_dir: Option<PathBuf>) -> ExitCode {
+    let has_display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
+    if !has_display {
+        eprintln!(
+            "lomi: no display (DISPLAY and WAYLAND_DISPLAY are unset); run `lomi serve --headless`, or see `lomi --help`"
+        );
+        return ExitCode::from(2);
+    }
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("lomi-desktop")))
+        .filter(|path| path.is_file());
+    let program = beside.unwrap_or_else(|| PathBuf::from("lomi-desktop"));
+    let mut command = std::process::Command::new(&program);
+    if let Some(dir) = data_dir {
+        command.arg("--data-dir").arg(dir);
+    }
+    use std::os::unix::process::CommandExt;
+    let error = command.exec();
+    eprintln!(
+        "lomi: cannot start the desktop app {} ({error}); build it with `scripts/run`, or run `lomi serve --headless`",
+        program.display()
+    );
+    ExitCode::FAILURE
+}
+
+fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
+    let cli_data_dir = data_dir;
+    match command {
         Command::Catalog => {
             let text = serde_json::to_string_pretty(&lomi_protocol::catalog::catalog_json())?;
             print_out(&text)
         }
         Command::Store { command } => {
-            let dir = data_dir::resolve(cli.data_dir)?;
+            let dir = data_dir::resolve(cli_data_dir)?;
             store_commands::run(&dir, command)
         }
-        Command::Serve { headless: _, http } => {
-            let dir = data_dir::resolve(cli.data_dir)?;
+        Command::Android { command } => {
+            let dir = data_dir::resolve(cli_data_dir)?;
+            android::run(&dir, command)
+        }
+        Command::Serve {
+            headless: _,
+            http,
+            adb_server,
+        } => {
+            let dir = data_dir::resolve(cli_data_dir)?;
             tracing_subscriber::fmt()
                 .with_writer(std::io::stderr)
                 .with_env_filter(
@@ -147,23 +205,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
                 )
                 .init();
-            runtime()?.block_on(serve::run(&dir, http))
+            runtime()?.block_on(serve::run(&dir, http, adb_server))
         }
         Command::Terminal {
             command: TerminalCommand::Attach { panel_id },
         } => {
-            let dir = data_dir::resolve(cli.data_dir)?;
+            let dir = data_dir::resolve(cli_data_dir)?;
             runtime()?.block_on(attach::run(&dir, panel_id))
         }
         Command::Mcp { name } => {
-            let dir = data_dir::resolve(cli.data_dir)?;
+            let dir = data_dir::resolve(cli_data_dir)?;
             // The keyring is asked before the async runtime starts: its client runs its own
             // executor and must not be nested inside tokio's.
             let secret = bridge::secret(&dir)?;
             runtime()?.block_on(bridge::relay(&dir, name, secret))
         }
         command => {
-            let dir = data_dir::resolve(cli.data_dir)?;
+            let dir = data_dir::resolve(cli_data_dir)?;
             let (request, json, render) = person_request(command);
             runtime()?.block_on(person::send(&dir, request, json, render))
         }
@@ -202,11 +260,13 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
             PairingCommand::Approve {
                 pairing_id,
                 workspaces,
+                session,
                 json,
             } => (
                 ControlRequest::PairingApprove {
                     pairing_id,
                     workspaces,
+                    session,
                 },
                 json,
                 person::render_decision,
@@ -266,6 +326,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
         Command::Serve { .. }
         | Command::Catalog
         | Command::Store { .. }
+        | Command::Android { .. }
         | Command::Mcp { .. }
         | Command::Terminal { .. } => (ControlRequest::Status {}, false, person::render_operation),
     }

@@ -39,6 +39,9 @@ pub enum PairingCommand {
         pairing_id: PairingId,
         #[arg(long = "workspace")]
         workspaces: Vec<WorkspaceId>,
+        /// Only for the client's current session: it is pending again after it reconnects.
+        #[arg(long)]
+        session: bool,
         #[arg(long)]
         json: bool,
     },

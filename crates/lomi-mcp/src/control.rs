@@ -1,5 +1,6 @@
 //! The person's requests over the local socket (`lomi pairing …`, `lomi decide …`, …): one
-//! JSON request line in, one JSON reply line out. The desktop window makes the same calls.
+//! JSON request line in, one JSON reply line out. The desktop window makes the same calls
+//! through `handle`, in process.
 
 use std::path::PathBuf;
 
@@ -7,20 +8,52 @@ use lomi_broker::Broker;
 use lomi_protocol::{OperationId, PairingId, Reply, ToolError, WorkspaceId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedSender;
 
-/// What the person can ask of a running broker.
+/// What answers control requests besides the broker: where the MCP endpoint is, and the
+/// window of the process that runs the broker, if it has one.
+#[derive(Clone)]
+pub struct Front {
+    pub http_url: String,
+    /// Where `ShowWindow` goes; `None` when Lomi runs headless.
+    pub show_window: Option<UnboundedSender<()>>,
+}
+
+/// What the person can ask of a running broker. Variants and fields are camelCase on the
+/// wire (`{"pairingApprove":{"pairingId":…,"workspaces":[…]}}`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
 pub enum ControlRequest {
     WorkspaceAdd {
         name: String,
         project: PathBuf,
     },
     WorkspaceList {},
+    /// Removes a workspace and every grant of it (refused while it has open panels).
+    WorkspaceRemove {
+        workspace_id: WorkspaceId,
+    },
+    /// Adds a project directory to a workspace.
+    ProjectAdd {
+        workspace_id: WorkspaceId,
+        project: PathBuf,
+    },
+    /// Removes a project from its workspace (not the last one).
+    ProjectRemove {
+        workspace_id: WorkspaceId,
+        project_id: lomi_protocol::ProjectId,
+    },
     PairingList {},
     PairingApprove {
         pairing_id: PairingId,
         workspaces: Vec<WorkspaceId>,
+        /// Approve for the client's current session only.
+        #[serde(default)]
+        session: bool,
     },
     PairingDeny {
         pairing_id: PairingId,
@@ -53,6 +86,20 @@ pub enum ControlRequest {
     StoreReconcile {
         apply: bool,
     },
+    /// Which tools wait for the person's decision, among every mutating tool.
+    PolicyList {},
+    /// Operations waiting for the person's decision, with what exactly each will do.
+    DecisionList {},
+    /// The newest operations with the client that made each (the window's feed).
+    Feed {
+        limit: usize,
+    },
+    /// A workspace's panels in layout order.
+    PanelList {
+        workspace_id: WorkspaceId,
+    },
+    /// Bring the window of the running Lomi to the front (a second launch of the app).
+    ShowWindow {},
 }
 
 /// `lomi store status` as JSON, the same whether the broker or the command opened the store.
@@ -90,15 +137,30 @@ pub fn reconcile_json(report: &lomi_store::ReconcileReport) -> Value {
 }
 
 /// Answers one control request with an envelope.
-pub fn handle(broker: &Broker, request: ControlRequest, http_url: &str) -> Value {
+pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value {
+    let http_url = front.http_url.as_str();
     let result: Result<Value, ToolError> = match request {
         ControlRequest::WorkspaceAdd { name, project } => broker.workspace_add(&name, &project).map(|w| json!(w.view())),
         ControlRequest::WorkspaceList {} => {
             Ok(json!(broker.workspaces().iter().map(|w| w.view()).collect::<Vec<_>>()))
         }
+        ControlRequest::WorkspaceRemove { workspace_id } => broker
+            .workspace_remove(&workspace_id)
+            .map(|()| json!({"workspaceId": workspace_id, "removed": true})),
+        ControlRequest::ProjectAdd { workspace_id, project } => broker
+            .project_add(&workspace_id, &project)
+            .map(|p| json!({"workspaceId": workspace_id, "project": p.view()})),
+        ControlRequest::ProjectRemove { workspace_id, project_id } => broker
+            .project_remove(&workspace_id, &project_id)
+            .map(|()| json!({"workspaceId": workspace_id, "projectId": project_id, "removed": true})),
         ControlRequest::PairingList {} => Ok(json!(broker.pairing_list())),
-        ControlRequest::PairingApprove { pairing_id, workspaces } => {
-            broker.pairing_approve(&pairing_id, &workspaces).map(|()| json!({"pairingId": pairing_id, "state": "approved", "grants": workspaces}))
+        ControlRequest::PairingApprove { pairing_id, workspaces, session } => {
+            let approved = if session {
+                broker.pairing_approve_for_session(&pairing_id, &workspaces)
+            } else {
+                broker.pairing_approve(&pairing_id, &workspaces)
+            };
+            approved.map(|()| json!({"pairingId": pairing_id, "state": "approved", "grants": workspaces, "session": session}))
         }
         ControlRequest::PairingDeny { pairing_id } => {
             broker.pairing_deny(&pairing_id).map(|()| json!({"pairingId": pairing_id, "state": "denied"}))
@@ -131,6 +193,20 @@ pub fn handle(broker: &Broker, request: ControlRequest, http_url: &str) -> Value
             let report = if apply { broker.store().reconcile() } else { broker.store().reconcile_preview() };
             report.map(|r| reconcile_json(&r)).map_err(|e| ToolError::new(e.code(), e.to_string()))
         }
+        ControlRequest::PolicyList {} => Ok(policy_json(broker)),
+        ControlRequest::PanelList { workspace_id } => Ok(json!(broker.panels_for_person(&workspace_id))),
+        ControlRequest::DecisionList {} => Ok(json!(broker.awaiting_decisions())),
+        ControlRequest::Feed { limit } => feed(broker, limit.clamp(1, 500)),
+        ControlRequest::ShowWindow {} => match &front.show_window {
+            Some(window) => window
+                .send(())
+                .map(|()| json!({"shown": true}))
+                .map_err(|_| ToolError::internal("the window is closing")),
+            None => Err(ToolError::new(
+                lomi_protocol::ErrorCode::Unsupported,
+                "this Lomi runs headless (`lomi serve --headless`); it has no window to show",
+            )),
+        },
         ControlRequest::Status {} => Ok(json!({
             "brokerInstanceId": broker.instance_id(),
             "url": http_url,
@@ -138,4 +214,145 @@ pub fn handle(broker: &Broker, request: ControlRequest, http_url: &str) -> Value
         })),
     };
     Reply::from_result(result).to_value()
+}
+
+/// Every mutating tool of the catalog and whether it waits for the person's decision.
+fn policy_json(broker: &Broker) -> Value {
+    let confirmed = broker.confirmation_policy();
+    let tools: Vec<Value> = lomi_protocol::catalog::catalog()
+        .iter()
+        .filter(|t| t.kind == lomi_protocol::catalog::ToolKind::Mutation)
+        .map(|t| json!({"tool": t.name, "confirm": confirmed.contains(t.name)}))
+        .collect();
+    json!(tools)
+}
+
+/// The newest receipts with the name of the client whose operation each is.
+fn feed(broker: &Broker, limit: usize) -> Result<Value, ToolError> {
+    let receipts = broker
+        .store()
+        .list_receipts(limit, 0)
+        .map_err(|e| ToolError::new(e.code(), e.to_string()))?;
+    let names: std::collections::HashMap<PairingId, String> = broker
+        .pairing_list()
+        .into_iter()
+        .map(|p| (p.pairing_id, p.client_name))
+        .collect();
+    let workspaces: std::collections::HashMap<WorkspaceId, String> = broker
+        .workspaces()
+        .into_iter()
+        .map(|w| (w.id, w.name))
+        .collect();
+    let items: Vec<Value> = receipts
+        .iter()
+        .map(|r| {
+            json!({
+                "operationId": r.operation_id,
+                "tool": r.key.tool.0,
+                "state": r.state,
+                "effectState": r.effect_state,
+                "workspaceId": r.workspace_id,
+                "workspaceName": r.workspace_id.as_ref().and_then(|w| workspaces.get(w)),
+                "pairingId": r.key.pairing_id,
+                "clientName": names.get(&r.key.pairing_id),
+                "updatedAt": r.updated_at,
+                "errorCode": r.error_code,
+            })
+        })
+        .collect();
+    Ok(json!(items))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn broker(dir: &std::path::Path) -> Broker {
+        Broker::start(lomi_broker::BrokerConfig::new(dir)).expect("broker")
+    }
+
+    #[test]
+    fn requests_are_camel_case_on_the_wire() {
+        let request: ControlRequest = serde_json::from_value(json!({
+            "pairingApprove": {"pairingId": "pa_0123456789abcdef0123456789abcdef", "workspaces": [], "session": true}
+        }))
+        .expect("camelCase fields");
+        assert!(matches!(
+            request,
+            ControlRequest::PairingApprove { session: true, .. }
+        ));
+        let plain: ControlRequest = serde_json::from_value(json!({
+            "pairingApprove": {"pairingId": "pa_0123456789abcdef0123456789abcdef", "workspaces": []}
+        }))
+        .expect("session defaults to false");
+        assert!(matches!(
+            plain,
+            ControlRequest::PairingApprove { session: false, .. }
+        ));
+        let wire =
+            serde_json::to_value(ControlRequest::StoreReconcile { apply: true }).expect("json");
+        assert_eq!(wire, json!({"storeReconcile": {"apply": true}}));
+        assert!(
+            serde_json::from_value::<ControlRequest>(
+                json!({"pairingDeny": {"pairing_id": "pa_x"}})
+            )
+            .is_err(),
+            "snake_case fields are refused"
+        );
+    }
+
+    #[tokio::test]
+    async fn show_window_reaches_the_window_or_says_there_is_none() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let broker = broker(dir.path());
+        let headless = Front {
+            http_url: "http://127.0.0.1:1/mcp".into(),
+            show_window: None,
+        };
+        let reply = handle(&broker, &headless, ControlRequest::ShowWindow {});
+        assert_eq!(
+            (reply["status"].as_str(), reply["code"].as_str()),
+            (Some("error"), Some("UNSUPPORTED"))
+        );
+
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let windowed = Front {
+            http_url: headless.http_url.clone(),
+            show_window: Some(tx),
+        };
+        let reply = handle(&broker, &windowed, ControlRequest::ShowWindow {});
+        assert_eq!(reply["status"], "ok", "{reply}");
+        assert_eq!(rx.try_recv(), Ok(()));
+    }
+
+    #[tokio::test]
+    async fn the_policy_lists_every_mutating_tool_and_the_feed_names_no_one_yet() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let broker = broker(dir.path());
+        let front = Front {
+            http_url: String::new(),
+            show_window: None,
+        };
+        let policy = handle(&broker, &front, ControlRequest::PolicyList {});
+        let tools = policy["data"].as_array().expect("list");
+        let confirmed: Vec<&str> = tools
+            .iter()
+            .filter(|t| t["confirm"] == true)
+            .filter_map(|t| t["tool"].as_str())
+            .collect();
+        assert!(confirmed.contains(&"lomi_file_delete"), "{confirmed:?}");
+        assert!(
+            !confirmed.contains(&"lomi_workspace_update"),
+            "{confirmed:?}"
+        );
+        assert!(
+            tools.iter().all(|t| t["tool"] != "lomi_workspace_list"),
+            "read-only tools are not listed"
+        );
+        assert!(tools.iter().any(|t| t["tool"] == "lomi_workspace_update"));
+        let feed = handle(&broker, &front, ControlRequest::Feed { limit: 10 });
+        assert_eq!(feed["data"], json!([]));
+        let decisions = handle(&broker, &front, ControlRequest::DecisionList {});
+        assert_eq!(decisions["data"], json!([]));
+    }
 }

@@ -2,6 +2,8 @@
 //! and over the local socket that `lomi mcp` bridges to stdio. Only this crate knows MCP.
 
 pub mod control;
+pub mod data_dir;
+pub mod host;
 pub mod http;
 pub mod local;
 mod server;
@@ -9,6 +11,8 @@ mod tools;
 
 pub use server::{Caller, LomiServer};
 
+use lomi_android::AdbServer;
+use lomi_android::panels::AndroidPanels;
 use lomi_broker::Broker;
 use lomi_browser::panels::BrowserPanels;
 use lomi_files::editor::ProjectEditor;
@@ -25,6 +29,7 @@ pub struct Lomi {
     pub git: ProjectGit,
     pub editor: ProjectEditor,
     pub browsers: BrowserPanels,
+    pub android: AndroidPanels,
 }
 
 impl Lomi {
@@ -35,8 +40,15 @@ impl Lomi {
             git: ProjectGit::new(broker.clone()),
             editor: ProjectEditor::new(broker.clone()),
             browsers: BrowserPanels::new(broker.clone()),
+            android: AndroidPanels::new(broker.clone(), AdbServer::default()),
             broker,
         }
+    }
+
+    /// Talks to the adb server at `address` instead of the default `127.0.0.1:5037`.
+    pub fn with_adb_server(mut self, address: std::net::SocketAddrV4) -> Self {
+        self.android = AndroidPanels::new(self.broker.clone(), AdbServer::new(address));
+        self
     }
 
     /// Stops the broker's operations (see `Broker::shutdown`), then every runtime.

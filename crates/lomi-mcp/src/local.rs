@@ -73,7 +73,7 @@ pub fn bind(data_dir: &Path) -> anyhow::Result<UnixListener> {
 pub async fn serve(
     listener: UnixListener,
     lomi: Lomi,
-    http_url: String,
+    front: control::Front,
     shutdown: CancellationToken,
 ) {
     let tools = Arc::new(mcp_tools());
@@ -90,10 +90,10 @@ pub async fn serve(
         };
         let lomi = lomi.clone();
         let tools = tools.clone();
-        let url = http_url.clone();
+        let front = front.clone();
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            if let Err(error) = connection(stream, lomi, tools, url, shutdown).await {
+            if let Err(error) = connection(stream, lomi, tools, front, shutdown).await {
                 tracing::debug!("local connection ended: {error}");
             }
         });
@@ -104,7 +104,7 @@ async fn connection(
     stream: UnixStream,
     lomi: Lomi,
     tools: Arc<Vec<rmcp::model::Tool>>,
-    http_url: String,
+    front: control::Front,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     // The person's requests must come from the person: a process inside a terminal Lomi runs
@@ -150,7 +150,7 @@ async fn connection(
     }
     match hello {
         Hello::Control(request) => {
-            let reply = control::handle(&lomi.broker, request, &http_url);
+            let reply = control::handle(&lomi.broker, &front, request);
             write.write_all(format!("{reply}\n").as_bytes()).await?;
             write.shutdown().await?;
         }
@@ -162,12 +162,17 @@ async fn connection(
                     .broker
                     .pairing_begin(&hello.client_name, Some(&hello.secret)),
             };
-            let server = LomiServer::new(lomi, tools, Caller::Known(pairing));
-            let running = server.serve((reader, write)).await?;
-            tokio::select! {
-                _ = running.waiting() => {}
-                () = shutdown.cancelled() => {}
+            let broker = lomi.broker.clone();
+            let server = LomiServer::new(lomi, tools, Caller::Known(pairing.clone()));
+            let running = server.serve((reader, write)).await;
+            if let Ok(running) = running {
+                tokio::select! {
+                    _ = running.waiting() => {}
+                    () = shutdown.cancelled() => {}
+                }
             }
+            // A pairing approved for this session only ends with its stream.
+            broker.pairing_session_ended(&pairing);
         }
     }
     Ok(())

@@ -3,6 +3,10 @@
 
 use crate::Lomi;
 use lomi_protocol::tools::NoArguments;
+use lomi_protocol::tools::android::{
+    AndroidAttachInput, AndroidCaptureInput, AndroidDetachInput, AndroidDevicesInput,
+    AndroidInputInput, AndroidLaunchInput, AndroidShellInput, AndroidUiSnapshotInput,
+};
 use lomi_protocol::tools::browser::{
     BrowserCaptureInput, BrowserClickInput, BrowserCloseInput, BrowserCreateInput,
     BrowserDialogInput, BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput,
@@ -99,6 +103,7 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option
     let git = &lomi.git;
     let editor = &lomi.editor;
     let browsers = &lomi.browsers;
+    let android = &lomi.android;
     // Until the person approves the pairing, every tool but the status one answers
     // PAIRING_REQUIRED, whatever its arguments.
     if tool != "lomi_pairing_status"
@@ -235,6 +240,40 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option
         ),
         "lomi_workspace_close" => match strict::decode::<WorkspaceCloseInput>(tool, arguments) {
             Ok(input) => answer(editor.workspace_close(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_android_devices" => match strict::decode::<AndroidDevicesInput>(tool, arguments) {
+            Ok(input) => answer(android.devices(caller, &input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_android_attach" => match strict::decode::<AndroidAttachInput>(tool, arguments) {
+            Ok(input) => answer(android.attach(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_android_detach" => match strict::decode::<AndroidDetachInput>(tool, arguments) {
+            Ok(input) => answer(android.detach(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_android_launch" => match strict::decode::<AndroidLaunchInput>(tool, arguments) {
+            Ok(input) => answer(android.launch(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_android_input" => match strict::decode::<AndroidInputInput>(tool, arguments) {
+            Ok(input) => answer(android.input(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_android_ui_snapshot" => {
+            match strict::decode::<AndroidUiSnapshotInput>(tool, arguments) {
+                Ok(input) => answer(android.ui_snapshot(caller, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
+        "lomi_android_capture" => match strict::decode::<AndroidCaptureInput>(tool, arguments) {
+            Ok(input) => answer_with_png(android.capture(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_android_shell" => match strict::decode::<AndroidShellInput>(tool, arguments) {
+            Ok(input) => answer(android.shell(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
         "lomi_browser_create" => match strict::decode::<BrowserCreateInput>(tool, arguments) {

@@ -6,6 +6,11 @@ use serde_json::{Map, Value};
 
 use crate::schema::{input_schema, output_schema};
 use crate::tools::NoArguments;
+use crate::tools::android::{
+    AndroidAttachInput, AndroidCaptureInput, AndroidCaptureView, AndroidDetachInput,
+    AndroidDeviceList, AndroidDevicesInput, AndroidInputAccepted, AndroidInputInput,
+    AndroidLaunchInput, AndroidShellInput, AndroidUiSnapshotInput, AndroidUiSnapshotView,
+};
 use crate::tools::browser::{
     BrowserCaptureInput, BrowserClickInput, BrowserCloseInput, BrowserCreateInput,
     BrowserDialogInput, BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput,
@@ -417,6 +422,89 @@ pub fn catalog() -> Vec<ToolSpec> {
             MUTATION,
             "Creates a branch at HEAD and switches to it, or switches to an existing branch. Refused over \
              uncommitted changes unless allowUncommitted. Cannot be undone by cancelling.",
+        ),
+        ToolSpec::new::<AndroidDevicesInput, AndroidDeviceList>(
+            "lomi_android_devices",
+            "List Android devices",
+            Read,
+            READ,
+            "The devices the adb server lists: serial, model, API level, state (ready, offline, \
+             unauthorized, …) and the workspace's panel each is attached to.",
+        ),
+        ToolSpec::new::<AndroidAttachInput, OperationView>(
+            "lomi_android_attach",
+            "Attach an Android device",
+            Mutation,
+            MUTATION,
+            "Attaches a device (a serial, or HOST:PORT of a wireless-debugging device, which Lomi connects) \
+             as a panel, compared by expectedRevision. The first attach of a device waits for the person \
+             (awaiting_user); later ones follow their remembered choice, and a denial fails USER_DENIED. The \
+             result holds panelId, generation (changes when the device reconnects) and a leaseId for input. \
+             Attaching a device whose panel lost it gives that panel a new generation.",
+        ),
+        ToolSpec::new::<AndroidDetachInput, OperationView>(
+            "lomi_android_detach",
+            "Detach an Android device",
+            Mutation,
+            MUTATION,
+            "Removes a device's panel, compared by expectedRevision; leases on it end. The device itself is \
+             not touched.",
+        ),
+        ToolSpec::new::<AndroidLaunchInput, OperationView>(
+            "lomi_android_launch",
+            "Launch an Android activity",
+            Mutation,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Starts an activity (component) or sends an implicit intent (action, data, package) with `am \
+             start`, under a lease. Succeeds when the intent was delivered; that does not mean the app is \
+             ready: take a UI snapshot to see.",
+        ),
+        ToolSpec::new::<AndroidInputInput, AndroidInputAccepted>(
+            "lomi_android_input",
+            "Send input to an Android device",
+            Control,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "A tap, long press, swipe, text or key event under a lease, ordered by inputSequence like \
+             terminal input (a repeat with the same payload is acknowledged, not sent again). A tap may \
+             name snapshotId + elementRef instead of coordinates: it is refused with SNAPSHOT_STALE when \
+             the UI changed since that snapshot. Text arrives literally. If the device goes away mid-input \
+             the error says the effect is unknown and the panel's runtime ends.",
+        ),
+        ToolSpec::new::<AndroidUiSnapshotInput, AndroidUiSnapshotView>(
+            "lomi_android_ui_snapshot",
+            "Android UI snapshot",
+            Read,
+            READ,
+            "The device's UI hierarchy (uiautomator dump) as a compact node list with elementRefs, text, \
+             resource ids and bounds, bounded by maxBytes, under a snapshotId for taps by ref. Retries the \
+             dump while the UI is busy and says how many attempts it took.",
+        ),
+        ToolSpec::new::<AndroidCaptureInput, AndroidCaptureView>(
+            "lomi_android_capture",
+            "Capture an Android screen",
+            Read,
+            READ,
+            "A screenshot (screencap -p), checked to be a whole PNG, optionally clipped, scaled or fitted to \
+             maxBytes; the PNG comes as an MCP image block after the metadata.",
+        ),
+        ToolSpec::new::<AndroidShellInput, OperationView>(
+            "lomi_android_shell",
+            "Run an Android shell command",
+            Mutation,
+            Annotations {
+                destructive_hint: true,
+                idempotent_hint: false,
+                ..MUTATION
+            },
+            "Runs a command line in the device's shell under a lease. Waits for the person's decision \
+             (awaiting_user) unless they turned that off. The result holds the output, cut to maxBytes; \
+             there is no exit status (adb's legacy shell reports none).",
         ),
         ToolSpec::new::<BrowserCreateInput, OperationView>(
             "lomi_browser_create",

@@ -1,6 +1,7 @@
 //! Tool inputs and outputs, one module per tool family. Inputs reject unknown fields and use
 //! camelCase; doc comments on fields are the schema descriptions agents read.
 
+pub mod android;
 pub mod browser;
 pub mod editor;
 pub mod files;

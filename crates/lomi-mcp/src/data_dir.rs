@@ -1,4 +1,5 @@
-//! Where Lomi keeps its data: `--data-dir`, else `LOMI_DATA_DIR`, else the XDG data dir.
+//! Where Lomi keeps its data: `--data-dir`, else `LOMI_DATA_DIR`, else the XDG data dir. The
+//! `lomi` command and the desktop app resolve it the same way.
 
 use std::path::PathBuf;
 

@@ -1,0 +1,1269 @@
+//! Android panels: the Android tools over the broker. Attach, detach, launch and shell are
+//! operations through the broker's engine (the first attach of a device waits for the person);
+//! input is ordered by lease and `inputSequence`; snapshots and captures answer at once. A device
+//! that goes away ends its panel's runtime (generation none, leases over) until it is attached
+//! again, and whatever was in flight says honestly that its effect is unknown.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddrV4;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use lomi_broker::{
+    Broker, Confirmation, EffectOutcome, LeasedInput, Mutation, PanelRecord, persist,
+};
+use lomi_protocol::tools::android::{
+    AndroidAction, AndroidAttachInput, AndroidAttached, AndroidBounds, AndroidCaptureInput,
+    AndroidCaptureView, AndroidDetachInput, AndroidDetached, AndroidDeviceList, AndroidDeviceView,
+    AndroidDevicesInput, AndroidInputAccepted, AndroidInputInput, AndroidLaunchInput,
+    AndroidLaunched, AndroidShellInput, AndroidShellResult, AndroidUiNode, AndroidUiSnapshotInput,
+    AndroidUiSnapshotView, Point, SwipeArguments,
+};
+use lomi_protocol::tools::operations::OperationView;
+use lomi_protocol::tools::session::{PanelKind, PanelListInput};
+use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, ToolError, WorkspaceId};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::Digest;
+
+use crate::shell::input_text_argument;
+use crate::{AdbServer, AndroidError, Device, DeviceInfo, DeviceState, UiSnapshot};
+
+/// The file in the data dir with the person's remembered attach decisions, per adb serial.
+pub const DEVICE_CHOICES_FILE: &str = "android-devices.json";
+/// How long a device reached over TCP may take to be listed as ready after `adb connect`.
+const CONNECT_WAIT: Duration = Duration::from_secs(15);
+const DEFAULT_SNAPSHOT_BYTES: u32 = 64 * 1024;
+const SNAPSHOT_BYTES: std::ops::RangeInclusive<u32> = 1024..=(1 << 20);
+const DEFAULT_SHELL_BYTES: u32 = 64 * 1024;
+const MAX_SHELL_BYTES: u32 = 1 << 20;
+const MAX_SHELL_COMMAND: usize = 4096;
+const MIN_CAPTURE_BYTES: u32 = 1024;
+
+/// The person's remembered decisions (`android-devices.json`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeviceChoices {
+    devices: BTreeMap<String, DeviceChoice>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeviceChoice {
+    /// May agents attach this device?
+    allowed: bool,
+}
+
+/// The person's remembered attach decisions in `data_dir`, by adb serial (true: allowed).
+pub fn remembered_choices(data_dir: &Path) -> std::io::Result<BTreeMap<String, bool>> {
+    let choices: DeviceChoices =
+        persist::read_json(&data_dir.join(DEVICE_CHOICES_FILE))?.unwrap_or_default();
+    Ok(choices
+        .devices
+        .into_iter()
+        .map(|(serial, choice)| (serial, choice.allowed))
+        .collect())
+}
+
+/// Forgets the person's decision for `serial`, so its next attach waits for them again; true
+/// if there was one. (A running Lomi reads the file at every attach.)
+pub fn forget_choice(data_dir: &Path, serial: &str) -> std::io::Result<bool> {
+    let path = data_dir.join(DEVICE_CHOICES_FILE);
+    let mut choices: DeviceChoices = persist::read_json(&path)?.unwrap_or_default();
+    let forgotten = choices.devices.remove(serial).is_some();
+    if forgotten {
+        persist::write_json(&path, &choices)?;
+    }
+    Ok(forgotten)
+}
+
+/// The latest UI snapshot of a runtime, for taps by elementRef.
+#[derive(Clone, Debug)]
+struct SnapshotRecord {
+    id: String,
+    generation: String,
+    fingerprint: u64,
+    /// elementRef → the centre of its bounds (none for nodes without bounds).
+    centres: HashMap<String, Option<(i32, i32)>>,
+}
+
+/// One device behind a panel.
+#[derive(Clone, Debug)]
+struct Runtime {
+    device: Device,
+    workspace_id: WorkspaceId,
+    /// `None` once the device went away; attaching it again gives a new one.
+    generation: Option<String>,
+    screen: (u32, u32),
+    snapshot: Option<SnapshotRecord>,
+}
+
+/// The Android panels of one broker, over one adb server.
+#[derive(Clone)]
+pub struct AndroidPanels {
+    broker: Broker,
+    server: AdbServer,
+    runtimes: Arc<Mutex<HashMap<PanelId, Runtime>>>,
+    /// Serialises writes of the choices file.
+    choices: Arc<Mutex<()>>,
+}
+
+fn to_value<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+fn random_hex(broker: &Broker) -> String {
+    broker
+        .random_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Runs blocking adb work off the async runtime.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, AndroidError> + Send + 'static,
+) -> Result<T, AndroidError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|error| {
+            Err(AndroidError::InvalidInput(format!(
+                "the adb call stopped abnormally: {error}"
+            )))
+        })
+}
+
+/// The envelope error for a failed device command, saying what happened to the effect.
+fn device_error(error: &AndroidError) -> ToolError {
+    let effect = if error.effect_unknown() {
+        "unknown"
+    } else {
+        "none"
+    };
+    ToolError::new(error.code(), error.to_string()).with_details(serde_json::json!({
+        "effectState": effect,
+        "deviceGone": error.device_gone(),
+    }))
+}
+
+/// How an operation's effect ends when the device failed it.
+fn failed_outcome(error: &AndroidError) -> EffectOutcome {
+    if error.effect_unknown() {
+        EffectOutcome::Unknown {
+            effect: EffectState::Unknown,
+            message: error.to_string(),
+        }
+    } else {
+        EffectOutcome::Failed {
+            effect: EffectState::None,
+            error: ToolError::new(error.code(), error.to_string()),
+        }
+    }
+}
+
+fn stale(message: impl Into<String>) -> ToolError {
+    ToolError::new(ErrorCode::SnapshotStale, message)
+}
+
+impl AndroidPanels {
+    pub fn new(broker: Broker, server: AdbServer) -> AndroidPanels {
+        AndroidPanels {
+            broker,
+            server,
+            runtimes: Arc::default(),
+            choices: Arc::default(),
+        }
+    }
+
+    pub fn server(&self) -> AdbServer {
+        self.server
+    }
+
+    fn runtimes(&self) -> MutexGuard<'_, HashMap<PanelId, Runtime>> {
+        self.runtimes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn choices_path(&self) -> PathBuf {
+        self.broker.data_dir().join(DEVICE_CHOICES_FILE)
+    }
+
+    /// The person's remembered choice for a device, read fresh each time (so editing the file
+    /// takes effect at once).
+    fn remembered(&self, serial: &str) -> Result<Option<bool>, ToolError> {
+        let choices: DeviceChoices = persist::read_json(&self.choices_path())
+            .map_err(|error| {
+                ToolError::new(
+                    ErrorCode::StoreUnavailable,
+                    format!("cannot read {DEVICE_CHOICES_FILE}: {error}"),
+                )
+            })?
+            .unwrap_or_default();
+        Ok(choices.devices.get(serial).map(|choice| choice.allowed))
+    }
+
+    fn remember(&self, serial: &str, allowed: bool) {
+        let _writing = self.choices.lock().unwrap_or_else(PoisonError::into_inner);
+        let path = self.choices_path();
+        let mut choices: DeviceChoices = match persist::read_json(&path) {
+            Ok(choices) => choices.unwrap_or_default(),
+            Err(error) => {
+                tracing::error!("cannot read {}: {error}", path.display());
+                return;
+            }
+        };
+        choices
+            .devices
+            .insert(serial.to_owned(), DeviceChoice { allowed });
+        if let Err(error) = persist::write_json(&path, &choices) {
+            tracing::error!(
+                "cannot remember the decision for {serial} in {}: {error}",
+                path.display()
+            );
+        }
+    }
+
+    /// The runtime behind a panel the caller may see.
+    fn runtime(&self, caller: &PairingId, panel: &PanelId) -> Result<Runtime, ToolError> {
+        let record = self.broker.panel(caller, panel)?;
+        if record.kind != PanelKind::Android {
+            return Err(ToolError::invalid(format!(
+                "panel {panel} is not an Android panel"
+            )));
+        }
+        self.runtimes()
+            .get(panel)
+            .cloned()
+            .ok_or_else(|| ToolError::not_found(format!("panel {panel} has no Android device")))
+    }
+
+    /// The runtime's live generation, checked against the one the caller named.
+    fn live_generation(
+        panel: &PanelId,
+        runtime: &Runtime,
+        named: Option<&str>,
+    ) -> Result<String, ToolError> {
+        match (&runtime.generation, named) {
+            (Some(current), None) => Ok(current.clone()),
+            (Some(current), Some(named)) if current == named => Ok(current.clone()),
+            (current, named) => Err(ToolError::new(
+                ErrorCode::GenerationMismatch,
+                match current {
+                    Some(current) => format!(
+                        "generation {} is not panel {panel}'s current runtime ({current}); re-read it with lomi_panel_list",
+                        named.unwrap_or_default()
+                    ),
+                    None => format!(
+                        "panel {panel} lost its device; attach it again with lomi_android_attach (it gets a new generation)"
+                    ),
+                },
+            )
+            .with_details(serde_json::json!({ "currentGeneration": current }))),
+        }
+    }
+
+    /// The device went away: the panel's runtime ends (if it is still `generation`), and with
+    /// it every lease on it.
+    fn lose(&self, panel: &PanelId, generation: &str) {
+        let mut runtimes = self.runtimes();
+        if let Some(runtime) = runtimes.get_mut(panel)
+            && runtime.generation.as_deref() == Some(generation)
+        {
+            runtime.generation = None;
+            runtime.snapshot = None;
+            drop(runtimes);
+            tracing::warn!("panel {panel}: device lost (generation {generation})");
+            self.broker.panel_set_generation(panel, None);
+        }
+    }
+
+    /// Ends the panel's runtime if `error` says the device is gone.
+    fn note_failure(&self, panel: &PanelId, generation: &str, error: &AndroidError) {
+        if error.device_gone() {
+            self.lose(panel, generation);
+        }
+    }
+
+    /// `lomi_android_devices`.
+    pub async fn devices(
+        &self,
+        caller: &PairingId,
+        input: &AndroidDevicesInput,
+    ) -> Result<AndroidDeviceList, ToolError> {
+        self.broker.panel_list(
+            caller,
+            &PanelListInput {
+                workspace_id: input.workspace_id.clone(),
+            },
+        )?;
+        let server = self.server;
+        let listed = blocking(move || server.devices())
+            .await
+            .map_err(|error| device_error(&error))?;
+        let runtimes = self.runtimes();
+        let devices = listed
+            .into_iter()
+            .map(|device| {
+                let attached = runtimes.iter().find(|(_, runtime)| {
+                    runtime.workspace_id == input.workspace_id
+                        && runtime.device.serial() == device.serial
+                });
+                AndroidDeviceView {
+                    state: device.state.to_string(),
+                    model: device.model,
+                    api_level: device.api_level,
+                    panel_id: attached.map(|(id, _)| id.clone()),
+                    generation: attached.and_then(|(_, runtime)| runtime.generation.clone()),
+                    serial: device.serial,
+                }
+            })
+            .collect();
+        Ok(AndroidDeviceList {
+            adb_server: self.server.address().to_string(),
+            devices,
+        })
+    }
+
+    /// `lomi_android_attach`.
+    pub async fn attach(
+        &self,
+        caller: &PairingId,
+        input: AndroidAttachInput,
+    ) -> Result<OperationView, ToolError> {
+        if let Some(title) = &input.title {
+            lomi_broker::check_name("title", title)?;
+        }
+        let workspace_id = input.workspace_id.clone();
+        let expected = input.expected_revision;
+        let mutation = Mutation {
+            tool: "lomi_android_attach",
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id: None,
+            payload: to_value(&input),
+            generation: None,
+            revision: Some(expected.to_string()),
+            permit_key: format!("workspace:{workspace_id}"),
+        };
+        if let Some(prior) = self.broker.prior(caller, &mutation)? {
+            return self.broker.answer(caller, &prior).await;
+        }
+        self.broker.panel_list(
+            caller,
+            &PanelListInput {
+                workspace_id: workspace_id.clone(),
+            },
+        )?;
+        let serial = input.serial.clone();
+        if serial.is_empty() || serial.len() > 256 || serial.chars().any(char::is_control) {
+            return Err(ToolError::invalid(
+                "serial must have 1 to 256 characters and no control characters",
+            ));
+        }
+        // A serial the adb server does not list is refused before anything is recorded,
+        // unless it is an address Lomi can connect to.
+        let tcp_address: Option<SocketAddrV4> = serial.parse().ok();
+        if tcp_address.is_none() {
+            let server = self.server;
+            let listed = blocking(move || server.devices())
+                .await
+                .map_err(|error| device_error(&error))?;
+            if !listed.iter().any(|device| device.serial == serial) {
+                return Err(ToolError::not_found(format!(
+                    "the adb server at {} lists no device `{serial}`; see lomi_android_devices (a device reached over Wi-Fi is attached by HOST:PORT)",
+                    self.server.address()
+                )));
+            }
+        }
+        let confirmation = match self.remembered(&serial)? {
+            Some(allowed) => Confirmation::Decided(allowed),
+            None => {
+                let panels = self.clone();
+                let serial = serial.clone();
+                Confirmation::Ask {
+                    remember: Some(Box::new(move |allowed| panels.remember(&serial, allowed))),
+                }
+            }
+        };
+        let check_workspace = workspace_id.clone();
+        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
+        let panels = self.clone();
+        let creator = caller.clone();
+        let title = input.title.clone();
+        let id = self.broker.submit_confirmed(
+            caller,
+            mutation,
+            confirmation,
+            precheck,
+            Box::new(move |context| {
+                Box::pin(async move {
+                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error,
+                        };
+                    }
+                    panels
+                        .attach_effect(&creator, workspace_id, expected, serial, tcp_address, title)
+                        .await
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+
+    async fn attach_effect(
+        &self,
+        creator: &PairingId,
+        workspace_id: WorkspaceId,
+        expected: lomi_protocol::DomainRevision,
+        serial: String,
+        tcp_address: Option<SocketAddrV4>,
+        title: Option<String>,
+    ) -> EffectOutcome {
+        let server = self.server;
+        let ready = blocking(move || {
+            let info = ready_device(server, &serial, tcp_address)?;
+            let device = server.device(&info.serial);
+            let generation = device.generation()?;
+            let screen = device.screen_size()?;
+            Ok((info, device, generation, screen))
+        })
+        .await;
+        let (info, device, generation, screen) = match ready {
+            Ok(ready) => ready,
+            Err(error) => {
+                return EffectOutcome::Failed {
+                    // `adb connect` may have added the device to the adb server's list.
+                    effect: if tcp_address.is_some() {
+                        EffectState::Partial
+                    } else {
+                        EffectState::None
+                    },
+                    error: ToolError::new(error.code(), error.to_string()),
+                };
+            }
+        };
+        let generation = generation.to_string();
+        let existing = self
+            .runtimes()
+            .iter()
+            .find(|(_, runtime)| {
+                runtime.workspace_id == workspace_id && runtime.device.serial() == info.serial
+            })
+            .map(|(id, runtime)| (id.clone(), runtime.generation.clone()));
+        let (panel_id, domain_revision, reattached) = match existing {
+            Some((panel_id, previous)) => {
+                let reattached = previous.as_deref() != Some(generation.as_str());
+                if let Some(runtime) = self.runtimes().get_mut(&panel_id) {
+                    runtime.device = device;
+                    runtime.generation = Some(generation.clone());
+                    runtime.screen = screen;
+                    if reattached {
+                        runtime.snapshot = None;
+                    }
+                }
+                self.broker
+                    .panel_set_generation(&panel_id, Some(generation.clone()));
+                (panel_id, expected, reattached)
+            }
+            None => {
+                let panel_id = PanelId::from_random(self.broker.random_bytes());
+                let title = title.unwrap_or_else(|| match &info.model {
+                    Some(model) => format!("{model} ({})", info.serial),
+                    None => info.serial.clone(),
+                });
+                let record = PanelRecord {
+                    workspace_id: workspace_id.clone(),
+                    kind: PanelKind::Android,
+                    title: title.chars().take(120).collect(),
+                    project_id: None,
+                    generation: Some(generation.clone()),
+                };
+                self.runtimes().insert(
+                    panel_id.clone(),
+                    Runtime {
+                        device,
+                        workspace_id: workspace_id.clone(),
+                        generation: Some(generation.clone()),
+                        screen,
+                        snapshot: None,
+                    },
+                );
+                match self.broker.panel_add(expected, panel_id.clone(), record) {
+                    Ok(revision) => (panel_id, revision, false),
+                    Err(error) => {
+                        self.runtimes().remove(&panel_id);
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error,
+                        };
+                    }
+                }
+            }
+        };
+        let lease = match self.broker.lease_acquire(creator, &panel_id, &generation) {
+            Ok(lease) => lease,
+            Err(error) => {
+                return EffectOutcome::Failed {
+                    effect: EffectState::Complete,
+                    error,
+                };
+            }
+        };
+        EffectOutcome::Succeeded(to_value(&AndroidAttached {
+            panel_id,
+            serial: info.serial,
+            generation,
+            lease_id: lease.lease_id,
+            domain_revision,
+            model: info.model,
+            api_level: info.api_level,
+            screen_width: screen.0,
+            screen_height: screen.1,
+            reattached,
+        }))
+    }
+
+    /// `lomi_android_detach`.
+    pub async fn detach(
+        &self,
+        caller: &PairingId,
+        input: AndroidDetachInput,
+    ) -> Result<OperationView, ToolError> {
+        let workspace_id = input.workspace_id.clone();
+        let expected = input.expected_revision;
+        let panel_id = input.panel_id.clone();
+        let mutation = Mutation {
+            tool: "lomi_android_detach",
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id: None,
+            payload: to_value(&input),
+            generation: None,
+            revision: Some(expected.to_string()),
+            permit_key: format!("workspace:{workspace_id}"),
+        };
+        if let Some(prior) = self.broker.prior(caller, &mutation)? {
+            return self.broker.answer(caller, &prior).await;
+        }
+        let runtime = self.runtime(caller, &panel_id)?;
+        if runtime.workspace_id != workspace_id {
+            return Err(ToolError::not_found(format!(
+                "no panel {panel_id} in workspace {workspace_id}"
+            )));
+        }
+        let check_workspace = workspace_id.clone();
+        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
+        let panels = self.clone();
+        let id = self.broker.submit(
+            caller,
+            mutation,
+            precheck,
+            Box::new(move |context| {
+                Box::pin(async move {
+                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error,
+                        };
+                    }
+                    match context.broker.panel_remove(&panel_id, Some(expected)) {
+                        Ok(revision) => {
+                            panels.runtimes().remove(&panel_id);
+                            EffectOutcome::Succeeded(to_value(&AndroidDetached {
+                                panel_id,
+                                domain_revision: revision,
+                            }))
+                        }
+                        Err(error) => EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error,
+                        },
+                    }
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+
+    /// The mutation of a lease-guarded device command (launch, shell), keyed by its input and
+    /// retry epoch alone so a retry finds its receipt after the lease or panel is gone.
+    fn device_mutation(
+        &self,
+        caller: &PairingId,
+        tool: &'static str,
+        input: &impl Serialize,
+        (retry_epoch, request_key): (&lomi_protocol::RetryEpoch, &lomi_protocol::RequestKey),
+        panel: &PanelId,
+        generation: &str,
+    ) -> Result<Mutation, ToolError> {
+        let workspace_id = self.broker.retry_epoch_workspace(caller, retry_epoch)?;
+        Ok(Mutation {
+            tool,
+            retry_epoch: retry_epoch.clone(),
+            request_key: request_key.clone(),
+            workspace_id,
+            project_id: None,
+            payload: to_value(input),
+            generation: Some(generation.to_owned()),
+            revision: None,
+            permit_key: format!("panel:{panel}"),
+        })
+    }
+
+    /// Checks the lease and generation of a lease-guarded command; returns the device.
+    fn guarded(
+        &self,
+        caller: &PairingId,
+        mutation: &Mutation,
+        panel: &PanelId,
+        lease: &lomi_protocol::LeaseId,
+        generation: &str,
+    ) -> Result<Device, ToolError> {
+        let record = self.broker.lease_check(caller, lease, panel, generation)?;
+        if record.workspace_id != mutation.workspace_id {
+            return Err(ToolError::invalid(format!(
+                "panel {panel} is not in this retry epoch's workspace {}",
+                mutation.workspace_id
+            )));
+        }
+        let runtime = self.runtime(caller, panel)?;
+        Self::live_generation(panel, &runtime, Some(generation))?;
+        Ok(runtime.device)
+    }
+
+    /// Whether the panel still runs `generation`; a device that reconnected since admission
+    /// must not get work meant for its previous runtime.
+    fn still_current(&self, panel: &PanelId, generation: &str) -> Result<(), ToolError> {
+        let current = self
+            .runtimes()
+            .get(panel)
+            .and_then(|runtime| runtime.generation.clone());
+        if current.as_deref() == Some(generation) {
+            Ok(())
+        } else {
+            Err(ToolError::new(
+                ErrorCode::GenerationMismatch,
+                format!("panel {panel} no longer runs generation {generation}"),
+            )
+            .with_details(serde_json::json!({ "currentGeneration": current })))
+        }
+    }
+
+    /// `lomi_android_launch`.
+    pub async fn launch(
+        &self,
+        caller: &PairingId,
+        input: AndroidLaunchInput,
+    ) -> Result<OperationView, ToolError> {
+        let mutation = self.device_mutation(
+            caller,
+            "lomi_android_launch",
+            &input,
+            (&input.retry_epoch, &input.request_key),
+            &input.panel_id,
+            &input.generation,
+        )?;
+        if let Some(prior) = self.broker.prior(caller, &mutation)? {
+            return self.broker.answer(caller, &prior).await;
+        }
+        let target = match (&input.component, &input.intent) {
+            (Some(component), None) => Launch::Component(component.clone()),
+            (None, Some(intent)) => Launch::Intent {
+                action: intent.action.clone(),
+                data: intent.data.clone(),
+                package: intent.package.clone(),
+            },
+            _ => {
+                return Err(ToolError::invalid(
+                    "give exactly one of component or intent",
+                ));
+            }
+        };
+        let device = self.guarded(
+            caller,
+            &mutation,
+            &input.panel_id,
+            &input.lease_id,
+            &input.generation,
+        )?;
+        let panels = self.clone();
+        let panel_id = input.panel_id.clone();
+        let generation = input.generation.clone();
+        let id = self.broker.submit(
+            caller,
+            mutation,
+            |_| Ok(()),
+            Box::new(move |_context| {
+                Box::pin(async move {
+                    if let Err(error) = panels.still_current(&panel_id, &generation) {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error,
+                        };
+                    }
+                    let launched = blocking(move || match target {
+                        Launch::Component(component) => device.launch(&component),
+                        Launch::Intent {
+                            action,
+                            data,
+                            package,
+                        } => device.launch_intent(&action, data.as_deref(), package.as_deref()),
+                    })
+                    .await;
+                    match launched {
+                        Ok(am_output) => EffectOutcome::Succeeded(to_value(&AndroidLaunched {
+                            panel_id,
+                            generation,
+                            delivered: true,
+                            am_output,
+                        })),
+                        Err(error) => {
+                            panels.note_failure(&panel_id, &generation, &error);
+                            failed_outcome(&error)
+                        }
+                    }
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+
+    /// `lomi_android_shell`: waits for the person unless their policy says otherwise.
+    pub async fn shell(
+        &self,
+        caller: &PairingId,
+        input: AndroidShellInput,
+    ) -> Result<OperationView, ToolError> {
+        let mutation = self.device_mutation(
+            caller,
+            "lomi_android_shell",
+            &input,
+            (&input.retry_epoch, &input.request_key),
+            &input.panel_id,
+            &input.generation,
+        )?;
+        if let Some(prior) = self.broker.prior(caller, &mutation)? {
+            return self.broker.answer(caller, &prior).await;
+        }
+        if input.command.trim().is_empty()
+            || input.command.len() > MAX_SHELL_COMMAND
+            || input.command.contains('\0')
+        {
+            return Err(ToolError::invalid(format!(
+                "command must have 1 to {MAX_SHELL_COMMAND} bytes, without NUL"
+            )));
+        }
+        let max_bytes = input.max_bytes.unwrap_or(DEFAULT_SHELL_BYTES);
+        if max_bytes == 0 || max_bytes > MAX_SHELL_BYTES {
+            return Err(ToolError::invalid(format!(
+                "maxBytes must be 1 to {MAX_SHELL_BYTES}"
+            )));
+        }
+        let device = self.guarded(
+            caller,
+            &mutation,
+            &input.panel_id,
+            &input.lease_id,
+            &input.generation,
+        )?;
+        let panels = self.clone();
+        let panel_id = input.panel_id.clone();
+        let generation = input.generation.clone();
+        let command = input.command.clone();
+        let id = self.broker.submit(
+            caller,
+            mutation,
+            |_| Ok(()),
+            Box::new(move |_context| {
+                Box::pin(async move {
+                    if let Err(error) = panels.still_current(&panel_id, &generation) {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error,
+                        };
+                    }
+                    let ran = blocking(move || device.shell(&command, max_bytes as usize)).await;
+                    match ran {
+                        Ok((output, truncated)) => {
+                            EffectOutcome::Succeeded(to_value(&AndroidShellResult {
+                                panel_id,
+                                bytes: output.len() as u64,
+                                output: String::from_utf8_lossy(&output).into_owned(),
+                                truncated,
+                            }))
+                        }
+                        Err(error) => {
+                            panels.note_failure(&panel_id, &generation, &error);
+                            failed_outcome(&error)
+                        }
+                    }
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+
+    /// `lomi_android_input`: ordered by lease and inputSequence.
+    pub async fn input(
+        &self,
+        caller: &PairingId,
+        input: AndroidInputInput,
+    ) -> Result<AndroidInputAccepted, ToolError> {
+        let runtime = self.runtime(caller, &input.panel_id)?;
+        let (width, height) = runtime.screen;
+        let on_screen = |x: u32, y: u32| -> Result<(), ToolError> {
+            if x < width && y < height {
+                Ok(())
+            } else {
+                Err(ToolError::invalid(format!(
+                    "({x}, {y}) is off the {width}x{height} screen; x must be below {width} and y below {height}"
+                )))
+            }
+        };
+        // Everything that can be checked without the device is checked before the sequence
+        // is used, so a refused input does not take a sequence number.
+        match &input.action {
+            AndroidAction::Tap(Point::At { x, y })
+            | AndroidAction::LongPress {
+                point: Point::At { x, y },
+                ..
+            } => on_screen(*x, *y)?,
+            AndroidAction::Swipe(swipe) => {
+                on_screen(swipe.from_x, swipe.from_y)?;
+                on_screen(swipe.to_x, swipe.to_y)?;
+            }
+            AndroidAction::Text(text) => {
+                input_text_argument(text).map_err(|error| device_error(&error))?;
+            }
+            AndroidAction::Key(key) => check_key(key)?,
+            AndroidAction::Tap(Point::Element { .. })
+            | AndroidAction::LongPress {
+                point: Point::Element { .. },
+                ..
+            } => {}
+        }
+        let fingerprint = hex::encode(sha2::Sha256::digest(
+            serde_json::to_vec(&input.action).unwrap_or_default(),
+        ));
+        let sequence = input.input_sequence;
+        let panels = self.clone();
+        let panel_id = input.panel_id.clone();
+        let generation = input.generation.clone();
+        let action = input.action.clone();
+        let (answer, duplicate) = self
+            .broker
+            .lease_input(
+                caller,
+                LeasedInput {
+                    lease: &input.lease_id,
+                    panel: &input.panel_id,
+                    generation: &input.generation,
+                    sequence,
+                    fingerprint,
+                },
+                || async move {
+                    let dispatched = panels.dispatch(&panel_id, &generation, action).await?;
+                    Ok(to_value(&AndroidInputAccepted {
+                        input_sequence: sequence.to_string(),
+                        duplicate: false,
+                        dispatched,
+                    }))
+                },
+            )
+            .await?;
+        let mut accepted: AndroidInputAccepted =
+            serde_json::from_value(answer).map_err(|e| ToolError::internal(e.to_string()))?;
+        accepted.duplicate = duplicate;
+        Ok(accepted)
+    }
+
+    /// Sends one input to the device (under the lease's order); returns what was run.
+    async fn dispatch(
+        &self,
+        panel: &PanelId,
+        generation: &str,
+        action: AndroidAction,
+    ) -> Result<String, ToolError> {
+        let runtime = self
+            .runtimes()
+            .get(panel)
+            .cloned()
+            .ok_or_else(|| ToolError::not_found(format!("panel {panel} was detached")))?;
+        Self::live_generation(panel, &runtime, Some(generation))?;
+        let device = runtime.device.clone();
+        let command = match action {
+            AndroidAction::Tap(point) => {
+                let (x, y) = self.resolve(panel, &runtime, point).await?;
+                Command::Tap(x, y)
+            }
+            AndroidAction::LongPress { point, duration_ms } => {
+                let (x, y) = self.resolve(panel, &runtime, point).await?;
+                Command::Swipe(SwipeArguments {
+                    from_x: x,
+                    from_y: y,
+                    to_x: x,
+                    to_y: y,
+                    duration_ms: Some(duration_ms),
+                })
+            }
+            AndroidAction::Swipe(swipe) => Command::Swipe(swipe),
+            AndroidAction::Text(text) => Command::Text(text),
+            AndroidAction::Key(key) => Command::Key(key),
+        };
+        let described = command.describe();
+        let sent = blocking(move || match command {
+            Command::Tap(x, y) => device.tap(x, y),
+            Command::Swipe(swipe) => device.swipe(
+                (swipe.from_x, swipe.from_y),
+                (swipe.to_x, swipe.to_y),
+                swipe.duration_ms,
+            ),
+            Command::Text(text) => device.text(&text),
+            Command::Key(key) => device.keyevent(&key),
+        })
+        .await;
+        match sent {
+            Ok(()) => {
+                // The UI may have changed: element refs of earlier snapshots must be re-checked.
+                Ok(described)
+            }
+            Err(error) => {
+                self.note_failure(panel, generation, &error);
+                Err(device_error(&error))
+            }
+        }
+    }
+
+    /// Where a press lands: the coordinates, or the centre of a snapshot's element after
+    /// checking that the UI is still the one the snapshot saw.
+    async fn resolve(
+        &self,
+        panel: &PanelId,
+        runtime: &Runtime,
+        point: Point,
+    ) -> Result<(u32, u32), ToolError> {
+        let (snapshot_id, element_ref) = match point {
+            Point::At { x, y } => return Ok((x, y)),
+            Point::Element {
+                snapshot_id,
+                element_ref,
+            } => (snapshot_id, element_ref),
+        };
+        let snapshot = runtime
+            .snapshot
+            .clone()
+            .filter(|snapshot| snapshot.id == snapshot_id)
+            .ok_or_else(|| {
+                stale(format!(
+                    "snapshot {snapshot_id} is not the latest UI snapshot of panel {panel}'s current runtime; take a new one"
+                ))
+            })?;
+        let centre = match snapshot.centres.get(&element_ref) {
+            Some(Some(centre)) => *centre,
+            Some(None) => {
+                return Err(ToolError::invalid(format!(
+                    "element {element_ref} has no bounds to tap; use coordinates"
+                )));
+            }
+            None => {
+                return Err(ToolError::invalid(format!(
+                    "snapshot {snapshot_id} has no element {element_ref}"
+                )));
+            }
+        };
+        let device = runtime.device.clone();
+        let fresh = blocking(move || device.ui_snapshot(*SNAPSHOT_BYTES.end() as usize))
+            .await
+            .map_err(|error| {
+                self.note_failure(panel, &snapshot.generation, &error);
+                device_error(&error)
+            })?;
+        if fresh.fingerprint != snapshot.fingerprint {
+            return Err(stale(format!(
+                "the UI changed since snapshot {snapshot_id}; take a new snapshot and use its refs"
+            )));
+        }
+        let (x, y) = centre;
+        let (width, height) = runtime.screen;
+        match (u32::try_from(x), u32::try_from(y)) {
+            (Ok(x), Ok(y)) if x < width && y < height => Ok((x, y)),
+            _ => Err(ToolError::invalid(format!(
+                "element {element_ref} is centred off the screen at ({x}, {y})"
+            ))),
+        }
+    }
+
+    /// `lomi_android_ui_snapshot`.
+    pub async fn ui_snapshot(
+        &self,
+        caller: &PairingId,
+        input: AndroidUiSnapshotInput,
+    ) -> Result<AndroidUiSnapshotView, ToolError> {
+        let max_bytes = input.max_bytes.unwrap_or(DEFAULT_SNAPSHOT_BYTES);
+        if !SNAPSHOT_BYTES.contains(&max_bytes) {
+            return Err(ToolError::invalid(format!(
+                "maxBytes must be {} to {}",
+                SNAPSHOT_BYTES.start(),
+                SNAPSHOT_BYTES.end()
+            )));
+        }
+        let runtime = self.runtime(caller, &input.panel_id)?;
+        let generation =
+            Self::live_generation(&input.panel_id, &runtime, input.generation.as_deref())?;
+        let device = runtime.device.clone();
+        let snapshot: UiSnapshot = blocking(move || device.ui_snapshot(max_bytes as usize))
+            .await
+            .map_err(|error| {
+                self.note_failure(&input.panel_id, &generation, &error);
+                device_error(&error)
+            })?;
+        let snapshot_id = format!("snap_{}", random_hex(&self.broker));
+        let record = SnapshotRecord {
+            id: snapshot_id.clone(),
+            generation: generation.clone(),
+            fingerprint: snapshot.fingerprint,
+            centres: snapshot
+                .nodes
+                .iter()
+                .map(|node| {
+                    (
+                        node.reference.clone(),
+                        node.bounds.map(|bounds| bounds.center()),
+                    )
+                })
+                .collect(),
+        };
+        if let Some(runtime) = self.runtimes().get_mut(&input.panel_id)
+            && runtime.generation.as_deref() == Some(generation.as_str())
+        {
+            runtime.snapshot = Some(record);
+        }
+        Ok(AndroidUiSnapshotView {
+            panel_id: input.panel_id,
+            generation,
+            snapshot_id,
+            nodes: snapshot
+                .nodes
+                .into_iter()
+                .map(|node| AndroidUiNode {
+                    element_ref: node.reference,
+                    parent: node.parent,
+                    class: node.class,
+                    text: node.text,
+                    resource_id: node.resource_id,
+                    content_description: node.content_description,
+                    bounds: node.bounds.map(|bounds| AndroidBounds {
+                        left: bounds.left,
+                        top: bounds.top,
+                        right: bounds.right,
+                        bottom: bounds.bottom,
+                    }),
+                    clickable: node.clickable,
+                })
+                .collect(),
+            truncated: snapshot.truncated,
+            attempts: snapshot.attempts,
+        })
+    }
+
+    /// `lomi_android_capture`: the metadata and the PNG.
+    pub async fn capture(
+        &self,
+        caller: &PairingId,
+        input: AndroidCaptureInput,
+    ) -> Result<(AndroidCaptureView, Vec<u8>), ToolError> {
+        if input.max_bytes.is_some_and(|max| max < MIN_CAPTURE_BYTES) {
+            return Err(ToolError::invalid(format!(
+                "maxBytes must be at least {MIN_CAPTURE_BYTES}"
+            )));
+        }
+        let options = lomi_capture::CaptureOptions {
+            clip: input.clip.as_ref().map(|clip| lomi_capture::Rect {
+                x: clip.x,
+                y: clip.y,
+                width: clip.width,
+                height: clip.height,
+            }),
+            scale: input.scale,
+            max_bytes: input.max_bytes.map(|max| max as usize),
+        };
+        let runtime = self.runtime(caller, &input.panel_id)?;
+        let generation =
+            Self::live_generation(&input.panel_id, &runtime, input.generation.as_deref())?;
+        let device = runtime.device.clone();
+        let png = blocking(move || device.capture_png())
+            .await
+            .map_err(|error| {
+                self.note_failure(&input.panel_id, &generation, &error);
+                device_error(&error)
+            })?;
+        let untouched = options == lomi_capture::CaptureOptions::default();
+        let capture = tokio::task::spawn_blocking(move || {
+            if untouched {
+                // The device's own PNG, as it sent it: checked whole by the runtime, sized
+                // from its header.
+                let (width, height) = png_size(&png).ok_or_else(|| {
+                    lomi_capture::CaptureError::Corrupt("no IHDR chunk".to_owned())
+                })?;
+                let sha256 = hex::encode(sha2::Sha256::digest(&png));
+                Ok(lomi_capture::Capture {
+                    png,
+                    width,
+                    height,
+                    sha256,
+                })
+            } else {
+                lomi_capture::process(&png, &options)
+            }
+        })
+        .await
+        .map_err(|error| ToolError::internal(format!("the capture stopped abnormally: {error}")))?
+        .map_err(|error: lomi_capture::CaptureError| {
+            ToolError::new(error.code(), error.to_string())
+        })?;
+        Ok((
+            AndroidCaptureView {
+                panel_id: input.panel_id,
+                generation: runtime.generation.unwrap_or_default(),
+                mime_type: "image/png".to_owned(),
+                width: capture.width,
+                height: capture.height,
+                bytes: capture.png.len() as u64,
+                sha256: capture.sha256,
+            },
+            capture.png,
+        ))
+    }
+}
+
+/// A device command, once refs are resolved.
+enum Command {
+    Tap(u32, u32),
+    Swipe(SwipeArguments),
+    Text(String),
+    Key(String),
+}
+
+impl Command {
+    fn describe(&self) -> String {
+        match self {
+            Command::Tap(x, y) => format!("input tap {x} {y}"),
+            Command::Swipe(swipe) => {
+                let mut text = format!(
+                    "input swipe {} {} {} {}",
+                    swipe.from_x, swipe.from_y, swipe.to_x, swipe.to_y
+                );
+                if let Some(duration) = swipe.duration_ms {
+                    text.push_str(&format!(" {duration}"));
+                }
+                text
+            }
+            Command::Text(text) => format!("input text ({} characters)", text.chars().count()),
+            Command::Key(key) => format!("input keyevent {key}"),
+        }
+    }
+}
+
+enum Launch {
+    Component(String),
+    Intent {
+        action: String,
+        data: Option<String>,
+        package: Option<String>,
+    },
+}
+
+fn check_key(key: &str) -> Result<(), ToolError> {
+    let valid = !key.is_empty()
+        && key.len() <= 64
+        && key
+            .chars()
+            .all(|character| character.is_ascii_alphanumeric() || character == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(ToolError::invalid(format!(
+            "`{key}` is not a key code; give a number such as 66 or a name such as KEYCODE_ENTER"
+        )))
+    }
+}
+
+/// Width and height from a PNG's IHDR chunk (the first chunk after the signature).
+fn png_size(png: &[u8]) -> Option<(u32, u32)> {
+    if png.get(12..16)? != b"IHDR" {
+        return None;
+    }
+    let word = |range: std::ops::Range<usize>| -> Option<u32> {
+        Some(u32::from_be_bytes(png.get(range)?.try_into().ok()?))
+    };
+    Some((word(16..20)?, word(20..24)?))
+}
+
+/// The device as a ready entry of the adb server's list, connecting a TCP device first when it
+/// is not listed as ready.
+fn ready_device(
+    server: AdbServer,
+    serial: &str,
+    tcp_address: Option<SocketAddrV4>,
+) -> Result<DeviceInfo, AndroidError> {
+    let find = |devices: Vec<DeviceInfo>| devices.into_iter().find(|d| d.serial == serial);
+    let listed = find(server.devices()?);
+    if let Some(info) = &listed
+        && info.state == DeviceState::Ready
+    {
+        return Ok(info.clone());
+    }
+    let Some(address) = tcp_address else {
+        return Err(match listed {
+            Some(info) => AndroidError::DeviceNotReady {
+                serial: serial.to_owned(),
+                state: info.state.to_string(),
+            },
+            None => AndroidError::DeviceNotFound {
+                serial: serial.to_owned(),
+            },
+        });
+    };
+    server.connect(address)?;
+    let deadline = Instant::now() + CONNECT_WAIT;
+    loop {
+        let listed = find(server.devices()?);
+        match listed {
+            Some(info) if info.state == DeviceState::Ready => return Ok(info),
+            _ if Instant::now() >= deadline => {
+                return Err(AndroidError::DeviceNotReady {
+                    serial: serial.to_owned(),
+                    state: listed.map_or_else(|| "not listed".to_owned(), |i| i.state.to_string()),
+                });
+            }
+            _ => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn png_sizes_come_from_the_header() {
+        let mut png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+        png.extend_from_slice(&360u32.to_be_bytes());
+        png.extend_from_slice(&640u32.to_be_bytes());
+        assert_eq!(png_size(&png), Some((360, 640)));
+        assert_eq!(png_size(b"\x89PNG\r\n\x1a\n"), None);
+    }
+
+    #[test]
+    fn key_codes_are_words() {
+        assert!(check_key("66").is_ok());
+        assert!(check_key("KEYCODE_ENTER").is_ok());
+        for bad in ["", "66;reboot", "a b", "KEY$"] {
+            assert!(check_key(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,464 @@
+//! Android tools: list the adb server's devices, attach one as a panel (the person approves the
+//! first attach of each device), launch activities, ordered input, UI snapshots with refs, PNG
+//! captures, policy-gated shell commands, and detach.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{DomainRevision, LeaseId, PanelId, RequestKey, RetryEpoch, WorkspaceId};
+
+/// `lomi_android_devices` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidDevicesInput {
+    /// A granted workspace; its Android panels are shown beside their devices.
+    pub workspace_id: WorkspaceId,
+}
+
+/// One device the adb server lists.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidDeviceView {
+    /// The adb serial to attach (`adb devices` shows the same).
+    pub serial: String,
+    /// ready, offline, unauthorized (accept the USB debugging prompt on the phone), or adb's
+    /// own word for other states.
+    pub state: String,
+    pub model: Option<String>,
+    pub api_level: Option<u32>,
+    /// The panel of this workspace the device is attached to, if any.
+    pub panel_id: Option<PanelId>,
+    /// That panel's current runtime generation (none while the device is lost).
+    pub generation: Option<String>,
+}
+
+/// `lomi_android_devices` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidDeviceList {
+    /// The adb server Lomi asked (host:port).
+    pub adb_server: String,
+    pub devices: Vec<AndroidDeviceView>,
+}
+
+/// `lomi_android_attach` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidAttachInput {
+    pub workspace_id: WorkspaceId,
+    /// A serial from `lomi_android_devices`, or `HOST:PORT` of a device listening on TCP
+    /// (wireless debugging), which Lomi then connects through the adb server.
+    pub serial: String,
+    /// The panel's title, 1 to 120 characters (default: the device's model and serial).
+    pub title: Option<String>,
+    /// The workspace's `domainRevision` from a fresh listing.
+    pub expected_revision: DomainRevision,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_android_attach`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidAttached {
+    pub panel_id: PanelId,
+    pub serial: String,
+    /// Which boot of which device the panel talks to; it changes when the device reconnects
+    /// or reboots. Input names it so it never reaches another runtime.
+    pub generation: String,
+    /// Input authority for the attaching client.
+    pub lease_id: LeaseId,
+    pub domain_revision: DomainRevision,
+    pub model: Option<String>,
+    pub api_level: Option<u32>,
+    pub screen_width: u32,
+    pub screen_height: u32,
+    /// True when the device's existing panel got a new runtime (the device came back).
+    pub reattached: bool,
+}
+
+/// `lomi_android_detach` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidDetachInput {
+    pub workspace_id: WorkspaceId,
+    pub panel_id: PanelId,
+    pub expected_revision: DomainRevision,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_android_detach`: the panel is gone; the device is untouched.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidDetached {
+    pub panel_id: PanelId,
+    pub domain_revision: DomainRevision,
+}
+
+/// An implicit intent for `am start`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IntentArguments {
+    /// The intent action, such as `android.intent.action.VIEW`.
+    pub action: String,
+    /// The data URI, such as `https://example.com`.
+    pub data: Option<String>,
+    /// Restrict the intent to this package.
+    pub package: Option<String>,
+}
+
+/// `lomi_android_launch` input: exactly one of `component` or `intent`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("oneOf" = [{"required": ["component"]}, {"required": ["intent"]}]))]
+pub struct AndroidLaunchInput {
+    pub panel_id: PanelId,
+    pub lease_id: LeaseId,
+    pub generation: String,
+    /// An explicit activity: `package/.Activity` or `package/full.class.Name`.
+    pub component: Option<String>,
+    /// An implicit intent: action, and optionally data and package.
+    pub intent: Option<IntentArguments>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_android_launch`: the intent was delivered to the activity
+/// manager. It does not say the app is ready; take a UI snapshot to see.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidLaunched {
+    pub panel_id: PanelId,
+    pub generation: String,
+    pub delivered: bool,
+    /// What `am start` printed.
+    pub am_output: String,
+}
+
+/// A point to press: exactly one of `x`+`y` (screen pixels) or `snapshotId`+`elementRef` (the
+/// centre of an element of a UI snapshot, refused with SNAPSHOT_STALE if the UI changed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("oneOf" = [{"required": ["x", "y"]}, {"required": ["snapshotId", "elementRef"]}]))]
+pub struct PointArguments {
+    pub x: Option<u32>,
+    pub y: Option<u32>,
+    pub snapshot_id: Option<String>,
+    pub element_ref: Option<String>,
+    /// For long presses only: how long to hold, 100 to 10,000 ms (default 800).
+    pub duration_ms: Option<u32>,
+}
+
+/// A swipe between two points in screen pixels.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SwipeArguments {
+    pub from_x: u32,
+    pub from_y: u32,
+    pub to_x: u32,
+    pub to_y: u32,
+    /// How long the swipe takes, 1 to 10,000 ms (default: the device's).
+    pub duration_ms: Option<u32>,
+}
+
+/// `lomi_android_input` input as sent: exactly one of `tap`, `longPress`, `swipe`, `text`
+/// or `key`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidInputArguments {
+    pub panel_id: PanelId,
+    pub lease_id: LeaseId,
+    pub generation: String,
+    /// Decimal, one more than the lease's last. The same number with the same payload
+    /// acknowledges the earlier input instead of sending it again.
+    pub input_sequence: String,
+    pub tap: Option<PointArguments>,
+    pub long_press: Option<PointArguments>,
+    pub swipe: Option<SwipeArguments>,
+    /// Text typed literally into the focused field (1 to 4,096 characters, no control
+    /// characters and no `%s`; shell characters arrive as typed).
+    pub text: Option<String>,
+    /// A key event: a number such as `66` or a name such as `KEYCODE_ENTER`.
+    pub key: Option<String>,
+}
+
+/// Where a press lands.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Point {
+    At {
+        x: u32,
+        y: u32,
+    },
+    Element {
+        snapshot_id: String,
+        element_ref: String,
+    },
+}
+
+/// One input action.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AndroidAction {
+    Tap(Point),
+    LongPress { point: Point, duration_ms: u32 },
+    Swipe(SwipeArguments),
+    Text(String),
+    Key(String),
+}
+
+/// The decoded `lomi_android_input`, with the one-variant rules checked.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(try_from = "AndroidInputArguments")]
+pub struct AndroidInputInput {
+    pub panel_id: PanelId,
+    pub lease_id: LeaseId,
+    pub generation: String,
+    pub input_sequence: u64,
+    pub action: AndroidAction,
+}
+
+/// Longest text one input may type, in characters.
+pub const MAX_ANDROID_TEXT_CHARS: usize = 4096;
+/// The longest long press or swipe, in milliseconds.
+pub const MAX_GESTURE_MS: u32 = 10_000;
+const DEFAULT_LONG_PRESS_MS: u32 = 800;
+
+fn point(arguments: PointArguments, long_press: bool) -> Result<(Point, Option<u32>), String> {
+    if !long_press && arguments.duration_ms.is_some() {
+        return Err("durationMs belongs to longPress, not tap".to_owned());
+    }
+    let point = match arguments {
+        PointArguments {
+            x: Some(x),
+            y: Some(y),
+            snapshot_id: None,
+            element_ref: None,
+            ..
+        } => Point::At { x, y },
+        PointArguments {
+            x: None,
+            y: None,
+            snapshot_id: Some(snapshot_id),
+            element_ref: Some(element_ref),
+            ..
+        } => Point::Element {
+            snapshot_id,
+            element_ref,
+        },
+        _ => {
+            return Err(
+                "a press takes exactly one of x and y, or snapshotId and elementRef".to_owned(),
+            );
+        }
+    };
+    Ok((point, arguments.duration_ms))
+}
+
+impl TryFrom<AndroidInputArguments> for AndroidInputInput {
+    type Error = String;
+
+    fn try_from(a: AndroidInputArguments) -> Result<Self, String> {
+        let input_sequence = crate::ids::parse_decimal(&a.input_sequence)
+            .filter(|n| *n > 0)
+            .ok_or_else(|| {
+                format!(
+                    "inputSequence {:?} is not a decimal number from 1 up",
+                    a.input_sequence
+                )
+            })?;
+        let given = [
+            a.tap.is_some(),
+            a.long_press.is_some(),
+            a.swipe.is_some(),
+            a.text.is_some(),
+            a.key.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() != 1 {
+            return Err("give exactly one of tap, longPress, swipe, text or key".to_owned());
+        }
+        let action = if let Some(tap) = a.tap {
+            AndroidAction::Tap(point(tap, false)?.0)
+        } else if let Some(press) = a.long_press {
+            let (point, duration) = point(press, true)?;
+            let duration_ms = duration.unwrap_or(DEFAULT_LONG_PRESS_MS);
+            if !(100..=MAX_GESTURE_MS).contains(&duration_ms) {
+                return Err(format!(
+                    "longPress.durationMs must be 100 to {MAX_GESTURE_MS}"
+                ));
+            }
+            AndroidAction::LongPress { point, duration_ms }
+        } else if let Some(swipe) = a.swipe {
+            if swipe
+                .duration_ms
+                .is_some_and(|ms| ms == 0 || ms > MAX_GESTURE_MS)
+            {
+                return Err(format!("swipe.durationMs must be 1 to {MAX_GESTURE_MS}"));
+            }
+            AndroidAction::Swipe(swipe)
+        } else if let Some(text) = a.text {
+            let count = text.chars().count();
+            if count == 0 || count > MAX_ANDROID_TEXT_CHARS {
+                return Err(format!(
+                    "text must have 1 to {MAX_ANDROID_TEXT_CHARS} characters"
+                ));
+            }
+            AndroidAction::Text(text)
+        } else if let Some(key) = a.key {
+            AndroidAction::Key(key)
+        } else {
+            return Err("give exactly one of tap, longPress, swipe, text or key".to_owned());
+        };
+        Ok(AndroidInputInput {
+            panel_id: a.panel_id,
+            lease_id: a.lease_id,
+            generation: a.generation,
+            input_sequence,
+            action,
+        })
+    }
+}
+
+impl schemars::JsonSchema for AndroidInputInput {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AndroidInputInput".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        crate::schema::exactly_one_of(
+            AndroidInputArguments::json_schema(generator),
+            &[&["tap"], &["longPress"], &["swipe"], &["text"], &["key"]],
+        )
+    }
+}
+
+/// `lomi_android_input` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidInputAccepted {
+    pub input_sequence: String,
+    /// True when this acknowledged an earlier identical input; nothing was sent again.
+    pub duplicate: bool,
+    /// The `input` command the device ran (for a tap by elementRef, with the coordinates).
+    pub dispatched: String,
+}
+
+/// `lomi_android_ui_snapshot` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidUiSnapshotInput {
+    pub panel_id: PanelId,
+    /// When given, the panel's runtime must still be this generation.
+    pub generation: Option<String>,
+    /// Budget for the node list, 1,024 to 1,048,576 bytes (default 65,536); nodes past it are
+    /// left out and `truncated` is set.
+    pub max_bytes: Option<u32>,
+}
+
+/// A node's rectangle in screen pixels (right and bottom exclusive).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidBounds {
+    pub left: i32,
+    pub top: i32,
+    pub right: i32,
+    pub bottom: i32,
+}
+
+/// One view of the UI hierarchy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidUiNode {
+    /// `n1`, `n2`, … valid with this snapshot's `snapshotId` only.
+    pub element_ref: String,
+    /// The parent's elementRef; none for top-level nodes.
+    pub parent: Option<String>,
+    pub class: Option<String>,
+    pub text: Option<String>,
+    pub resource_id: Option<String>,
+    pub content_description: Option<String>,
+    pub bounds: Option<AndroidBounds>,
+    pub clickable: bool,
+}
+
+/// `lomi_android_ui_snapshot` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidUiSnapshotView {
+    pub panel_id: PanelId,
+    pub generation: String,
+    /// Names this snapshot for taps by elementRef.
+    pub snapshot_id: String,
+    /// Parents before children, in document order.
+    pub nodes: Vec<AndroidUiNode>,
+    pub truncated: bool,
+    /// `uiautomator dump` runs it took: more than one when the device's UI was busy.
+    pub attempts: u32,
+}
+
+/// A rectangle of the screen to keep, in pixels.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClipArguments {
+    pub x: u32,
+    pub y: u32,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// `lomi_android_capture` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidCaptureInput {
+    pub panel_id: PanelId,
+    /// When given, the panel's runtime must still be this generation.
+    pub generation: Option<String>,
+    /// Keep only this rectangle of the screen.
+    pub clip: Option<ClipArguments>,
+    /// Scale the (clipped) image by 0.05 to 1.
+    pub scale: Option<f32>,
+    /// Scale down further until the PNG fits this many bytes (at least 1,024).
+    pub max_bytes: Option<u32>,
+}
+
+/// `lomi_android_capture` output; the PNG itself follows as an MCP image block.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidCaptureView {
+    pub panel_id: PanelId,
+    pub generation: String,
+    pub mime_type: String,
+    pub width: u32,
+    pub height: u32,
+    pub bytes: u64,
+    /// SHA-256 of the PNG bytes, hex.
+    pub sha256: String,
+}
+
+/// `lomi_android_shell` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidShellInput {
+    pub panel_id: PanelId,
+    pub lease_id: LeaseId,
+    pub generation: String,
+    /// A command line for the device's shell (1 to 4,096 bytes); it is interpreted by that
+    /// shell.
+    pub command: String,
+    /// Most output bytes kept, 1 to 1,048,576 (default 65,536); the rest is cut off.
+    pub max_bytes: Option<u32>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_android_shell`: the command ran and its output stream ended.
+/// adb's legacy shell reports no exit status, so there is none.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidShellResult {
+    pub panel_id: PanelId,
+    /// The output as text (invalid UTF-8 replaced).
+    pub output: String,
+    pub bytes: u64,
+    pub truncated: bool,
+}
