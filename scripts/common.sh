@@ -38,8 +38,9 @@ ensure_packages() {
 DESKTOP_PACKAGES=(libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev)
 BUILD_PACKAGES=(build-essential pkg-config ca-certificates curl "${DESKTOP_PACKAGES[@]}")
 # What the end-to-end tests add: Python for the MCP Python SDK, Node.js for the MCP
-# conformance suite, and a real Secret Service (D-Bus + GNOME Keyring) for the stdio bridge.
-TEST_PACKAGES=(python3 python3-venv dbus dbus-x11 gnome-keyring libsecret-tools less vim-tiny procps tmux git adb)
+# conformance suite, a real Secret Service (D-Bus + GNOME Keyring) for the stdio bridge, and
+# Debian's Chromium for the browser panels.
+TEST_PACKAGES=(python3 python3-venv dbus dbus-x11 gnome-keyring libsecret-tools less vim-tiny procps tmux git adb chromium)
 # The desktop app's end-to-end test: a virtual X server and WebKitGTK's WebDriver.
 TEST_PACKAGES+=(xvfb xauth x11-utils webkit2gtk-driver)
 
