@@ -489,6 +489,15 @@ async def run_calls(conn: Conn, calls: list[dict[str, Any]], vars_: dict[str, An
         args = subst(c.get("args") or {}, vars_)
         t0 = time.perf_counter()
         res = await conn.call(c["tool"], args)
+        # "until": repeat the call (an operation that settles later) until its text matches.
+        until = c.get("until")
+        if until:
+            deadline = time.perf_counter() + float(until.get("timeout_s", 30))
+            while not re.search(until["regex"], result_text(res), re.M) and not result_is_error(res):
+                if time.perf_counter() > deadline:
+                    raise StepFailed(f"{c['tool']}: {until['regex']!r} did not appear")
+                await anyio.sleep(0.01)
+                res = await conn.call(c["tool"], args)
         rec["ms"] += (time.perf_counter() - t0) * 1000.0
         text = result_text(res)
         rec["text_bytes"] += len(text.encode())
