@@ -558,7 +558,7 @@ async def bench(ad: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
         "params": {"repeat": args.repeat, "cold_runs": args.cold_runs, "fixtures": args.fixtures,
                    "call_timeout_s": args.call_timeout, "plans": {f: PLANS[f] for f in args.fixtures},
                    "targets": TARGETS, "tokens": "approx_tokens = response text bytes / 4",
-                   "vars": overrides},
+                   "vars": {k: ("(redacted)" if "token" in k.lower() else val) for k, val in overrides.items()}},
         "errors": errors,
     }
     stderr_path = workdir / "server.stderr.log"
