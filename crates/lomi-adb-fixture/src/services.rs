@@ -311,7 +311,10 @@ mod tests {
             output("shell:cat /proc/sys/kernel/random/boot_id", &mut state).trim(),
             state.boot_id
         );
-        assert_eq!(output("shell:setprop lomi.fixture.busy_dumps 1", &mut state), "");
+        assert_eq!(
+            output("shell:setprop lomi.fixture.busy_dumps 1", &mut state),
+            ""
+        );
         assert_eq!(
             output("exec:uiautomator dump /dev/tty", &mut state),
             "ERROR: could not get idle state.\n"
