@@ -37,8 +37,9 @@ ensure_packages() {
 # What building Lomi needs on Debian/Ubuntu.
 BUILD_PACKAGES=(build-essential pkg-config ca-certificates curl)
 # What the end-to-end tests add: Python for the MCP Python SDK, Node.js for the MCP
-# conformance suite, and a real Secret Service (D-Bus + GNOME Keyring) for the stdio bridge.
-TEST_PACKAGES=(python3 python3-venv dbus dbus-x11 gnome-keyring libsecret-tools less vim-tiny procps tmux git adb)
+# conformance suite, a real Secret Service (D-Bus + GNOME Keyring) for the stdio bridge, and
+# Debian's Chromium for the browser panels.
+TEST_PACKAGES=(python3 python3-venv dbus dbus-x11 gnome-keyring libsecret-tools less vim-tiny procps tmux git adb chromium)
 
 LOMI_CACHE="${LOMI_CACHE:-$HOME/.cache/lomi}"
 export LOMI_CACHE

@@ -102,8 +102,13 @@ impl Policy {
 }
 
 /// Tools that wait for the person unless they say otherwise: deleting files cannot be undone;
-/// a shell command on a phone can do anything the device's shell user can.
-pub const CONFIRMED_BY_DEFAULT: &[&str] = &["lomi_file_delete", "lomi_android_shell"];
+/// a shell command on a phone can do anything the device's shell user can; JavaScript in a
+/// browser page can do anything the page can.
+pub const CONFIRMED_BY_DEFAULT: &[&str] = &[
+    "lomi_file_delete",
+    "lomi_android_shell",
+    "lomi_browser_evaluate",
+];
 
 impl Default for Policy {
     fn default() -> Self {

@@ -75,7 +75,68 @@ pub fn decode_png(bytes: &[u8]) -> Result<RgbaImage, CaptureError> {
     Ok(image.into_rgba8())
 }
 
+/// Checks a PNG's structure without decoding its pixels: the signature, every chunk's length
+/// and CRC, an IHDR first with sides from 1 to `MAX_SIDE`, at least one IDAT, and IEND last.
+/// Returns its width and height. This is how a capture that needs no change is accepted as is.
+pub fn inspect_png(bytes: &[u8]) -> Result<(u32, u32), CaptureError> {
+    if !bytes.starts_with(&PNG_SIGNATURE) {
+        return Err(CaptureError::NotPng {
+            start: preview(bytes),
+        });
+    }
+    let bad = |why: &str| CaptureError::Corrupt(why.to_owned());
+    let mut at = PNG_SIGNATURE.len();
+    let mut size = None;
+    let mut idat = false;
+    loop {
+        let header = bytes
+            .get(at..at + 8)
+            .ok_or_else(|| bad("the PNG ends inside a chunk header"))?;
+        let length = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
+        let kind = &header[4..8];
+        let data_end = (at + 8)
+            .checked_add(length)
+            .ok_or_else(|| bad("a chunk length overflows"))?;
+        let crc_end = data_end + 4;
+        let chunk = bytes
+            .get(at + 4..data_end)
+            .ok_or_else(|| bad("the PNG ends inside a chunk"))?;
+        let crc = bytes
+            .get(data_end..crc_end)
+            .ok_or_else(|| bad("the PNG ends before a chunk's CRC"))?;
+        if crc32fast::hash(chunk).to_be_bytes() != crc {
+            return Err(bad("a chunk's CRC does not match its data"));
+        }
+        let data = &chunk[4..];
+        match (kind, size) {
+            (b"IHDR", None) if length == 13 => {
+                let width = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
+                let height = u32::from_be_bytes([data[4], data[5], data[6], data[7]]);
+                if width == 0 || height == 0 {
+                    return Err(bad("the PNG has an empty side"));
+                }
+                if width > MAX_SIDE || height > MAX_SIDE {
+                    return Err(CaptureError::Oversized { width, height });
+                }
+                size = Some((width, height));
+            }
+            (_, None) => return Err(bad("the PNG does not start with its IHDR chunk")),
+            (b"IHDR", Some(_)) => return Err(bad("the PNG has a second IHDR chunk")),
+            (b"IDAT", Some(_)) => idat = true,
+            (b"IEND", Some(size)) => {
+                if !idat {
+                    return Err(bad("the PNG has no image data"));
+                }
+                return Ok(size);
+            }
+            _ => {}
+        }
+        at = crc_end;
+    }
+}
+
 /// Decodes `png`, applies `options` (clip, then scale, then the byte budget) and re-encodes it.
+/// Without clip or scale, a PNG within the budget is returned as it came (see `inspect_png`).
 ///
 /// Scaled sizes are `max(1, round(side * scale))` per side. With no scaling (or a scale that
 /// rounds back to the same size) the pixels are copied exactly. When `max_bytes` is exceeded the
@@ -87,6 +148,13 @@ pub fn process(png: &[u8], options: &CaptureOptions) -> Result<Capture, CaptureE
         Some(scale) if (MIN_SCALE..=MAX_SCALE).contains(&scale) => scale,
         Some(scale) => return Err(CaptureError::InvalidScale { scale }),
     };
+    // Nothing to change: the source PNG is kept byte for byte once its structure checks out.
+    if options.clip.is_none() && scale >= MAX_SCALE {
+        let (width, height) = inspect_png(png)?;
+        if options.max_bytes.is_none_or(|max| png.len() <= max) {
+            return Ok(finish(png.to_vec(), width, height));
+        }
+    }
     let image = decode_png(png)?;
     let source = match options.clip {
         None => image,

@@ -14,6 +14,7 @@ pub use server::{Caller, LomiServer};
 use lomi_android::AdbServer;
 use lomi_android::panels::AndroidPanels;
 use lomi_broker::Broker;
+use lomi_browser::panels::BrowserPanels;
 use lomi_files::editor::ProjectEditor;
 use lomi_files::git::ProjectGit;
 use lomi_files::tools::ProjectFiles;
@@ -27,6 +28,7 @@ pub struct Lomi {
     pub files: ProjectFiles,
     pub git: ProjectGit,
     pub editor: ProjectEditor,
+    pub browsers: BrowserPanels,
     pub android: AndroidPanels,
 }
 
@@ -37,6 +39,7 @@ impl Lomi {
             files: ProjectFiles::new(broker.clone()),
             git: ProjectGit::new(broker.clone()),
             editor: ProjectEditor::new(broker.clone()),
+            browsers: BrowserPanels::new(broker.clone()),
             android: AndroidPanels::new(broker.clone(), AdbServer::default()),
             broker,
         }
@@ -53,5 +56,6 @@ impl Lomi {
         // Operations first, so no terminal is created after the runtimes were closed.
         self.broker.shutdown().await;
         self.terminals.close_all().await;
+        self.browsers.close_all().await;
     }
 }

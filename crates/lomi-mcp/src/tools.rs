@@ -7,6 +7,13 @@ use lomi_protocol::tools::android::{
     AndroidAttachInput, AndroidCaptureInput, AndroidDetachInput, AndroidDevicesInput,
     AndroidInputInput, AndroidLaunchInput, AndroidShellInput, AndroidUiSnapshotInput,
 };
+use lomi_protocol::tools::browser::{
+    BrowserCaptureInput, BrowserClickInput, BrowserCloseInput, BrowserCreateInput,
+    BrowserDialogInput, BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput,
+    BrowserNavigateInput, BrowserPanelInput, BrowserPressInput, BrowserScrollInput,
+    BrowserSelectInput, BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput,
+    BrowserUploadInput, SnapshotView,
+};
 use lomi_protocol::tools::editor::{
     EditorCloseInput, EditorEditInput, EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
 };
@@ -45,6 +52,33 @@ fn answer<T: Serialize>(result: Result<T, ToolError>) -> Answer {
     }
 }
 
+/// The answer of a snapshot: its text block is the tree itself under one header line (JSON
+/// escaping would make it longer and harder to read); structuredContent has every field.
+fn answer_snapshot(result: Result<SnapshotView, ToolError>) -> Answer {
+    let text = result.as_ref().ok().map(|view| {
+        let mut header = format!(
+            "snapshotId={} navigationId={} browserGeneration={} tabId={} refs={} truncated={}\nurl: {}\ntitle: {}\n",
+            view.snapshot_id,
+            view.navigation_id,
+            view.browser_generation,
+            view.tab_id,
+            view.refs,
+            view.truncated,
+            view.url,
+            view.title
+        );
+        if let Some(dialog) = &view.dialog {
+            header.push_str(&format!("dialog: {} {:?}\n", dialog.kind, dialog.message));
+        }
+        header + &view.text
+    });
+    let mut answered = answer(result);
+    if let Some(text) = text {
+        answered.summary = text;
+    }
+    answered
+}
+
 /// The answer of a capture: the envelope holds the metadata, the PNG goes in an image block.
 fn answer_with_png<T: Serialize>(result: Result<(T, Vec<u8>), ToolError>) -> Answer {
     match result {
@@ -68,6 +102,7 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option
     let files = &lomi.files;
     let git = &lomi.git;
     let editor = &lomi.editor;
+    let browsers = &lomi.browsers;
     let android = &lomi.android;
     // Until the person approves the pairing, every tool but the status one answers
     // PAIRING_REQUIRED, whatever its arguments.
@@ -239,6 +274,85 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option
         },
         "lomi_android_shell" => match strict::decode::<AndroidShellInput>(tool, arguments) {
             Ok(input) => answer(android.shell(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_create" => match strict::decode::<BrowserCreateInput>(tool, arguments) {
+            Ok(input) => answer(browsers.create(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_navigate" => match strict::decode::<BrowserNavigateInput>(tool, arguments) {
+            Ok(input) => answer(browsers.navigate(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_snapshot" => match strict::decode::<BrowserSnapshotInput>(tool, arguments) {
+            Ok(input) => answer_snapshot(browsers.snapshot(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_click" => match strict::decode::<BrowserClickInput>(tool, arguments) {
+            Ok(input) => answer(browsers.click(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_type" => match strict::decode::<BrowserTypeInput>(tool, arguments) {
+            Ok(input) => answer(browsers.type_text(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_press" => match strict::decode::<BrowserPressInput>(tool, arguments) {
+            Ok(input) => answer(browsers.press(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_select" => match strict::decode::<BrowserSelectInput>(tool, arguments) {
+            Ok(input) => answer(browsers.select(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_hover" => match strict::decode::<BrowserHoverInput>(tool, arguments) {
+            Ok(input) => answer(browsers.hover(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_scroll" => match strict::decode::<BrowserScrollInput>(tool, arguments) {
+            Ok(input) => answer(browsers.scroll(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_upload" => match strict::decode::<BrowserUploadInput>(tool, arguments) {
+            Ok(input) => answer(browsers.upload(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_dialog" => match strict::decode::<BrowserDialogInput>(tool, arguments) {
+            Ok(input) => answer(browsers.dialog(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_tab_list" => match strict::decode::<BrowserPanelInput>(tool, arguments) {
+            Ok(input) => answer(browsers.tab_list(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_tab_open" | "lomi_browser_tab_switch" | "lomi_browser_tab_close" => {
+            let name = match tool {
+                "lomi_browser_tab_open" => "lomi_browser_tab_open",
+                "lomi_browser_tab_switch" => "lomi_browser_tab_switch",
+                _ => "lomi_browser_tab_close",
+            };
+            match strict::decode::<BrowserTabInput>(tool, arguments) {
+                Ok(input) => answer(browsers.tab(caller, name, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
+        "lomi_browser_console" => answer(
+            strict::decode::<BrowserLogInput>(tool, arguments)
+                .and_then(|input| browsers.console(caller, &input)),
+        ),
+        "lomi_browser_network" => answer(
+            strict::decode::<BrowserLogInput>(tool, arguments)
+                .and_then(|input| browsers.network(caller, &input)),
+        ),
+        "lomi_browser_evaluate" => match strict::decode::<BrowserEvaluateInput>(tool, arguments) {
+            Ok(input) => answer(browsers.evaluate(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_capture" => match strict::decode::<BrowserCaptureInput>(tool, arguments) {
+            Ok(input) => answer_with_png(browsers.capture(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        "lomi_browser_close" => match strict::decode::<BrowserCloseInput>(tool, arguments) {
+            Ok(input) => answer(browsers.close(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
         other => answer::<()>(Err(ToolError::invalid(format!(

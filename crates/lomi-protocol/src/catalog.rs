@@ -11,6 +11,13 @@ use crate::tools::android::{
     AndroidDeviceList, AndroidDevicesInput, AndroidInputAccepted, AndroidInputInput,
     AndroidLaunchInput, AndroidShellInput, AndroidUiSnapshotInput, AndroidUiSnapshotView,
 };
+use crate::tools::browser::{
+    BrowserCaptureInput, BrowserClickInput, BrowserCloseInput, BrowserCreateInput,
+    BrowserDialogInput, BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput,
+    BrowserNavigateInput, BrowserPanelInput, BrowserPressInput, BrowserScrollInput,
+    BrowserSelectInput, BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput,
+    BrowserUploadInput, CaptureView, ConsolePage, NetworkPage, SnapshotView, TabList,
+};
 use crate::tools::editor::{
     EditorCloseInput, EditorClosed, EditorDocumentView, EditorEditInput, EditorEdited,
     EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
@@ -498,6 +505,165 @@ pub fn catalog() -> Vec<ToolSpec> {
             "Runs a command line in the device's shell under a lease. Waits for the person's decision \
              (awaiting_user) unless they turned that off. The result holds the output, cut to maxBytes; \
              there is no exit status (adb's legacy shell reports none).",
+        ),
+        ToolSpec::new::<BrowserCreateInput, OperationView>(
+            "lomi_browser_create",
+            "Create a browser",
+            Mutation,
+            MUTATION,
+            "Starts a headless Chromium with a fresh profile as a new panel, compared by expectedRevision. The \
+             result holds panelId, browserGeneration (changes if the browser is replaced) and the first tabId.",
+        ),
+        ToolSpec::new::<BrowserNavigateInput, OperationView>(
+            "lomi_browser_navigate",
+            "Navigate",
+            Mutation,
+            MUTATION,
+            "Opens a URL in the active tab and waits for waitUntil. Succeeds once the navigation committed; the \
+             result holds navigationId, the final URL, HTTP status and the load state reached.",
+        ),
+        ToolSpec::new::<BrowserSnapshotInput, SnapshotView>(
+            "lomi_browser_snapshot",
+            "Snapshot a page",
+            Read,
+            READ,
+            "The active tab as compact text, iframes included: one line per node, `role \"name\" [ref] states`. \
+             Refs belong to this snapshotId: pass both to actions; after navigation or re-rendering they are \
+             SNAPSHOT_STALE, never another element. Bounded by maxBytes; find filters; sinceSnapshotId diffs.",
+        ),
+        ToolSpec::new::<BrowserClickInput, OperationView>(
+            "lomi_browser_click",
+            "Click",
+            Mutation,
+            MUTATION,
+            "Clicks an element (snapshotId + elementRef) or a point. Succeeds when the page confirmed the click \
+             reached that element; refused if another element covers it.",
+        ),
+        ToolSpec::new::<BrowserTypeInput, OperationView>(
+            "lomi_browser_type",
+            "Type text",
+            Mutation,
+            MUTATION,
+            "Focuses an element and inserts text (replacing its content by default). Succeeds when the element \
+             received the input; the result shows its value.",
+        ),
+        ToolSpec::new::<BrowserPressInput, OperationView>(
+            "lomi_browser_press",
+            "Press a key",
+            Mutation,
+            MUTATION,
+            "Presses a key at an element, or at the focused element without a target.",
+        ),
+        ToolSpec::new::<BrowserSelectInput, OperationView>(
+            "lomi_browser_select",
+            "Select options",
+            Mutation,
+            MUTATION,
+            "Selects exactly the given options (by value or label) of a select element.",
+        ),
+        ToolSpec::new::<BrowserHoverInput, OperationView>(
+            "lomi_browser_hover",
+            "Hover",
+            Mutation,
+            MUTATION,
+            "Moves the mouse over an element or a point.",
+        ),
+        ToolSpec::new::<BrowserScrollInput, OperationView>(
+            "lomi_browser_scroll",
+            "Scroll",
+            Mutation,
+            MUTATION,
+            "Scrolls an element into view, or turns the wheel by deltaX/deltaY at a point (or the centre).",
+        ),
+        ToolSpec::new::<BrowserUploadInput, OperationView>(
+            "lomi_browser_upload",
+            "Upload files",
+            Mutation,
+            MUTATION,
+            "Sets a file input's files from the project. Succeeds when the input changed; it does not prove a \
+             server accepted them.",
+        ),
+        ToolSpec::new::<BrowserDialogInput, OperationView>(
+            "lomi_browser_dialog",
+            "Answer a dialog",
+            Mutation,
+            MUTATION,
+            "Accepts or dismisses the JavaScript dialog (alert, confirm, prompt) a snapshot shows as open.",
+        ),
+        ToolSpec::new::<BrowserPanelInput, TabList>(
+            "lomi_browser_tab_list",
+            "List tabs",
+            Read,
+            READ,
+            "The browser's tabs; actions and snapshots go to the active one.",
+        ),
+        ToolSpec::new::<BrowserTabInput, OperationView>(
+            "lomi_browser_tab_open",
+            "Open a tab",
+            Mutation,
+            MUTATION,
+            "Opens a tab (at url, else about:blank) and makes it active.",
+        ),
+        ToolSpec::new::<BrowserTabInput, OperationView>(
+            "lomi_browser_tab_switch",
+            "Switch tabs",
+            Mutation,
+            MUTATION,
+            "Makes tabId the active tab.",
+        ),
+        ToolSpec::new::<BrowserTabInput, OperationView>(
+            "lomi_browser_tab_close",
+            "Close a tab",
+            Mutation,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Closes tabId (not the last one).",
+        ),
+        ToolSpec::new::<BrowserLogInput, ConsolePage>(
+            "lomi_browser_console",
+            "Read the console",
+            Read,
+            READ,
+            "Console messages and uncaught exceptions of every tab after a cursor, oldest first, paged.",
+        ),
+        ToolSpec::new::<BrowserLogInput, NetworkPage>(
+            "lomi_browser_network",
+            "Read network requests",
+            Read,
+            READ,
+            "Requests of every tab after a cursor (method, URL, type, status, size, failure), paged.",
+        ),
+        ToolSpec::new::<BrowserEvaluateInput, OperationView>(
+            "lomi_browser_evaluate",
+            "Evaluate JavaScript",
+            Mutation,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Runs a JavaScript expression in the active tab's page. Waits for the person's decision \
+             (awaiting_user) unless they turned that off.",
+        ),
+        ToolSpec::new::<BrowserCaptureInput, CaptureView>(
+            "lomi_browser_capture",
+            "Capture a PNG",
+            Read,
+            READ,
+            "A PNG of the viewport, the full page, an element or a clip, optionally scaled and fitted into \
+             maxBytes, as an image block with width, height, bytes and sha256. With save it is also written \
+             into the project (an operation; saved holds it).",
+        ),
+        ToolSpec::new::<BrowserCloseInput, OperationView>(
+            "lomi_browser_close",
+            "Close a browser",
+            Mutation,
+            Annotations {
+                destructive_hint: true,
+                ..MUTATION
+            },
+            "Ends the browser's processes and removes its panel, compared by expectedRevision.",
         ),
         ToolSpec::new::<NoArguments, StoreStatusView>(
             "lomi_store_status",

@@ -2,6 +2,7 @@
 //! camelCase; doc comments on fields are the schema descriptions agents read.
 
 pub mod android;
+pub mod browser;
 pub mod editor;
 pub mod files;
 pub mod git;

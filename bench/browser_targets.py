@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Prints Lomi's browser targets as ratios against the better peer of the same run.
+
+Reads the newest lomi-*, lomi-bounded-*, playwright-* and chrome-devtools-* result JSONs of
+bench/peers/mcp_bench.py in RESULTS_DIR (the ones `bench/browser` just wrote). Medians only;
+"better peer" is whichever peer has the lower median for that figure."""
+
+import json
+import sys
+from pathlib import Path
+
+
+def newest(results: Path, name: str) -> dict | None:
+    files = sorted(
+        (p for p in results.glob(f"{name}-*.json") if not p.name.startswith(f"{name}-bounded")),
+        key=lambda p: p.stat().st_mtime,
+    )
+    return json.loads(files[-1].read_text()) if files else None
+
+
+def median(result: dict | None, *path: str) -> float | None:
+    node = result
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    if isinstance(node, dict):
+        return node.get("median")
+    return node if isinstance(node, (int, float)) else None
+
+
+TARGETS = [
+    # (figure, path, limit)
+    ("cold start ms", ("cold", "start_ms"), 0.3),
+    ("large snapshot ms", ("fixtures", "large", "steps", "snapshot", "latency_ms"), 0.5),
+    ("large snapshot bytes", ("fixtures", "large", "steps", "snapshot", "text_bytes"), 0.7),
+    ("click ms (confirmed)", ("fixtures", "form", "steps", "click", "latency_ms"), 0.4),
+    ("type ms", ("fixtures", "form", "steps", "type", "latency_ms"), 1.0),
+    ("navigate ms (form)", ("fixtures", "form", "steps", "navigate", "latency_ms"), 1.0),
+    ("navigate ms (large)", ("fixtures", "large", "steps", "navigate", "latency_ms"), 1.0),
+    ("capture ms (form)", ("fixtures", "form", "steps", "screenshot", "latency_ms"), 1.0),
+    ("capture ms (large)", ("fixtures", "large", "steps", "screenshot", "latency_ms"), 1.0),
+    ("RSS MiB (server + browser)", ("rss_tree_mb_end",), 0.8),
+]
+
+
+def main() -> None:
+    results = Path(sys.argv[1] if len(sys.argv) > 1 else "bench/peers/results")
+    lomi = newest(results, "lomi")
+    bounded = newest(results, "lomi-bounded")
+    peers = {"@playwright/mcp": newest(results, "playwright"), "chrome-devtools-mcp": newest(results, "chrome-devtools")}
+    if lomi is None:
+        raise SystemExit(f"no lomi-*.json in {results}")
+    print()
+    print("| target | Lomi | @playwright/mcp | chrome-devtools-mcp | ratio vs better peer | limit | met |")
+    print("|---|---|---|---|---|---|---|")
+    for label, path, limit in TARGETS:
+        mine = median(lomi, *path)
+        theirs = {name: median(r, *path) for name, r in peers.items()}
+        known = [v for v in theirs.values() if v]
+        if mine is None or not known:
+            print(f"| {label} | {mine} | {theirs['@playwright/mcp']} | {theirs['chrome-devtools-mcp']} | n/a | ≤ {limit}× | ? |")
+            continue
+        ratio = mine / min(known)
+        cells = [f"{v:,.0f}" if v is not None else "n/a" for v in (mine, *theirs.values())]
+        print(f"| {label} | {' | '.join(cells)} | {ratio:.2f}× | ≤ {limit}× | {'yes' if ratio <= limit else 'NO'} |")
+    bounded_bytes = median(bounded, "fixtures", "large", "steps", "snapshot", "text_bytes")
+    if bounded_bytes is not None:
+        print(f"| large snapshot bytes, bounded (maxBytes 8192) | {bounded_bytes:,.0f} | | | | ≤ 8,192 | {'yes' if bounded_bytes <= 8192 else 'NO'} |")
+    tools = lomi.get("tools_list_bytes")
+    print(f"\ntools/list: {lomi.get('tool_count')} tools, {tools:,} bytes" if tools else "")
+
+
+if __name__ == "__main__":
+    main()

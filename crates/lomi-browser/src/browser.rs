@@ -1,0 +1,389 @@
+//! One browser: a Chromium process, the chromiumoxide connection to it, its tabs (one active),
+//! its console and network logs, and whether it is still alive. Cheap to clone.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chromiumoxide::cdp::browser_protocol::target::CreateTargetParams;
+use futures_util::StreamExt;
+use lomi_protocol::tools::browser::{ConsoleEntry, NetworkEntry, TabView};
+use serde_json::json;
+use tokio::sync::{oneshot, watch};
+
+use crate::BrowserError;
+use crate::launch::Process;
+use crate::tab::{Raw, Tab, cdp_error};
+
+/// How a browser is started.
+#[derive(Clone, Debug)]
+pub struct BrowserOptions {
+    pub chromium: PathBuf,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl Default for BrowserOptions {
+    fn default() -> Self {
+        BrowserOptions {
+            chromium: crate::chromium_path(),
+            width: 1280,
+            height: 720,
+        }
+    }
+}
+
+/// How the browser process ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Lomi closed it.
+    Closed,
+    /// It ended on its own or was killed by someone else.
+    Crashed(String),
+}
+
+/// Entries kept per log; older ones are dropped (a read says so).
+const LOG_KEEP: usize = 2000;
+/// Longest console text kept per entry.
+const CONSOLE_TEXT_MAX: usize = 4096;
+
+#[derive(Default)]
+pub(crate) struct Logs {
+    pub console: VecDeque<ConsoleEntry>,
+    pub console_next: u64,
+    pub network: VecDeque<NetworkEntry>,
+    pub network_next: u64,
+    /// request id → position in `network` by cursor.
+    pub requests: std::collections::HashMap<String, u64>,
+}
+
+impl Logs {
+    pub fn console(&mut self, tab: &str, level: &str, text: String, url: Option<String>) {
+        self.console_next += 1;
+        let mut text = text;
+        if text.len() > CONSOLE_TEXT_MAX {
+            let mut end = CONSOLE_TEXT_MAX;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            text.push('…');
+        }
+        self.console.push_back(ConsoleEntry {
+            cursor: self.console_next.to_string(),
+            tab_id: tab.to_owned(),
+            level: level.to_owned(),
+            text,
+            url,
+        });
+        while self.console.len() > LOG_KEEP {
+            self.console.pop_front();
+        }
+    }
+
+    pub fn request(&mut self, tab: &str, id: &str, method: &str, url: &str, kind: &str) {
+        self.network_next += 1;
+        let cursor = self.network_next;
+        self.network.push_back(NetworkEntry {
+            cursor: cursor.to_string(),
+            tab_id: tab.to_owned(),
+            method: method.to_owned(),
+            url: url.chars().take(2048).collect(),
+            resource_type: kind.to_owned(),
+            status: None,
+            mime_type: None,
+            bytes: None,
+            failed: None,
+        });
+        self.requests.insert(id.to_owned(), cursor);
+        while self.network.len() > LOG_KEEP {
+            if let Some(old) = self.network.pop_front() {
+                self.requests.retain(|_, c| c.to_string() != old.cursor);
+            }
+        }
+    }
+
+    pub fn request_mut(&mut self, id: &str) -> Option<&mut NetworkEntry> {
+        let cursor = *self.requests.get(id)?;
+        let first: u64 = self.network.front()?.cursor.parse().ok()?;
+        let index = usize::try_from(cursor.checked_sub(first)?).ok()?;
+        self.network.get_mut(index)
+    }
+}
+
+struct Inner {
+    cdp: chromiumoxide::Browser,
+    pid: u32,
+    generation: String,
+    options: BrowserOptions,
+    tabs: Mutex<Vec<Tab>>,
+    active: Mutex<Option<String>>,
+    logs: Arc<Mutex<Logs>>,
+    /// None while alive; how it ended afterwards.
+    exit: watch::Receiver<Option<Exit>>,
+    end: Mutex<Option<oneshot::Sender<()>>>,
+}
+
+/// A running browser. All clones are the same browser.
+#[derive(Clone)]
+pub struct Browser {
+    inner: Arc<Inner>,
+}
+
+impl Browser {
+    /// Starts Chromium with a fresh profile and opens its first tab.
+    pub async fn launch(
+        options: BrowserOptions,
+        generation: String,
+    ) -> Result<Browser, BrowserError> {
+        let mut process = Process::start(&options.chromium, options.width, options.height).await?;
+        let pid = process.pid();
+        let (cdp, mut handler) = match chromiumoxide::Browser::connect(process.ws_url.clone()).await
+        {
+            Ok(pair) => pair,
+            Err(error) => {
+                process.end(Duration::from_millis(500)).await;
+                return Err(BrowserError::Launch(format!(
+                    "cannot connect to Chromium's DevTools: {error}"
+                )));
+            }
+        };
+        // chromiumoxide needs its handler polled all the time.
+        tokio::spawn(async move {
+            while let Some(event) = handler.next().await {
+                if let Err(error) = event {
+                    tracing::trace!("chromium handler: {error}");
+                }
+            }
+        });
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let (end_tx, end_rx) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let exit = tokio::select! {
+                status = process.wait() => {
+                    // Its helpers go with it.
+                    process.end(Duration::from_millis(100)).await;
+                    Exit::Crashed(match status {
+                        Some(status) => format!("the browser process ended ({status})"),
+                        None => "the browser process ended".to_owned(),
+                    })
+                }
+                _ = end_rx => {
+                    process.end(Duration::from_secs(2)).await;
+                    Exit::Closed
+                }
+            };
+            drop(process);
+            let _sent = exit_tx.send(Some(exit));
+        });
+        let browser = Browser {
+            inner: Arc::new(Inner {
+                cdp,
+                pid,
+                generation,
+                options,
+                tabs: Mutex::default(),
+                active: Mutex::default(),
+                logs: Arc::default(),
+                exit: exit_rx,
+                end: Mutex::new(Some(end_tx)),
+            }),
+        };
+        let first = match browser.open_tab().await {
+            Ok(tab) => tab,
+            Err(error) => {
+                browser.close().await;
+                return Err(error);
+            }
+        };
+        browser.close_other_targets(&first.id).await;
+        Ok(browser)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.inner.pid
+    }
+
+    pub fn generation(&self) -> &str {
+        &self.inner.generation
+    }
+
+    pub fn options(&self) -> &BrowserOptions {
+        &self.inner.options
+    }
+
+    pub(crate) fn logs(&self) -> Arc<Mutex<Logs>> {
+        self.inner.logs.clone()
+    }
+
+    /// How the browser ended, or None while it runs.
+    pub fn exit(&self) -> Option<Exit> {
+        self.inner.exit.borrow().clone()
+    }
+
+    /// Waits until the browser process has ended.
+    pub async fn exited(&self) -> Exit {
+        let mut exit = self.inner.exit.clone();
+        match exit.wait_for(Option::is_some).await {
+            Ok(value) => value.clone().unwrap_or(Exit::Closed),
+            Err(_) => Exit::Closed,
+        }
+    }
+
+    /// An error for a call that found the browser gone, or None while it runs.
+    pub fn gone(&self) -> Option<BrowserError> {
+        self.exit().map(|exit| match exit {
+            Exit::Closed => BrowserError::Gone("it was closed".to_owned()),
+            Exit::Crashed(why) => BrowserError::Gone(why),
+        })
+    }
+
+    /// The error for a failed Chromium call: Gone when the process ended meanwhile.
+    pub(crate) fn failure(&self, error: BrowserError) -> BrowserError {
+        match self.gone() {
+            Some(gone) => gone,
+            None => error,
+        }
+    }
+
+    fn tabs_lock(&self) -> std::sync::MutexGuard<'_, Vec<Tab>> {
+        self.inner.tabs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The tab actions and snapshots go to.
+    pub fn active_tab(&self) -> Result<Tab, BrowserError> {
+        if let Some(gone) = self.gone() {
+            return Err(gone);
+        }
+        let active = self
+            .inner
+            .active
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let tabs = self.tabs_lock();
+        active
+            .and_then(|id| tabs.iter().find(|t| t.id == id).cloned())
+            .or_else(|| tabs.last().cloned())
+            .ok_or_else(|| BrowserError::Invalid("the browser has no tab; open one".to_owned()))
+    }
+
+    pub fn tab(&self, id: &str) -> Option<Tab> {
+        self.tabs_lock().iter().find(|t| t.id == id).cloned()
+    }
+
+    /// The tabs, in the order they were opened.
+    pub async fn tab_views(&self) -> Vec<TabView> {
+        let tabs: Vec<Tab> = self.tabs_lock().clone();
+        let active = self.active_tab().ok().map(|t| t.id);
+        let mut views = Vec::with_capacity(tabs.len());
+        for tab in tabs {
+            let (url, title) = tab.location().await;
+            views.push(TabView {
+                active: Some(&tab.id) == active.as_ref(),
+                tab_id: tab.id.clone(),
+                url,
+                title,
+            });
+        }
+        views
+    }
+
+    /// Opens a new tab on about:blank and makes it active.
+    pub async fn open_tab(&self) -> Result<Tab, BrowserError> {
+        if let Some(gone) = self.gone() {
+            return Err(gone);
+        }
+        let page = self
+            .inner
+            .cdp
+            .new_page(CreateTargetParams::new("about:blank"))
+            .await
+            .map_err(|e| self.failure(cdp_error(e)))?;
+        let tab = Tab::attach(self.clone(), page).await?;
+        self.tabs_lock().push(tab.clone());
+        self.activate(&tab.id).await?;
+        Ok(tab)
+    }
+
+    /// Makes a tab the active one.
+    pub async fn activate(&self, id: &str) -> Result<(), BrowserError> {
+        let tab = self
+            .tab(id)
+            .ok_or_else(|| BrowserError::Invalid(format!("no tab {id} in this browser")))?;
+        tab.raw("Page.bringToFront", json!({})).await?;
+        *self.inner.active.lock().unwrap_or_else(|e| e.into_inner()) = Some(tab.id.clone());
+        Ok(())
+    }
+
+    /// Closes one tab; the last one opened before it becomes active if it was.
+    pub async fn close_tab(&self, id: &str) -> Result<(), BrowserError> {
+        let tab = self
+            .tab(id)
+            .ok_or_else(|| BrowserError::Invalid(format!("no tab {id} in this browser")))?;
+        if self.tabs_lock().len() == 1 {
+            return Err(BrowserError::Invalid(
+                "this is the browser's last tab; close the browser panel instead".to_owned(),
+            ));
+        }
+        self.inner
+            .cdp
+            .execute(Raw::new(
+                "Target.closeTarget",
+                json!({ "targetId": tab.id }),
+            ))
+            .await
+            .map_err(|e| self.failure(cdp_error(e)))?;
+        self.tabs_lock().retain(|t| t.id != tab.id);
+        let was_active = self.active_tab().map(|t| t.id == tab.id).unwrap_or(true);
+        let mut active = self.inner.active.lock().unwrap_or_else(|e| e.into_inner());
+        if was_active || active.as_deref() == Some(id) {
+            *active = self.tabs_lock().last().map(|t| t.id.clone());
+        }
+        Ok(())
+    }
+
+    /// Closes the targets Chromium opened by itself (its first about:blank window).
+    async fn close_other_targets(&self, keep: &str) {
+        let Ok(answer) = self
+            .inner
+            .cdp
+            .execute(Raw::new("Target.getTargets", json!({})))
+            .await
+        else {
+            return;
+        };
+        let targets = answer.result["targetInfos"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for target in targets {
+            let id = target["targetId"].as_str().unwrap_or_default();
+            if target["type"] == "page" && id != keep {
+                let close = Raw::new("Target.closeTarget", json!({ "targetId": id }));
+                if let Err(error) = self.inner.cdp.execute(close).await {
+                    tracing::debug!("closing Chromium's own first tab: {error}");
+                }
+            }
+        }
+    }
+
+    /// Ends the browser: its process group gets SIGTERM, then SIGKILL; returns once it is
+    /// gone and its profile removed.
+    pub async fn close(&self) -> Exit {
+        let end = self
+            .inner
+            .end
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(end) = end {
+            // Ask Chromium to quit first; the process watcher makes sure it does.
+            let quit = self.inner.cdp.execute(Raw::new("Browser.close", json!({})));
+            let _asked = tokio::time::timeout(Duration::from_millis(500), quit).await;
+            let _sent = end.send(());
+        }
+        self.exited().await
+    }
+}

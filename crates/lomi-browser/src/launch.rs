@@ -1,0 +1,182 @@
+//! Starting and ending one Chromium process: Debian's `/usr/bin/chromium`, headless, with a
+//! fresh profile (and temp dir) per browser that is removed when it ends. The process is bound
+//! to Lomi's life: it gets SIGKILL when the thread that started it dies (`setpriv
+//! --pdeathsig`), and it leads its own process group so that ending it ends its helpers too.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::BrowserError;
+
+/// The flags every Lomi browser runs with (a closed network, no background traffic), beside
+/// the profile, the port and the window size.
+pub const FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-default-browser-check",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--hide-scrollbars",
+    "--password-store=basic",
+    "--use-mock-keychain",
+    // Frames of every origin live in the page's renderer, so one snapshot walks them all and
+    // refs of cross-origin iframes resolve like any other (docs/decisions.md, Browser).
+    "--disable-site-isolation-trials",
+    "--disable-features=IsolateOrigins,site-per-process,Translate,MediaRouter,OptimizationHints,DialMediaRouteProvider,AutofillServerCommunication",
+    // Fewer processes: no zygote (the sandbox is off anyway) and the GPU and network
+    // services inside the browser process.
+    "--no-zygote",
+    "--in-process-gpu",
+    "--enable-features=NetworkServiceInProcess2",
+    "--renderer-process-limit=4",
+];
+
+/// How long Chromium may take to print its DevTools address.
+const START_LIMIT: Duration = Duration::from_secs(30);
+
+/// Where Chromium is: `LOMI_CHROMIUM`, else Debian's `/usr/bin/chromium`.
+pub fn chromium_path() -> PathBuf {
+    std::env::var_os("LOMI_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
+}
+
+/// A running Chromium process and the profile it owns.
+pub struct Process {
+    child: Child,
+    pid: u32,
+    pub ws_url: String,
+    /// The profile and temp dir; removed when this is dropped.
+    _profile: tempfile::TempDir,
+}
+
+impl Process {
+    /// Starts Chromium with a fresh profile and waits for its DevTools address.
+    pub async fn start(chromium: &Path, width: u32, height: u32) -> Result<Process, BrowserError> {
+        let profile = tempfile::Builder::new()
+            .prefix("lomi-chromium-")
+            .tempdir()
+            .map_err(|e| BrowserError::Launch(format!("cannot make a profile directory: {e}")))?;
+        let tmp = profile.path().join("tmp");
+        std::fs::create_dir(&tmp)
+            .map_err(|e| BrowserError::Launch(format!("cannot make a temp directory: {e}")))?;
+        let mut command = Command::new("setpriv");
+        command
+            .arg("--pdeathsig")
+            .arg("KILL")
+            .arg("--")
+            .arg(chromium)
+            .args(FLAGS)
+            .arg(format!(
+                "--user-data-dir={}",
+                profile.path().join("profile").display()
+            ))
+            .arg(format!("--window-size={width},{height}"))
+            .arg("--remote-debugging-address=127.0.0.1")
+            .arg("--remote-debugging-port=0")
+            .arg("about:blank")
+            // Chromium's own temp files (SingletonSocket folders) go into the profile folder.
+            .env("TMPDIR", &tmp)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|e| {
+            BrowserError::Launch(format!("cannot start {}: {e}", chromium.display()))
+        })?;
+        let pid = child
+            .id()
+            .ok_or_else(|| BrowserError::Launch("Chromium exited at once".to_owned()))?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| BrowserError::Launch("no stderr from Chromium".to_owned()))?;
+        let mut lines = BufReader::new(stderr).lines();
+        let mut seen = Vec::new();
+        let found = tokio::time::timeout(START_LIMIT, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                    return Some(url.trim().to_owned());
+                }
+                if seen.len() < 20 {
+                    seen.push(line);
+                }
+            }
+            None
+        })
+        .await;
+        let ws_url = match found {
+            Ok(Some(url)) => url,
+            Ok(None) | Err(_) => {
+                kill_group(pid);
+                let _status = child.wait().await;
+                return Err(BrowserError::Launch(format!(
+                    "Chromium did not open its DevTools port; it said: {}",
+                    seen.join(" | ")
+                )));
+            }
+        };
+        // Keep reading so that Chromium never blocks on a full pipe.
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::trace!(target: "chromium", "{line}");
+            }
+        });
+        Ok(Process {
+            child,
+            pid,
+            ws_url,
+            _profile: profile,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Waits until the process exits (it crashed, was killed, or was closed).
+    pub async fn wait(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.wait().await.ok()
+    }
+
+    /// Ends the process group: SIGTERM, then SIGKILL after `grace`; reaps the process.
+    pub async fn end(&mut self, grace: Duration) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            if let Err(error) = killpg(Pid::from_raw(self.pid as i32), Signal::SIGTERM) {
+                tracing::debug!("SIGTERM to Chromium's group {}: {error}", self.pid);
+            }
+            if tokio::time::timeout(grace, self.child.wait())
+                .await
+                .is_err()
+            {
+                kill_group(self.pid);
+                let _status = self.child.wait().await;
+            }
+        }
+        // Helpers that outlived the browser process are in the same group.
+        kill_group(self.pid);
+    }
+}
+
+/// SIGKILL to the whole process group (gone already is fine).
+pub fn kill_group(pid: u32) {
+    if let Err(error) = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL)
+        && error != nix::errno::Errno::ESRCH
+    {
+        tracing::debug!("SIGKILL to Chromium's group {pid}: {error}");
+    }
+}

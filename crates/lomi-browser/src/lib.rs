@@ -1,0 +1,40 @@
+//! Lomi's browser runtime: one headless Chromium per browser panel (Debian's `/usr/bin/chromium`
+//! over chromiumoxide), its tabs, snapshots whose element refs are scoped to the snapshot and
+//! its document, actions confirmed by the page itself, console and network logs, captures,
+//! and the browser tools over the broker.
+
+mod browser;
+mod confine;
+mod launch;
+pub mod panels;
+mod snapshot;
+mod tab;
+
+pub use browser::{Browser, BrowserOptions, Exit};
+pub use confine::{confined_existing_file, write_confined};
+pub use launch::{FLAGS, chromium_path};
+pub use snapshot::{SnapshotOptions, SnapshotText};
+pub use tab::{ActionError, ActionResult, CaptureArea, Tab, Target};
+
+/// Why a browser call failed, one variant per way the caller should react.
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserError {
+    /// Chromium did not start.
+    #[error("{0}")]
+    Launch(String),
+    /// The browser process is gone (crashed, killed or closed).
+    #[error("the browser is gone: {0}")]
+    Gone(String),
+    /// A snapshot or ref no longer names what it did (navigation, node gone, older snapshot).
+    #[error("{0}")]
+    Stale(String),
+    /// The request cannot be carried out as asked.
+    #[error("{0}")]
+    Invalid(String),
+    /// Waiting for the page ran out of time.
+    #[error("{0}")]
+    Timeout(String),
+    /// Chromium answered with an error.
+    #[error("Chromium: {0}")]
+    Cdp(String),
+}

@@ -1,0 +1,1356 @@
+//! Browser panels: the browser tools over the broker. Creating, navigating, every action, tab
+//! changes, evaluation, saving a capture and closing are operations through the broker's engine
+//! (a receipt each); snapshots, tab lists, logs and captures themselves are reads.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lomi_broker::{Broker, EffectOutcome, Mutation, PanelRecord};
+use lomi_protocol::tools::browser::{
+    Action, ActionCommon, ActionDone, ActionTarget, BrowserCaptureInput, BrowserClickInput,
+    BrowserCloseInput, BrowserClosed, BrowserCreateInput, BrowserCreated, BrowserDialogInput,
+    BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput, BrowserNavigateInput,
+    BrowserPanelInput, BrowserPressInput, BrowserScrollInput, BrowserSelectInput,
+    BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput, BrowserUploadInput, CaptureSaved,
+    CaptureView, ConsolePage, Evaluated, Navigated, NetworkPage, SnapshotView, TabList,
+    TabsChanged,
+};
+use lomi_protocol::tools::operations::OperationView;
+use lomi_protocol::tools::session::PanelKind;
+use lomi_protocol::{
+    EffectState, ErrorCode, PairingId, PanelId, ProjectId, ToolError, WorkspaceId,
+};
+use serde_json::{Value, json};
+
+use crate::tab::{ActionError, Target};
+use crate::{
+    ActionResult, Browser, BrowserError, BrowserOptions, CaptureArea, Exit, SnapshotOptions, Tab,
+    confined_existing_file, write_confined,
+};
+
+const DEFAULT_SNAPSHOT_BYTES: u32 = 256 * 1024;
+const MIN_SNAPSHOT_BYTES: u32 = 256;
+const MAX_SNAPSHOT_BYTES: u32 = 1024 * 1024;
+const DEFAULT_NAVIGATE_MS: u32 = 30_000;
+const MAX_NAVIGATE_MS: u32 = 60_000;
+const MAX_TYPE_BYTES: usize = 64 * 1024;
+const MAX_UPLOAD_FILES: usize = 32;
+const MAX_EXPRESSION_BYTES: usize = 64 * 1024;
+const MIN_CAPTURE_BYTES: u32 = 1024;
+const MAX_CAPTURE_BYTES: u32 = 16 * 1024 * 1024;
+const MAX_LOG_PAGE: u32 = 500;
+const DEFAULT_LOG_PAGE: u32 = 100;
+
+/// One browser panel's runtime.
+#[derive(Clone)]
+pub struct BrowserRuntime {
+    pub browser: Browser,
+    pub workspace_id: WorkspaceId,
+    pub project_id: ProjectId,
+    pub root: PathBuf,
+}
+
+type Outcome = Pin<Box<dyn Future<Output = Result<ActionResult, ActionError>> + Send>>;
+
+/// The browser panels of one broker.
+#[derive(Clone)]
+pub struct BrowserPanels {
+    broker: Broker,
+    options: BrowserOptions,
+    runtimes: Arc<Mutex<HashMap<PanelId, BrowserRuntime>>>,
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// The envelope error for a browser failure.
+pub fn tool_error(error: BrowserError) -> ToolError {
+    match error {
+        BrowserError::Stale(message) => ToolError::new(ErrorCode::SnapshotStale, message),
+        BrowserError::Invalid(message) => ToolError::invalid(message),
+        BrowserError::Gone(_) => ToolError::new(
+            ErrorCode::GenerationMismatch,
+            format!("{error}; relaunch it with lomi_browser_create and this panelId"),
+        ),
+        other => ToolError::internal(other.to_string()),
+    }
+}
+
+fn settle(
+    result: Result<ActionResult, ActionError>,
+    action: &str,
+    tab: &str,
+    navigated: Option<String>,
+) -> EffectOutcome {
+    match result {
+        Ok(done) => EffectOutcome::Succeeded(to_value(&ActionDone {
+            action: action.to_owned(),
+            tab_id: tab.to_owned(),
+            element: done.element,
+            observed: done.observed,
+            navigated,
+        })),
+        Err(ActionError::Refused(error)) => EffectOutcome::Failed {
+            effect: EffectState::None,
+            error: tool_error(error),
+        },
+        Err(ActionError::Dispatched(error)) => EffectOutcome::Unknown {
+            effect: EffectState::Unknown,
+            message: format!(
+                "the {action} was sent to the page but may not have arrived: {error}; take a snapshot to see"
+            ),
+        },
+        Err(ActionError::Unconfirmed(why)) => EffectOutcome::Unknown {
+            effect: EffectState::Unknown,
+            message: format!(
+                "the {action} was sent but not confirmed: {why}; take a snapshot to see"
+            ),
+        },
+        Err(ActionError::Failed(why)) => EffectOutcome::Failed {
+            effect: EffectState::Partial,
+            error: ToolError::invalid(why),
+        },
+    }
+}
+
+fn hex_id(broker: &Broker) -> String {
+    hex::encode(&broker.random_bytes()[..8])
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Checks a URL an agent asks to open: http(s), about:blank, data:, or a file: inside the
+/// project. Returns the URL to give Chromium.
+pub fn allowed_url(url: &str, root: &std::path::Path) -> Result<String, ToolError> {
+    if url.is_empty() || url.len() > 8192 || url.chars().any(char::is_control) {
+        return Err(ToolError::invalid(
+            "url must be 1 to 8,192 characters without control characters",
+        ));
+    }
+    let scheme = url
+        .split_once(':')
+        .map(|(s, _)| s.to_ascii_lowercase())
+        .unwrap_or_default();
+    match scheme.as_str() {
+        "http" | "https" | "data" => Ok(url.to_owned()),
+        "about" if url.eq_ignore_ascii_case("about:blank") => Ok(url.to_owned()),
+        "file" => {
+            let path = url["file:".len()..].trim_start_matches("//");
+            let path = path.split(['?', '#']).next().unwrap_or_default();
+            let path = percent_decode(path)
+                .ok_or_else(|| ToolError::invalid(format!("{url:?} is not a valid file: URL")))?;
+            let root_real = root.canonicalize().map_err(|e| {
+                ToolError::not_found(format!("the project root is not available: {e}"))
+            })?;
+            let rel = std::path::Path::new(&path)
+                .strip_prefix(&root_real)
+                .map_err(|_| {
+                    ToolError::invalid(format!(
+                        "file: URLs may only open files inside the project ({}); {url:?} is outside it",
+                        root_real.display()
+                    ))
+                })?
+                .to_string_lossy()
+                .into_owned();
+            let real = confined_existing_file(&root_real, &rel).map_err(ToolError::invalid)?;
+            Ok(format!("file://{}", real.display()))
+        }
+        _ => Err(ToolError::invalid(format!(
+            "{url:?}: only http, https, data, about:blank and file: URLs inside the project may be opened"
+        ))),
+    }
+}
+
+impl BrowserPanels {
+    pub fn new(broker: Broker) -> Self {
+        BrowserPanels {
+            broker,
+            options: BrowserOptions::default(),
+            runtimes: Arc::default(),
+        }
+    }
+
+    pub fn with_options(mut self, options: BrowserOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    fn runtimes(&self) -> std::sync::MutexGuard<'_, HashMap<PanelId, BrowserRuntime>> {
+        self.runtimes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The runtime behind a browser panel the caller may see.
+    fn runtime(
+        &self,
+        caller: &PairingId,
+        panel: &PanelId,
+    ) -> Result<(PanelRecord, BrowserRuntime), ToolError> {
+        let record = self.broker.panel(caller, panel)?;
+        if record.kind != PanelKind::Browser {
+            return Err(ToolError::invalid(format!(
+                "panel {panel} is not a browser"
+            )));
+        }
+        let runtime =
+            self.runtimes().get(panel).cloned().ok_or_else(|| {
+                ToolError::not_found(format!("panel {panel} has no browser running"))
+            })?;
+        Ok((record, runtime))
+    }
+
+    /// The runtime, checked to be the generation the caller names and still alive.
+    fn live(
+        &self,
+        caller: &PairingId,
+        panel: &PanelId,
+        generation: &str,
+    ) -> Result<BrowserRuntime, ToolError> {
+        let (record, runtime) = self.runtime(caller, panel)?;
+        if runtime.browser.exit().is_some() || runtime.browser.generation() != generation {
+            let current = record.generation.clone();
+            let why = match runtime.browser.exit() {
+                Some(Exit::Crashed(why)) => format!(
+                    "the browser of panel {panel} crashed ({why}); relaunch it with lomi_browser_create and this panelId"
+                ),
+                _ => format!(
+                    "browserGeneration {generation} is not the panel's current browser ({}); re-read it with lomi_panel_list",
+                    current.as_deref().unwrap_or("none")
+                ),
+            };
+            return Err(ToolError::new(ErrorCode::GenerationMismatch, why)
+                .with_details(json!({ "currentGeneration": current })));
+        }
+        Ok(runtime)
+    }
+
+    /// PIDs of the running browsers (for the person's view and tests).
+    pub fn pids(&self) -> Vec<u32> {
+        self.runtimes().values().map(|r| r.browser.pid()).collect()
+    }
+
+    /// `lomi_browser_create`.
+    pub async fn create(
+        &self,
+        caller: &PairingId,
+        input: BrowserCreateInput,
+    ) -> Result<OperationView, ToolError> {
+        lomi_broker::check_name("title", &input.title)?;
+        let viewport = input
+            .viewport
+            .unwrap_or(lomi_protocol::tools::browser::Viewport {
+                width: self.options.width,
+                height: self.options.height,
+            });
+        if !(100..=4096).contains(&viewport.width) || !(100..=4096).contains(&viewport.height) {
+            return Err(ToolError::invalid(
+                "viewport width and height must be 100 to 4,096",
+            ));
+        }
+        let (project_id, root) =
+            self.broker
+                .project_root(caller, &input.workspace_id, input.project_id.as_ref())?;
+        let workspace_id = input.workspace_id.clone();
+        let expected = input.expected_revision;
+        let mutation = Mutation {
+            tool: "lomi_browser_create",
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id: Some(project_id.clone()),
+            payload: to_value(&input),
+            generation: None,
+            revision: Some(expected.to_string()),
+            permit_key: format!("workspace:{workspace_id}"),
+        };
+        if let Some(prior) = self.broker.prior(caller, &mutation)? {
+            return self.broker.answer(caller, &prior).await;
+        }
+        let check_workspace = workspace_id.clone();
+        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
+        let panels = self.clone();
+        let title = input.title.clone();
+        let options = BrowserOptions {
+            width: viewport.width,
+            height: viewport.height,
+            ..self.options.clone()
+        };
+        let id = self.broker.submit(
+            caller,
+            mutation,
+            precheck,
+            Box::new(move |context| {
+                Box::pin(async move {
+                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error,
+                        };
+                    }
+                    let generation = format!("bg_{}", hex_id(&context.broker));
+                    let browser = match Browser::launch(options, generation.clone()).await {
+                        Ok(browser) => browser,
+                        Err(error) => {
+                            return EffectOutcome::Failed {
+                                effect: EffectState::None,
+                                error: ToolError::internal(format!(
+                                    "the browser did not start: {error}"
+                                )),
+                            };
+                        }
+                    };
+                    let tab_id = match browser.active_tab() {
+                        Ok(tab) => tab.id,
+                        Err(error) => {
+                            browser.close().await;
+                            return EffectOutcome::Failed {
+                                effect: EffectState::Partial,
+                                error: tool_error(error),
+                            };
+                        }
+                    };
+                    let panel_id = PanelId::from_random(context.broker.random_bytes());
+                    let record = PanelRecord {
+                        workspace_id: workspace_id.clone(),
+                        kind: PanelKind::Browser,
+                        title,
+                        project_id: Some(project_id.clone()),
+                        generation: Some(generation.clone()),
+                    };
+                    panels.runtimes().insert(
+                        panel_id.clone(),
+                        BrowserRuntime {
+                            browser: browser.clone(),
+                            workspace_id: workspace_id.clone(),
+                            project_id,
+                            root,
+                        },
+                    );
+                    let revision =
+                        match context.broker.panel_add(expected, panel_id.clone(), record) {
+                            Ok(revision) => revision,
+                            Err(error) => {
+                                panels.runtimes().remove(&panel_id);
+                                browser.close().await;
+                                return EffectOutcome::Failed {
+                                    effect: EffectState::Partial,
+                                    error,
+                                };
+                            }
+                        };
+                    panels.watch(panel_id.clone(), browser.clone());
+                    EffectOutcome::Succeeded(to_value(&BrowserCreated {
+                        panel_id,
+                        browser_generation: generation,
+                        tab_id,
+                        domain_revision: revision,
+                        pid: browser.pid(),
+                    }))
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+
+    /// Notices a browser that ends without being closed: its panel keeps its place but has
+    /// no runtime generation until it is relaunched.
+    fn watch(&self, panel: PanelId, browser: Browser) {
+        let broker = self.broker.clone();
+        tokio::spawn(async move {
+            if let Exit::Crashed(why) = browser.exited().await {
+                tracing::warn!("the browser of panel {panel} ended: {why}");
+                broker.panel_set_generation(&panel, None);
+            }
+        });
+    }
+
+    /// Shared admission of a browser operation on a panel: identity, prior receipt, the
+    /// runtime at the named generation, then the effect under the panel's permit.
+    async fn operate<F>(
+        &self,
+        caller: &PairingId,
+        tool: &'static str,
+        common: &ActionCommon,
+        payload: Value,
+        effect: F,
+    ) -> Result<OperationView, ToolError>
+    where
+        F: FnOnce(BrowserRuntime) -> Pin<Box<dyn Future<Output = EffectOutcome> + Send>>
+            + Send
+            + 'static,
+    {
+        let workspace_id = self
+            .broker
+            .retry_epoch_workspace(caller, &common.retry_epoch)?;
+        let mutation = Mutation {
+            tool,
+            retry_epoch: common.retry_epoch.clone(),
+            request_key: common.request_key.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id: None,
+            payload,
+            generation: Some(common.browser_generation.clone()),
+            revision: None,
+            permit_key: format!("panel:{}", common.panel_id),
+        };
+        if let Some(prior) = self.broker.prior(caller, &mutation)? {
+            return self.broker.answer(caller, &prior).await;
+        }
+        let runtime = self.live(caller, &common.panel_id, &common.browser_generation)?;
+        if runtime.workspace_id != workspace_id {
+            return Err(ToolError::invalid(format!(
+                "panel {} is not in this retry epoch's workspace {workspace_id}",
+                common.panel_id
+            )));
+        }
+        let generation = common.browser_generation.clone();
+        let id = self.broker.submit(
+            caller,
+            mutation,
+            |_| Ok(()),
+            Box::new(move |_context| {
+                Box::pin(async move {
+                    // The browser may have been replaced or lost while this waited.
+                    if runtime.browser.generation() != generation {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error: ToolError::new(
+                                ErrorCode::GenerationMismatch,
+                                "the browser was replaced",
+                            ),
+                        };
+                    }
+                    if let Some(gone) = runtime.browser.gone() {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error: tool_error(gone),
+                        };
+                    }
+                    effect(runtime).await
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+
+    /// An action on the active tab: `act` runs with the tab and the decoded target.
+    async fn action<I, F>(
+        &self,
+        caller: &PairingId,
+        tool: &'static str,
+        name: &'static str,
+        input: &I,
+        act: F,
+    ) -> Result<OperationView, ToolError>
+    where
+        I: Action,
+        F: FnOnce(Tab, ActionTarget) -> Outcome + Send + 'static,
+    {
+        let common = input.common().map_err(ToolError::invalid)?;
+        let target = common.target.clone();
+        self.operate(caller, tool, &common, to_value(input), move |runtime| {
+            Box::pin(async move {
+                let tab = match runtime.browser.active_tab() {
+                    Ok(tab) => tab,
+                    Err(error) => {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error: tool_error(error),
+                        };
+                    }
+                };
+                let before = tab.navigation_id();
+                let result = act(tab.clone(), target).await;
+                let after = tab.navigation_id();
+                settle(result, name, &tab.id, (before != after).then_some(after))
+            })
+        })
+        .await
+    }
+
+    /// `lomi_browser_click`.
+    pub async fn click(
+        &self,
+        caller: &PairingId,
+        input: BrowserClickInput,
+    ) -> Result<OperationView, ToolError> {
+        let button = input.button.clone().unwrap_or_else(|| "left".to_owned());
+        if !matches!(button.as_str(), "left" | "right" | "middle") {
+            return Err(ToolError::invalid("button must be left, right or middle"));
+        }
+        let count = input.click_count.unwrap_or(1);
+        if !(1..=3).contains(&count) {
+            return Err(ToolError::invalid("clickCount must be 1 to 3"));
+        }
+        need_target(
+            &input.common().map_err(ToolError::invalid)?.target,
+            "click",
+            true,
+        )?;
+        self.action(
+            caller,
+            "lomi_browser_click",
+            "click",
+            &input,
+            move |tab, target| {
+                Box::pin(async move { tab.click(target_of(&target), &button, count).await })
+            },
+        )
+        .await
+    }
+
+    /// `lomi_browser_hover`.
+    pub async fn hover(
+        &self,
+        caller: &PairingId,
+        input: BrowserHoverInput,
+    ) -> Result<OperationView, ToolError> {
+        need_target(
+            &input.common().map_err(ToolError::invalid)?.target,
+            "hover",
+            true,
+        )?;
+        self.action(
+            caller,
+            "lomi_browser_hover",
+            "hover",
+            &input,
+            move |tab, target| Box::pin(async move { tab.hover(target_of(&target)).await }),
+        )
+        .await
+    }
+
+    /// `lomi_browser_type`.
+    pub async fn type_text(
+        &self,
+        caller: &PairingId,
+        input: BrowserTypeInput,
+    ) -> Result<OperationView, ToolError> {
+        if input.text.len() > MAX_TYPE_BYTES {
+            return Err(ToolError::invalid("text takes at most 64 KiB"));
+        }
+        let (snapshot_id, element_ref) =
+            element_of(&input.common().map_err(ToolError::invalid)?.target, "type")?;
+        let text = input.text.clone();
+        let replace = input.replace.unwrap_or(true);
+        self.action(
+            caller,
+            "lomi_browser_type",
+            "type",
+            &input,
+            move |tab, _| {
+                Box::pin(async move {
+                    tab.type_text(&snapshot_id, &element_ref, &text, replace)
+                        .await
+                })
+            },
+        )
+        .await
+    }
+
+    /// `lomi_browser_press`.
+    pub async fn press(
+        &self,
+        caller: &PairingId,
+        input: BrowserPressInput,
+    ) -> Result<OperationView, ToolError> {
+        if input.key.is_empty() || input.key.len() > 64 {
+            return Err(ToolError::invalid("key must be 1 to 64 characters"));
+        }
+        let key = input.key.clone();
+        self.action(
+            caller,
+            "lomi_browser_press",
+            "press",
+            &input,
+            move |tab, target| Box::pin(async move { tab.press(target_of(&target), &key).await }),
+        )
+        .await
+    }
+
+    /// `lomi_browser_select`.
+    pub async fn select(
+        &self,
+        caller: &PairingId,
+        input: BrowserSelectInput,
+    ) -> Result<OperationView, ToolError> {
+        if input.values.is_empty() || input.values.len() > 256 {
+            return Err(ToolError::invalid("values must name 1 to 256 options"));
+        }
+        let (snapshot_id, element_ref) = element_of(
+            &input.common().map_err(ToolError::invalid)?.target,
+            "select",
+        )?;
+        let values = input.values.clone();
+        self.action(
+            caller,
+            "lomi_browser_select",
+            "select",
+            &input,
+            move |tab, _| {
+                Box::pin(async move { tab.select(&snapshot_id, &element_ref, &values).await })
+            },
+        )
+        .await
+    }
+
+    /// `lomi_browser_scroll`.
+    pub async fn scroll(
+        &self,
+        caller: &PairingId,
+        input: BrowserScrollInput,
+    ) -> Result<OperationView, ToolError> {
+        let delta = match (input.delta_x, input.delta_y) {
+            (None, None) => None,
+            (dx, dy) => {
+                let (dx, dy) = (dx.unwrap_or(0.0), dy.unwrap_or(0.0));
+                if !dx.is_finite()
+                    || !dy.is_finite()
+                    || dx.abs() > 100_000.0
+                    || dy.abs() > 100_000.0
+                {
+                    return Err(ToolError::invalid(
+                        "deltaX and deltaY must be finite, at most 100,000",
+                    ));
+                }
+                Some((dx, dy))
+            }
+        };
+        self.action(
+            caller,
+            "lomi_browser_scroll",
+            "scroll",
+            &input,
+            move |tab, target| Box::pin(async move { tab.scroll(target_of(&target), delta).await }),
+        )
+        .await
+    }
+
+    /// `lomi_browser_upload`: files from the project root only.
+    pub async fn upload(
+        &self,
+        caller: &PairingId,
+        input: BrowserUploadInput,
+    ) -> Result<OperationView, ToolError> {
+        let common = input.common().map_err(ToolError::invalid)?;
+        let (snapshot_id, element_ref) = element_of(&common.target, "upload")?;
+        if input.paths.is_empty() || input.paths.len() > MAX_UPLOAD_FILES {
+            return Err(ToolError::invalid(format!(
+                "paths must name 1 to {MAX_UPLOAD_FILES} files"
+            )));
+        }
+        let (_record, runtime) = self.runtime(caller, &common.panel_id)?;
+        let files = input
+            .paths
+            .iter()
+            .map(|p| {
+                confined_existing_file(&runtime.root, p)
+                    .map(|real| real.to_string_lossy().into_owned())
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ToolError::invalid)?;
+        self.action(
+            caller,
+            "lomi_browser_upload",
+            "upload",
+            &input,
+            move |tab, _| {
+                Box::pin(async move { tab.upload(&snapshot_id, &element_ref, &files).await })
+            },
+        )
+        .await
+    }
+
+    /// `lomi_browser_navigate`.
+    pub async fn navigate(
+        &self,
+        caller: &PairingId,
+        input: BrowserNavigateInput,
+    ) -> Result<OperationView, ToolError> {
+        let until = input
+            .wait_until
+            .clone()
+            .unwrap_or_else(|| "load".to_owned());
+        if !matches!(until.as_str(), "commit" | "domcontentloaded" | "load") {
+            return Err(ToolError::invalid(
+                "waitUntil must be commit, domcontentloaded or load",
+            ));
+        }
+        let timeout = input.timeout_ms.unwrap_or(DEFAULT_NAVIGATE_MS);
+        if timeout == 0 || timeout > MAX_NAVIGATE_MS {
+            return Err(ToolError::invalid(format!(
+                "timeoutMs must be 1 to {MAX_NAVIGATE_MS}"
+            )));
+        }
+        let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
+        let url = allowed_url(&input.url, &runtime.root)?;
+        let common = ActionCommon {
+            panel_id: input.panel_id.clone(),
+            browser_generation: input.browser_generation.clone(),
+            target: ActionTarget::None,
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+        };
+        self.operate(
+            caller,
+            "lomi_browser_navigate",
+            &common,
+            to_value(&input),
+            move |runtime| {
+                Box::pin(async move {
+                    let tab = match runtime.browser.active_tab() {
+                        Ok(tab) => tab,
+                        Err(error) => {
+                            return EffectOutcome::Failed {
+                                effect: EffectState::None,
+                                error: tool_error(error),
+                            };
+                        }
+                    };
+                    let limit = Duration::from_millis(u64::from(timeout));
+                    match tab.navigate(&url, &until, limit).await {
+                        Ok((navigation_id, url, status, reached)) => {
+                            EffectOutcome::Succeeded(to_value(&Navigated {
+                                navigation_id,
+                                tab_id: tab.id.clone(),
+                                url,
+                                status,
+                                reached: reached.to_owned(),
+                            }))
+                        }
+                        Err(error) => settle(Err(error), "navigation", &tab.id, None),
+                    }
+                })
+            },
+        )
+        .await
+    }
+
+    /// `lomi_browser_snapshot`.
+    pub async fn snapshot(
+        &self,
+        caller: &PairingId,
+        input: BrowserSnapshotInput,
+    ) -> Result<SnapshotView, ToolError> {
+        let max_bytes = input.max_bytes.unwrap_or(DEFAULT_SNAPSHOT_BYTES);
+        if !(MIN_SNAPSHOT_BYTES..=MAX_SNAPSHOT_BYTES).contains(&max_bytes) {
+            return Err(ToolError::invalid(format!(
+                "maxBytes must be {MIN_SNAPSHOT_BYTES} to {MAX_SNAPSHOT_BYTES}"
+            )));
+        }
+        if let Some(find) = &input.find
+            && (find.is_empty() || find.len() > 256)
+        {
+            return Err(ToolError::invalid("find must be 1 to 256 characters"));
+        }
+        let (record, runtime) = self.runtime(caller, &input.panel_id)?;
+        if let Some(gone) = runtime.browser.gone() {
+            return Err(tool_error(gone));
+        }
+        let tab = runtime.browser.active_tab().map_err(tool_error)?;
+        let options = SnapshotOptions {
+            max_bytes: max_bytes as usize,
+            find: input.find.clone(),
+            since_snapshot_id: input.since_snapshot_id.clone(),
+        };
+        let taken = tab.snapshot(&options).await.map_err(tool_error)?;
+        Ok(SnapshotView {
+            snapshot_id: taken.snapshot_id,
+            navigation_id: taken.navigation_id,
+            browser_generation: record.generation.unwrap_or_default(),
+            tab_id: tab.id.clone(),
+            url: taken.url,
+            title: taken.title,
+            text: taken.text,
+            truncated: taken.truncated,
+            refs: taken.refs,
+            frames: taken.frames,
+            since_snapshot_id: input.since_snapshot_id,
+            dialog: taken.dialog,
+        })
+    }
+
+    /// `lomi_browser_dialog`.
+    pub async fn dialog(
+        &self,
+        caller: &PairingId,
+        input: BrowserDialogInput,
+    ) -> Result<OperationView, ToolError> {
+        let accept = match input.action.as_str() {
+            "accept" => true,
+            "dismiss" => false,
+            _ => return Err(ToolError::invalid("action must be accept or dismiss")),
+        };
+        if input
+            .prompt_text
+            .as_ref()
+            .is_some_and(|t| t.len() > MAX_TYPE_BYTES)
+        {
+            return Err(ToolError::invalid("promptText takes at most 64 KiB"));
+        }
+        let common = ActionCommon {
+            panel_id: input.panel_id.clone(),
+            browser_generation: input.browser_generation.clone(),
+            target: ActionTarget::None,
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+        };
+        let prompt = input.prompt_text.clone();
+        self.operate(
+            caller,
+            "lomi_browser_dialog",
+            &common,
+            to_value(&input),
+            move |runtime| {
+                Box::pin(async move {
+                    let tab = match runtime.browser.active_tab() {
+                        Ok(tab) => tab,
+                        Err(error) => {
+                            return EffectOutcome::Failed {
+                                effect: EffectState::None,
+                                error: tool_error(error),
+                            };
+                        }
+                    };
+                    let result = tab.dialog_answer(accept, prompt.as_deref()).await;
+                    settle(result, "dialog", &tab.id, None)
+                })
+            },
+        )
+        .await
+    }
+
+    /// `lomi_browser_tab_list`.
+    pub async fn tab_list(
+        &self,
+        caller: &PairingId,
+        input: BrowserPanelInput,
+    ) -> Result<TabList, ToolError> {
+        let (record, runtime) = self.runtime(caller, &input.panel_id)?;
+        if let Some(gone) = runtime.browser.gone() {
+            return Err(tool_error(gone));
+        }
+        Ok(TabList {
+            browser_generation: record.generation.unwrap_or_default(),
+            tabs: runtime.browser.tab_views().await,
+        })
+    }
+
+    /// `lomi_browser_tab_open`, `_tab_switch`, `_tab_close`.
+    pub async fn tab(
+        &self,
+        caller: &PairingId,
+        tool: &'static str,
+        input: BrowserTabInput,
+    ) -> Result<OperationView, ToolError> {
+        let open = tool == "lomi_browser_tab_open";
+        match (&input.tab_id, &input.url, open) {
+            (None, _, true) => {}
+            (Some(_), None, false) => {}
+            (Some(_), _, true) => return Err(ToolError::invalid("tab_open takes no tabId")),
+            (None, _, false) => return Err(ToolError::invalid("name the tab with tabId")),
+            (Some(_), Some(_), false) => {
+                return Err(ToolError::invalid("only tab_open takes a url"));
+            }
+        }
+        let url = match (&input.url, open) {
+            (Some(url), true) => {
+                let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
+                Some(allowed_url(url, &runtime.root)?)
+            }
+            _ => None,
+        };
+        let common = ActionCommon {
+            panel_id: input.panel_id.clone(),
+            browser_generation: input.browser_generation.clone(),
+            target: ActionTarget::None,
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+        };
+        let tab_id = input.tab_id.clone();
+        self.operate(caller, tool, &common, to_value(&input), move |runtime| {
+            Box::pin(async move {
+                let browser = runtime.browser;
+                let done = match (open, tab_id) {
+                    (true, _) => match browser.open_tab().await {
+                        Ok(tab) => {
+                            if let Some(url) = url
+                                && let Err(error) =
+                                    tab.navigate(&url, "load", Duration::from_secs(30)).await
+                            {
+                                return settle(Err(error), "tab open", &tab.id, None);
+                            }
+                            Ok(tab.id)
+                        }
+                        Err(error) => Err(error),
+                    },
+                    (false, Some(id)) if tool == "lomi_browser_tab_switch" => {
+                        browser.activate(&id).await.map(|()| id)
+                    }
+                    (false, Some(id)) => browser.close_tab(&id).await.map(|()| id),
+                    (false, None) => {
+                        Err(BrowserError::Invalid("name the tab with tabId".to_owned()))
+                    }
+                };
+                match done {
+                    Ok(tab_id) => EffectOutcome::Succeeded(to_value(&TabsChanged {
+                        tab_id,
+                        tabs: browser.tab_views().await,
+                    })),
+                    Err(error @ (BrowserError::Invalid(_) | BrowserError::Stale(_))) => {
+                        EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error: tool_error(error),
+                        }
+                    }
+                    Err(error) => EffectOutcome::Unknown {
+                        effect: EffectState::Unknown,
+                        message: format!(
+                            "the tab change may not have happened: {error}; list the tabs to see"
+                        ),
+                    },
+                }
+            })
+        })
+        .await
+    }
+
+    fn log_page(
+        &self,
+        caller: &PairingId,
+        input: &BrowserLogInput,
+    ) -> Result<(BrowserRuntime, u64, usize), ToolError> {
+        let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
+        let since = match &input.since_cursor {
+            Some(text) => lomi_protocol::parse_decimal(text).ok_or_else(|| {
+                ToolError::invalid(format!("sinceCursor {text:?} is not a decimal cursor"))
+            })?,
+            None => 0,
+        };
+        let limit = input.limit.unwrap_or(DEFAULT_LOG_PAGE);
+        if limit == 0 || limit > MAX_LOG_PAGE {
+            return Err(ToolError::invalid(format!(
+                "limit must be 1 to {MAX_LOG_PAGE}"
+            )));
+        }
+        Ok((runtime, since, limit as usize))
+    }
+
+    /// `lomi_browser_console`: console messages and uncaught exceptions, oldest first.
+    pub fn console(
+        &self,
+        caller: &PairingId,
+        input: &BrowserLogInput,
+    ) -> Result<ConsolePage, ToolError> {
+        let (runtime, since, limit) = self.log_page(caller, input)?;
+        let logs = runtime.browser.logs();
+        let logs = logs.lock().unwrap_or_else(|e| e.into_inner());
+        if since > logs.console_next {
+            return Err(ToolError::invalid("sinceCursor is not one Lomi gave out"));
+        }
+        let first = logs
+            .console
+            .front()
+            .and_then(|e| e.cursor.parse::<u64>().ok())
+            .unwrap_or(logs.console_next + 1);
+        let entries: Vec<_> = logs
+            .console
+            .iter()
+            .filter(|e| e.cursor.parse::<u64>().is_ok_and(|c| c > since))
+            .take(limit)
+            .cloned()
+            .collect();
+        let next = entries
+            .last()
+            .map_or(since.max(first.saturating_sub(1)), |e| {
+                e.cursor.parse().unwrap_or(since)
+            });
+        Ok(ConsolePage {
+            dropped_before: since + 1 < first,
+            next_cursor: next.to_string(),
+            entries,
+        })
+    }
+
+    /// `lomi_browser_network`: requests of every tab, oldest first.
+    pub fn network(
+        &self,
+        caller: &PairingId,
+        input: &BrowserLogInput,
+    ) -> Result<NetworkPage, ToolError> {
+        let (runtime, since, limit) = self.log_page(caller, input)?;
+        let logs = runtime.browser.logs();
+        let logs = logs.lock().unwrap_or_else(|e| e.into_inner());
+        if since > logs.network_next {
+            return Err(ToolError::invalid("sinceCursor is not one Lomi gave out"));
+        }
+        let first = logs
+            .network
+            .front()
+            .and_then(|e| e.cursor.parse::<u64>().ok())
+            .unwrap_or(logs.network_next + 1);
+        let entries: Vec<_> = logs
+            .network
+            .iter()
+            .filter(|e| e.cursor.parse::<u64>().is_ok_and(|c| c > since))
+            .take(limit)
+            .cloned()
+            .collect();
+        let next = entries
+            .last()
+            .map_or(since.max(first.saturating_sub(1)), |e| {
+                e.cursor.parse().unwrap_or(since)
+            });
+        Ok(NetworkPage {
+            dropped_before: since + 1 < first,
+            next_cursor: next.to_string(),
+            entries,
+        })
+    }
+
+    /// `lomi_browser_evaluate` (waits for the person by default).
+    pub async fn evaluate(
+        &self,
+        caller: &PairingId,
+        input: BrowserEvaluateInput,
+    ) -> Result<OperationView, ToolError> {
+        if input.expression.is_empty() || input.expression.len() > MAX_EXPRESSION_BYTES {
+            return Err(ToolError::invalid("expression must be 1 byte to 64 KiB"));
+        }
+        let common = ActionCommon {
+            panel_id: input.panel_id.clone(),
+            browser_generation: input.browser_generation.clone(),
+            target: ActionTarget::None,
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+        };
+        let expression = input.expression.clone();
+        self.operate(
+            caller,
+            "lomi_browser_evaluate",
+            &common,
+            to_value(&input),
+            move |runtime| {
+                Box::pin(async move {
+                    let tab = match runtime.browser.active_tab() {
+                        Ok(tab) => tab,
+                        Err(error) => {
+                            return EffectOutcome::Failed {
+                                effect: EffectState::None,
+                                error: tool_error(error),
+                            };
+                        }
+                    };
+                    match tab.evaluate(&expression).await {
+                        Ok((value, kind, exception)) => {
+                            EffectOutcome::Succeeded(to_value(&Evaluated {
+                                value,
+                                kind,
+                                exception,
+                            }))
+                        }
+                        Err(error) => settle(Err(error), "evaluation", &tab.id, None),
+                    }
+                })
+            },
+        )
+        .await
+    }
+
+    /// `lomi_browser_capture`: the PNG and its metadata; with `save`, also an operation that
+    /// writes it into the project.
+    pub async fn capture(
+        &self,
+        caller: &PairingId,
+        input: BrowserCaptureInput,
+    ) -> Result<(CaptureView, Vec<u8>), ToolError> {
+        let area = match (
+            input.full_page.unwrap_or(false),
+            &input.snapshot_id,
+            &input.element_ref,
+            input.clip,
+        ) {
+            (false, None, None, None) => CaptureArea::Viewport,
+            (true, None, None, None) => CaptureArea::FullPage,
+            (false, Some(snapshot_id), Some(element_ref), None) => CaptureArea::Element {
+                snapshot_id: snapshot_id.clone(),
+                element_ref: element_ref.clone(),
+            },
+            (false, None, None, Some(clip)) => {
+                let fine = [clip.x, clip.y, clip.width, clip.height]
+                    .iter()
+                    .all(|v| v.is_finite() && *v >= 0.0);
+                if !fine
+                    || clip.width < 1.0
+                    || clip.height < 1.0
+                    || clip.width > 16_384.0
+                    || clip.height > 16_384.0
+                {
+                    return Err(ToolError::invalid(
+                        "clip needs x, y ≥ 0 and width, height of 1 to 16,384",
+                    ));
+                }
+                CaptureArea::Clip(clip)
+            }
+            (_, Some(_), None, _) | (_, None, Some(_), _) => {
+                return Err(ToolError::invalid(
+                    "elementRef needs the snapshotId it came from, and the other way round",
+                ));
+            }
+            _ => {
+                return Err(ToolError::invalid(
+                    "capture at most one of fullPage, an element, or clip",
+                ));
+            }
+        };
+        let scale = input.scale.unwrap_or(1.0);
+        if !(lomi_capture::MIN_SCALE..=lomi_capture::MAX_SCALE).contains(&scale) {
+            return Err(ToolError::invalid(format!(
+                "scale must be {} to {}",
+                lomi_capture::MIN_SCALE,
+                lomi_capture::MAX_SCALE
+            )));
+        }
+        if let Some(max) = input.max_bytes
+            && !(MIN_CAPTURE_BYTES..=MAX_CAPTURE_BYTES).contains(&max)
+        {
+            return Err(ToolError::invalid(format!(
+                "maxBytes must be {MIN_CAPTURE_BYTES} to {MAX_CAPTURE_BYTES}"
+            )));
+        }
+        let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
+        if let Some(gone) = runtime.browser.gone() {
+            return Err(tool_error(gone));
+        }
+        let tab = runtime.browser.active_tab().map_err(tool_error)?;
+        let png = tab
+            .capture(&area, f64::from(scale))
+            .await
+            .map_err(tool_error)?;
+        let options = lomi_capture::CaptureOptions {
+            clip: None,
+            scale: None,
+            max_bytes: input.max_bytes.map(|m| m as usize),
+        };
+        let capture = lomi_capture::process(&png, &options)
+            .map_err(|e| ToolError::new(e.code(), e.to_string()))?;
+        let saved = match &input.save {
+            Some(save) => Some(to_value(
+                &self.save(caller, &input, save, &runtime, &capture).await?,
+            )),
+            None => None,
+        };
+        Ok((
+            CaptureView {
+                width: capture.width,
+                height: capture.height,
+                bytes: capture.png.len() as u64,
+                sha256: capture.sha256.clone(),
+                tab_id: tab.id.clone(),
+                saved,
+            },
+            capture.png,
+        ))
+    }
+
+    async fn save(
+        &self,
+        caller: &PairingId,
+        input: &BrowserCaptureInput,
+        save: &lomi_protocol::tools::browser::CaptureSave,
+        runtime: &BrowserRuntime,
+        capture: &lomi_capture::Capture,
+    ) -> Result<OperationView, ToolError> {
+        let workspace_id = self
+            .broker
+            .retry_epoch_workspace(caller, &save.retry_epoch)?;
+        if workspace_id != runtime.workspace_id {
+            return Err(ToolError::invalid(format!(
+                "panel {} is not in this retry epoch's workspace {workspace_id}",
+                input.panel_id
+            )));
+        }
+        let mutation = Mutation {
+            tool: "lomi_browser_capture",
+            retry_epoch: save.retry_epoch.clone(),
+            request_key: save.request_key.clone(),
+            workspace_id,
+            project_id: Some(runtime.project_id.clone()),
+            payload: to_value(input),
+            generation: None,
+            revision: None,
+            permit_key: format!("project:{}", runtime.project_id),
+        };
+        if let Some(prior) = self.broker.prior(caller, &mutation)? {
+            return self.broker.answer(caller, &prior).await;
+        }
+        let root = runtime.root.clone();
+        let path = save.path.clone();
+        let overwrite = save.overwrite.unwrap_or(false);
+        let png = capture.png.clone();
+        let sha256 = capture.sha256.clone();
+        let id = self.broker.submit(
+            caller,
+            mutation,
+            |_| Ok(()),
+            Box::new(move |_context| {
+                Box::pin(async move {
+                    let bytes = png.len() as u64;
+                    let written = tokio::task::spawn_blocking(move || {
+                        write_confined(&root, &path, &png, overwrite).map(|()| path)
+                    })
+                    .await;
+                    match written {
+                        Ok(Ok(path)) => EffectOutcome::Succeeded(to_value(&CaptureSaved {
+                            path,
+                            bytes,
+                            sha256,
+                        })),
+                        Ok(Err(why)) => EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error: ToolError::invalid(why),
+                        },
+                        Err(error) => EffectOutcome::Unknown {
+                            effect: EffectState::Unknown,
+                            message: error.to_string(),
+                        },
+                    }
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+
+    /// `lomi_browser_close`: ends the browser's processes and removes its panel.
+    pub async fn close(
+        &self,
+        caller: &PairingId,
+        input: BrowserCloseInput,
+    ) -> Result<OperationView, ToolError> {
+        let workspace_id = input.workspace_id.clone();
+        let expected = input.expected_revision;
+        let panel_id = input.panel_id.clone();
+        let mutation = Mutation {
+            tool: "lomi_browser_close",
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id: None,
+            payload: to_value(&input),
+            generation: None,
+            revision: Some(expected.to_string()),
+            permit_key: format!("workspace:{workspace_id}"),
+        };
+        if let Some(prior) = self.broker.prior(caller, &mutation)? {
+            return self.broker.answer(caller, &prior).await;
+        }
+        let (record, runtime) = self.runtime(caller, &input.panel_id)?;
+        if record.workspace_id != input.workspace_id {
+            return Err(ToolError::not_found(format!(
+                "no panel {} in workspace {}",
+                input.panel_id, input.workspace_id
+            )));
+        }
+        let check_workspace = workspace_id.clone();
+        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
+        let panels = self.clone();
+        let id = self.broker.submit(
+            caller,
+            mutation,
+            precheck,
+            Box::new(move |context| {
+                Box::pin(async move {
+                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error,
+                        };
+                    }
+                    runtime.browser.close().await;
+                    panels.runtimes().remove(&panel_id);
+                    match context.broker.panel_remove(&panel_id, Some(expected)) {
+                        Ok(revision) => EffectOutcome::Succeeded(to_value(&BrowserClosed {
+                            panel_id,
+                            domain_revision: revision,
+                        })),
+                        Err(error) => EffectOutcome::Failed {
+                            effect: EffectState::Partial,
+                            error,
+                        },
+                    }
+                })
+            }),
+        )?;
+        self.broker.answer(caller, &id).await
+    }
+
+    /// Ends every browser (the broker is stopping).
+    pub async fn close_all(&self) {
+        let runtimes: Vec<BrowserRuntime> = self.runtimes().drain().map(|(_, r)| r).collect();
+        let closing: Vec<_> = runtimes
+            .into_iter()
+            .map(|runtime| tokio::spawn(async move { runtime.browser.close().await }))
+            .collect();
+        for close in closing {
+            if let Err(error) = close.await {
+                tracing::warn!("closing a browser failed: {error}");
+            }
+        }
+    }
+}
+
+fn target_of(target: &ActionTarget) -> Target<'_> {
+    match target {
+        ActionTarget::Element {
+            snapshot_id,
+            element_ref,
+        } => Target::Element {
+            snapshot_id,
+            element_ref,
+        },
+        ActionTarget::Point { x, y } => Target::Point { x: *x, y: *y },
+        ActionTarget::None => Target::None,
+    }
+}
+
+fn need_target(target: &ActionTarget, action: &str, point: bool) -> Result<(), ToolError> {
+    match target {
+        ActionTarget::None => Err(ToolError::invalid(if point {
+            format!("{action} needs snapshotId + elementRef, or x + y")
+        } else {
+            format!("{action} needs snapshotId + elementRef")
+        })),
+        _ => Ok(()),
+    }
+}
+
+fn element_of(target: &ActionTarget, action: &str) -> Result<(String, String), ToolError> {
+    match target {
+        ActionTarget::Element {
+            snapshot_id,
+            element_ref,
+        } => Ok((snapshot_id.clone(), element_ref.clone())),
+        _ => Err(ToolError::invalid(format!(
+            "{action} needs snapshotId + elementRef"
+        ))),
+    }
+}

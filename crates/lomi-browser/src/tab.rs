@@ -1,0 +1,1674 @@
+//! One tab: its chromiumoxide page, Lomi's isolated world in each of its frames, the events
+//! that keep its state (navigations, lifecycle, dialogs, acknowledgements, logs), snapshots
+//! and the actions on them. Actions aim at the element a ref names only after checking that it
+//! is the same, still connected node; they succeed when the page reports, through the
+//! `lomiAck` binding, that the event reached that node.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::prelude::{BASE64_STANDARD, Engine as _};
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::network::{
+    EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, EventResponseReceived,
+};
+use chromiumoxide::cdp::browser_protocol::page::{
+    EventFrameNavigated, EventJavascriptDialogClosed, EventJavascriptDialogOpening,
+    EventLifecycleEvent,
+};
+use chromiumoxide::cdp::js_protocol::runtime::{
+    EventBindingCalled, EventConsoleApiCalled, EventExceptionThrown, EventExecutionContextCreated,
+    EventExecutionContextDestroyed, EventExecutionContextsCleared, RemoteObject,
+};
+use chromiumoxide::types::{Command, Method, MethodId};
+use futures_util::StreamExt;
+use lomi_protocol::tools::browser::{ClipRect, DialogView, FrameView};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::BrowserError;
+use crate::browser::{Browser, Logs};
+use crate::snapshot::{self, SnapshotOptions, SnapshotText};
+
+/// The in-page helper (see walker.js).
+const WALKER: &str = include_str!("walker.js");
+/// The name of Lomi's isolated world in every frame.
+const WORLD: &str = "lomi";
+/// How long an action waits for the page to confirm that its event arrived.
+const ACK_LIMIT: Duration = Duration::from_secs(5);
+/// Snapshots kept per tab; refs of older ones are SNAPSHOT_STALE.
+const SNAPSHOTS_KEPT: usize = 8;
+
+/// A CDP command given by name, with a JSON answer.
+#[derive(Debug)]
+pub(crate) struct Raw {
+    method: &'static str,
+    params: Value,
+}
+
+impl Raw {
+    pub fn new(method: &'static str, params: Value) -> Self {
+        Raw { method, params }
+    }
+}
+
+impl Serialize for Raw {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.params.serialize(s)
+    }
+}
+
+impl Method for Raw {
+    fn identifier(&self) -> MethodId {
+        self.method.into()
+    }
+}
+
+impl Command for Raw {
+    type Response = Value;
+}
+
+pub(crate) fn cdp_error(error: chromiumoxide::error::CdpError) -> BrowserError {
+    use chromiumoxide::error::CdpError;
+    match error {
+        CdpError::Chrome(e) => BrowserError::Cdp(e.message),
+        CdpError::Timeout => BrowserError::Timeout("Chromium did not answer in time".to_owned()),
+        CdpError::Ws(_) | CdpError::ChannelSendError(_) | CdpError::NoResponse => {
+            BrowserError::Gone("the connection to Chromium closed".to_owned())
+        }
+        other => BrowserError::Cdp(other.to_string()),
+    }
+}
+
+/// How far a document's load got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Reached {
+    Commit,
+    DomContentLoaded,
+    Load,
+}
+
+impl Reached {
+    pub fn name(self) -> &'static str {
+        match self {
+            Reached::Commit => "commit",
+            Reached::DomContentLoaded => "domcontentloaded",
+            Reached::Load => "load",
+        }
+    }
+}
+
+/// One snapshot as the tab remembers it.
+struct SnapshotRecord {
+    id: String,
+    loader: String,
+    /// ref prefix ("e", "f1e", …) → the frame it was taken in.
+    frames: HashMap<String, FrameRecord>,
+    refs: HashSet<String>,
+    lines: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+struct FrameRecord {
+    frame_id: String,
+    context: i64,
+    /// The owner iframe: (its frame's prefix, its element number).
+    owner: Option<(String, u64)>,
+}
+
+#[derive(Default)]
+struct State {
+    main_frame: String,
+    /// The main frame's current document (navigationId).
+    loader: String,
+    url: String,
+    /// frame id → (execution context id, unique id) of Lomi's world in its current document.
+    worlds: HashMap<String, (i64, String)>,
+    /// frame id → the number in its ref prefix, stable for the tab's life.
+    frame_numbers: HashMap<String, u32>,
+    reached: HashMap<String, Reached>,
+    status: HashMap<String, (u16, String)>,
+    acks: HashMap<String, String>,
+    dialog: Option<DialogView>,
+    snapshots: VecDeque<SnapshotRecord>,
+    next_snapshot: u64,
+    next_token: u64,
+}
+
+/// A tab of a browser. Cheap to clone.
+#[derive(Clone)]
+pub struct Tab {
+    pub id: String,
+    browser: Browser,
+    page: Page,
+    state: Arc<Mutex<State>>,
+    changed: Arc<watch::Sender<u64>>,
+}
+
+/// What a confirmed action observed.
+#[derive(Clone, Debug)]
+pub struct ActionResult {
+    pub element: Option<String>,
+    pub observed: Value,
+}
+
+/// What to capture.
+#[derive(Clone, Debug)]
+pub enum CaptureArea {
+    Viewport,
+    FullPage,
+    Element {
+        snapshot_id: String,
+        element_ref: String,
+    },
+    Clip(ClipRect),
+}
+
+/// Where a ref leads: its frame's world and the element's number there.
+struct Resolved {
+    context: i64,
+    number: u64,
+    frame_prefix: String,
+    frames: HashMap<String, FrameRecord>,
+}
+
+impl Tab {
+    /// Prepares a new page: Lomi's world and binding in every frame, and the event pump.
+    pub(crate) async fn attach(browser: Browser, page: Page) -> Result<Tab, BrowserError> {
+        let id = page.target_id().as_ref().to_owned();
+        let (changed, _) = watch::channel(0u64);
+        let tab = Tab {
+            id: id.clone(),
+            browser,
+            page,
+            state: Arc::new(Mutex::new(State {
+                main_frame: id,
+                ..State::default()
+            })),
+            changed: Arc::new(changed),
+        };
+        tab.pump().await?;
+        let options = tab.browser.options();
+        tab.raw(
+            "Emulation.setDeviceMetricsOverride",
+            json!({ "width": options.width, "height": options.height, "deviceScaleFactor": 1, "mobile": false }),
+        )
+        .await?;
+        tab.raw(
+            "Runtime.addBinding",
+            json!({ "name": "lomiAck", "executionContextName": WORLD }),
+        )
+        .await?;
+        tab.raw(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": WALKER, "worldName": WORLD }),
+        )
+        .await?;
+        let tree = tab.raw("Page.getFrameTree", json!({})).await?;
+        let main = &tree["frameTree"]["frame"];
+        {
+            let mut state = tab.lock();
+            state.loader = main["loaderId"].as_str().unwrap_or_default().to_owned();
+            state.url = main["url"].as_str().unwrap_or_default().to_owned();
+        }
+        Ok(tab)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Sends a CDP command to this tab.
+    pub(crate) async fn raw(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> Result<Value, BrowserError> {
+        if let Some(gone) = self.browser.gone() {
+            return Err(gone);
+        }
+        // A command in flight when the browser dies is not always answered: stop waiting then.
+        tokio::select! {
+            answer = self.page.execute(Raw::new(method, params)) => match answer {
+                Ok(answer) => Ok(answer.result),
+                Err(error) => Err(self.browser.failure(cdp_error(error))),
+            },
+            _exit = self.browser.exited() => Err(self.browser.failure(BrowserError::Gone(
+                "the browser ended during the call".to_owned(),
+            ))),
+        }
+    }
+
+    /// Waits (at most `limit`) until `done` holds for the tab's state, re-checking on every
+    /// event. Returns whether it did.
+    async fn wait_until(&self, limit: Duration, mut done: impl FnMut(&State) -> bool) -> bool {
+        let mut changed = self.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if done(&self.lock()) {
+                return true;
+            }
+            if self.browser.gone().is_some() {
+                return false;
+            }
+            tokio::select! {
+                result = changed.changed() => if result.is_err() { return false; },
+                () = tokio::time::sleep_until(deadline) => return done(&self.lock()),
+                _exit = self.browser.exited() => return done(&self.lock()),
+            }
+        }
+    }
+
+    /// The current URL and title.
+    pub async fn location(&self) -> (String, String) {
+        let url = self.lock().url.clone();
+        // Asked of the browser, not the page, so an open dialog does not block it.
+        let title = self
+            .raw("Target.getTargetInfo", json!({ "targetId": self.id }))
+            .await
+            .ok()
+            .and_then(|v| v["targetInfo"]["title"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        (url, title)
+    }
+
+    pub fn navigation_id(&self) -> String {
+        self.lock().loader.clone()
+    }
+
+    pub fn dialog(&self) -> Option<DialogView> {
+        self.lock().dialog.clone()
+    }
+
+    fn no_dialog(&self) -> Result<(), BrowserError> {
+        match self.dialog() {
+            Some(dialog) => Err(BrowserError::Invalid(format!(
+                "a JavaScript {} dialog is open ({:?}); accept or dismiss it with lomi_browser_dialog first",
+                dialog.kind, dialog.message
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Subscribes to the events that keep this tab's state.
+    async fn pump(&self) -> Result<(), BrowserError> {
+        macro_rules! listen {
+            ($event:ty) => {
+                self.page
+                    .event_listener::<$event>()
+                    .await
+                    .map_err(|e| self.browser.failure(cdp_error(e)))?
+            };
+        }
+        let mut created = listen!(EventExecutionContextCreated);
+        let mut destroyed = listen!(EventExecutionContextDestroyed);
+        let mut cleared = listen!(EventExecutionContextsCleared);
+        let mut navigated = listen!(EventFrameNavigated);
+        let mut lifecycle = listen!(EventLifecycleEvent);
+        let mut binding = listen!(EventBindingCalled);
+        let mut dialog_opening = listen!(EventJavascriptDialogOpening);
+        let mut dialog_closed = listen!(EventJavascriptDialogClosed);
+        let mut console = listen!(EventConsoleApiCalled);
+        let mut exception = listen!(EventExceptionThrown);
+        let mut request = listen!(EventRequestWillBeSent);
+        let mut response = listen!(EventResponseReceived);
+        let mut finished = listen!(EventLoadingFinished);
+        let mut failed = listen!(EventLoadingFailed);
+        let tab = self.clone();
+        let logs = self.browser.logs();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    Some(e) = created.next() => {
+                        if e.context.name == WORLD
+                            && let Some(frame) = e.context.aux_data.as_ref().and_then(|a| a["frameId"].as_str())
+                        {
+                            tab.lock().worlds.insert(frame.to_owned(), (*e.context.id.inner(), e.context.unique_id.clone()));
+                        }
+                    }
+                    Some(e) = destroyed.next() => {
+                        tab.lock().worlds.retain(|_, (_, unique)| *unique != e.execution_context_unique_id);
+                    }
+                    Some(_) = cleared.next() => tab.lock().worlds.clear(),
+                    Some(e) = navigated.next() => {
+                        let mut state = tab.lock();
+                        if e.frame.parent_id.is_none() {
+                            state.loader = e.frame.loader_id.as_ref().to_owned();
+                            state.url = e.frame.url.clone();
+                            let loader = state.loader.clone();
+                            let reached = state.reached.entry(loader).or_insert(Reached::Commit);
+                            *reached = (*reached).max(Reached::Commit);
+                        }
+                    }
+                    Some(e) = lifecycle.next() => {
+                        let reached = match e.name.as_str() {
+                            "DOMContentLoaded" => Some(Reached::DomContentLoaded),
+                            "load" => Some(Reached::Load),
+                            "commit" => Some(Reached::Commit),
+                            _ => None,
+                        };
+                        let mut state = tab.lock();
+                        if let Some(reached) = reached && e.frame_id.as_ref() == state.main_frame {
+                            let entry = state.reached.entry(e.loader_id.as_ref().to_owned()).or_insert(reached);
+                            *entry = (*entry).max(reached);
+                            if state.reached.len() > 64 {
+                                let keep = state.loader.clone();
+                                state.reached.retain(|k, _| *k == keep);
+                            }
+                        }
+                    }
+                    Some(e) = binding.next() => {
+                        tracing::debug!("tab {}: binding {} {}", tab.id, e.name, e.payload);
+                        if e.name == "lomiAck"
+                            && let Ok(ack) = serde_json::from_str::<Value>(&e.payload)
+                            && let Some(token) = ack["token"].as_str()
+                        {
+                            let kind = ack["type"].as_str().unwrap_or_default().to_owned();
+                            tab.lock().acks.insert(token.to_owned(), kind);
+                        }
+                    }
+                    Some(e) = dialog_opening.next() => {
+                        tracing::debug!("tab {}: a {} dialog opened", tab.id, e.r#type.as_ref());
+                        tab.lock().dialog = Some(DialogView {
+                            kind: e.r#type.as_ref().to_owned(),
+                            message: e.message.chars().take(4096).collect(),
+                            default_prompt: e.default_prompt.clone(),
+                        });
+                    }
+                    Some(_) = dialog_closed.next() => tab.lock().dialog = None,
+                    Some(e) = console.next() => {
+                        let text = e.args.iter().map(remote_text).collect::<Vec<_>>().join(" ");
+                        let url = e.stack_trace.as_ref().and_then(|s| s.call_frames.first()).map(|f| f.url.clone());
+                        let level = match e.r#type.as_ref() {
+                            "warning" => "warning",
+                            "error" | "assert" => "error",
+                            "debug" => "debug",
+                            "info" => "info",
+                            _ => "log",
+                        };
+                        lock_logs(&logs).console(&tab.id, level, text, url);
+                    }
+                    Some(e) = exception.next() => {
+                        let details = &e.exception_details;
+                        let text = details.exception.as_ref().and_then(|x| x.description.clone()).unwrap_or_else(|| details.text.clone());
+                        lock_logs(&logs).console(&tab.id, "exception", text, details.url.clone());
+                    }
+                    Some(e) = request.next() => {
+                        let kind = e.r#type.as_ref().map(|t| t.as_ref().to_owned()).unwrap_or_default();
+                        lock_logs(&logs).request(&tab.id, e.request_id.as_ref(), &e.request.method, &e.request.url, &kind);
+                    }
+                    Some(e) = response.next() => {
+                        let status = u16::try_from(e.response.status).ok();
+                        if let Some(entry) = lock_logs(&logs).request_mut(e.request_id.as_ref()) {
+                            entry.status = status;
+                            entry.mime_type = Some(e.response.mime_type.clone());
+                        }
+                        if e.r#type.as_ref() == "Document" && let Some(status) = status {
+                            let mut state = tab.lock();
+                            state.status.insert(e.loader_id.as_ref().to_owned(), (status, e.response.url.clone()));
+                            if state.status.len() > 64 {
+                                state.status.clear();
+                            }
+                        }
+                    }
+                    Some(e) = finished.next() => {
+                        if let Some(entry) = lock_logs(&logs).request_mut(e.request_id.as_ref()) {
+                            entry.bytes = Some(e.encoded_data_length.max(0.0) as u64);
+                        }
+                    }
+                    Some(e) = failed.next() => {
+                        if let Some(entry) = lock_logs(&logs).request_mut(e.request_id.as_ref()) {
+                            entry.failed = Some(e.error_text.clone());
+                        }
+                    }
+                    else => break,
+                }
+                tab.bump();
+            }
+            // The page is gone: wake anyone waiting so they see it.
+            tab.bump();
+        });
+        Ok(())
+    }
+
+    /// Lomi's world in a frame: the one its events announced, or a new one.
+    async fn world(&self, frame: &str) -> Result<i64, BrowserError> {
+        if let Some((context, _)) = self.lock().worlds.get(frame) {
+            return Ok(*context);
+        }
+        let made = self
+            .raw(
+                "Page.createIsolatedWorld",
+                json!({ "frameId": frame, "worldName": WORLD }),
+            )
+            .await?;
+        let context = made["executionContextId"]
+            .as_i64()
+            .ok_or_else(|| BrowserError::Cdp("no execution context for Lomi's world".to_owned()))?;
+        self.lock()
+            .worlds
+            .entry(frame.to_owned())
+            .or_insert((context, String::new()));
+        Ok(context)
+    }
+
+    /// Calls `__lomi.<call>` in a world (installing the helper there first if needed) and
+    /// returns the value.
+    async fn helper(&self, context: i64, call: &str) -> Result<Value, BrowserError> {
+        let expression = format!(
+            "(() => {{ if (!globalThis.__lomi) {{ {WALKER} }} return globalThis.__lomi.{call}; }})()"
+        );
+        let answer = self
+            .raw(
+                "Runtime.evaluate",
+                json!({ "expression": expression, "contextId": context, "returnByValue": true }),
+            )
+            .await
+            .map_err(|error| match error {
+                BrowserError::Cdp(message) if message.contains("context") => {
+                    BrowserError::Stale(format!("the frame's document is gone ({message})"))
+                }
+                other => other,
+            })?;
+        if let Some(details) = answer.get("exceptionDetails") {
+            let text = details["exception"]["description"]
+                .as_str()
+                .or_else(|| details["text"].as_str())
+                .unwrap_or("an exception");
+            return Err(BrowserError::Cdp(format!(
+                "Lomi's page helper failed: {text}"
+            )));
+        }
+        Ok(answer["result"]["value"].clone())
+    }
+
+    /// Takes a snapshot of every frame of the tab.
+    pub async fn snapshot(&self, options: &SnapshotOptions) -> Result<SnapshotText, BrowserError> {
+        let dialog = self.dialog();
+        let loader = self.navigation_id();
+        if let Some(dialog) = dialog {
+            // The page is blocked until the dialog is answered: nothing else can be read.
+            let url = self.lock().url.clone();
+            return Ok(SnapshotText {
+                snapshot_id: String::new(),
+                navigation_id: loader,
+                url,
+                title: String::new(),
+                text: format!(
+                    "A JavaScript {} dialog is open: {:?}. Answer it with lomi_browser_dialog.\n",
+                    dialog.kind, dialog.message
+                ),
+                truncated: false,
+                refs: 0,
+                frames: Vec::new(),
+                dialog: Some(dialog),
+            });
+        }
+        let tree = self.raw("Page.getFrameTree", json!({})).await?;
+        let mut frames: Vec<(String, Option<String>, String)> = Vec::new();
+        collect_frames(&tree["frameTree"], None, &mut frames);
+        let (snapshot_no, title_default) = {
+            let mut state = self.lock();
+            state.next_snapshot += 1;
+            (state.next_snapshot, state.url.clone())
+        };
+        let snapshot_id = format!("s{snapshot_no}");
+        let mut records: HashMap<String, FrameRecord> = HashMap::new();
+        let mut prefixes: HashMap<String, String> = HashMap::new();
+        let mut texts: HashMap<String, Value> = HashMap::new();
+        let mut title = String::new();
+        let mut views = Vec::new();
+        if dialog.is_none() {
+            for (frame_id, parent, url) in &frames {
+                let prefix = self.prefix(frame_id, parent.is_none());
+                let context = self.world(frame_id).await?;
+                let taken = match self
+                    .helper(context, &format!("snap({})", json!(prefix)))
+                    .await
+                {
+                    Ok(taken) => taken,
+                    // A frame that went away meanwhile is left out of this snapshot.
+                    Err(BrowserError::Stale(_)) if parent.is_some() => continue,
+                    Err(error) => return Err(error),
+                };
+                if parent.is_none() {
+                    title = taken["title"].as_str().unwrap_or_default().to_owned();
+                }
+                prefixes.insert(frame_id.clone(), prefix.clone());
+                records.insert(
+                    prefix.clone(),
+                    FrameRecord {
+                        frame_id: frame_id.clone(),
+                        context,
+                        owner: None,
+                    },
+                );
+                texts.insert(prefix, taken);
+                views.push(FrameView {
+                    frame_id: frame_id.clone(),
+                    parent_frame_id: parent.clone(),
+                    url: url.clone(),
+                });
+            }
+            // Which iframe element holds each child frame.
+            for (frame_id, parent, _) in &frames {
+                let (Some(parent), Some(prefix)) = (parent, prefixes.get(frame_id)) else {
+                    continue;
+                };
+                let Some(parent_prefix) = prefixes.get(parent) else {
+                    continue;
+                };
+                let parent_context = records[parent_prefix].context;
+                if let Ok(number) = self.owner_number(frame_id, parent_context).await
+                    && let Some(record) = records.get_mut(prefix)
+                {
+                    record.owner = Some((parent_prefix.clone(), number));
+                }
+            }
+        }
+        let mut lines = Vec::new();
+        let mut refs = HashSet::new();
+        if let Some(main) = frames.first().and_then(|(id, _, _)| prefixes.get(id)) {
+            stitch(main, &texts, &records, 0, &mut lines, &mut refs);
+        }
+        let previous = options.since_snapshot_id.as_ref().map(|since| {
+            let state = self.lock();
+            state
+                .snapshots
+                .iter()
+                .find(|s| &s.id == since)
+                .map(|s| (s.loader.clone(), s.lines.clone()))
+        });
+        let diff_base = match previous {
+            None => None,
+            Some(None) => {
+                return Err(BrowserError::Stale(format!(
+                    "snapshot {} is not one of this tab's recent snapshots; take a full one",
+                    options.since_snapshot_id.as_deref().unwrap_or_default()
+                )));
+            }
+            Some(Some((old_loader, _))) if old_loader != loader => {
+                return Err(BrowserError::Stale(
+                    "the page navigated since that snapshot; take a full one".to_owned(),
+                ));
+            }
+            Some(Some((_, old_lines))) => Some(old_lines),
+        };
+        let text = snapshot::render(&lines, diff_base.as_deref(), options);
+        {
+            let mut state = self.lock();
+            state.snapshots.push_back(SnapshotRecord {
+                id: snapshot_id.clone(),
+                loader: loader.clone(),
+                frames: records,
+                refs: refs.clone(),
+                lines,
+            });
+            while state.snapshots.len() > SNAPSHOTS_KEPT {
+                state.snapshots.pop_front();
+            }
+        }
+        Ok(SnapshotText {
+            snapshot_id,
+            navigation_id: loader,
+            url: title_default,
+            title,
+            text: text.text,
+            truncated: text.truncated,
+            refs: u32::try_from(refs.len()).unwrap_or(u32::MAX),
+            frames: views,
+            dialog,
+        })
+    }
+
+    /// The ref prefix of a frame: "e" for the main frame, "f<n>e" for others.
+    fn prefix(&self, frame: &str, main: bool) -> String {
+        if main {
+            return "e".to_owned();
+        }
+        let mut state = self.lock();
+        let next = u32::try_from(state.frame_numbers.len()).unwrap_or(u32::MAX) + 1;
+        let number = *state.frame_numbers.entry(frame.to_owned()).or_insert(next);
+        format!("f{number}e")
+    }
+
+    /// The element number (in the parent frame's world) of the iframe that holds `frame`.
+    async fn owner_number(&self, frame: &str, parent_context: i64) -> Result<u64, BrowserError> {
+        let owner = self
+            .raw("DOM.getFrameOwner", json!({ "frameId": frame }))
+            .await?;
+        let node = owner["backendNodeId"].clone();
+        let object = self
+            .raw(
+                "DOM.resolveNode",
+                json!({ "backendNodeId": node, "executionContextId": parent_context }),
+            )
+            .await?;
+        let object_id = object["object"]["objectId"].clone();
+        let answer = self
+            .raw(
+                "Runtime.callFunctionOn",
+                json!({
+                    "objectId": object_id,
+                    "functionDeclaration": "function() { return globalThis.__lomi ? globalThis.__lomi.refOf(this) : null; }",
+                    "returnByValue": true,
+                }),
+            )
+            .await?;
+        answer["result"]["value"]
+            .as_u64()
+            .ok_or_else(|| BrowserError::Stale("the iframe was not in the snapshot".to_owned()))
+    }
+
+    /// Finds the element a ref of a snapshot names, refusing anything stale.
+    fn resolve(&self, snapshot_id: &str, element_ref: &str) -> Result<Resolved, BrowserError> {
+        let state = self.lock();
+        let record = state
+            .snapshots
+            .iter()
+            .find(|s| s.id == snapshot_id)
+            .ok_or_else(|| {
+                BrowserError::Stale(format!(
+                    "snapshot {snapshot_id} is not one of this tab's {SNAPSHOTS_KEPT} most recent snapshots; take a new one"
+                ))
+            })?;
+        if record.loader != state.loader {
+            return Err(BrowserError::Stale(format!(
+                "the page navigated since snapshot {snapshot_id}; take a new snapshot"
+            )));
+        }
+        if !record.refs.contains(element_ref) {
+            return Err(BrowserError::Invalid(format!(
+                "snapshot {snapshot_id} has no ref {element_ref:?}"
+            )));
+        }
+        let split = element_ref
+            .rfind('e')
+            .ok_or_else(|| BrowserError::Invalid(format!("{element_ref:?} is not a ref")))?;
+        let (prefix, number) = element_ref.split_at(split + 1);
+        let number: u64 = number
+            .parse()
+            .map_err(|_| BrowserError::Invalid(format!("{element_ref:?} is not a ref")))?;
+        let frame = record.frames.get(prefix).ok_or_else(|| {
+            BrowserError::Invalid(format!("snapshot {snapshot_id} has no ref {element_ref:?}"))
+        })?;
+        // The frame's document must be the one the snapshot saw.
+        match state.worlds.get(&frame.frame_id) {
+            Some((context, _)) if *context == frame.context => {}
+            _ => {
+                return Err(BrowserError::Stale(format!(
+                    "the frame of {element_ref} navigated or went away since snapshot {snapshot_id}; take a new snapshot"
+                )));
+            }
+        }
+        Ok(Resolved {
+            context: frame.context,
+            number,
+            frame_prefix: prefix.to_owned(),
+            frames: record.frames.clone(),
+        })
+    }
+
+    /// Where a frame's viewport origin is in the tab's viewport (0,0 for the main frame).
+    async fn frame_origin(&self, resolved: &Resolved) -> Result<(f64, f64), BrowserError> {
+        let (mut x, mut y) = (0.0, 0.0);
+        let mut prefix = resolved.frame_prefix.clone();
+        for _ in 0..16 {
+            let Some(frame) = resolved.frames.get(&prefix) else {
+                break;
+            };
+            let Some((parent, number)) = frame.owner.clone() else {
+                break;
+            };
+            let parent_context = resolved.frames[&parent].context;
+            let origin = self
+                .helper(parent_context, &format!("frameOrigin({number})"))
+                .await?;
+            if origin["stale"] == true {
+                return Err(BrowserError::Stale("the iframe went away".to_owned()));
+            }
+            x += origin["x"].as_f64().unwrap_or(0.0);
+            y += origin["y"].as_f64().unwrap_or(0.0);
+            prefix = parent;
+        }
+        Ok((x, y))
+    }
+
+    fn token(&self) -> String {
+        let mut state = self.lock();
+        state.next_token += 1;
+        format!("{}-{}", self.id, state.next_token)
+    }
+
+    /// Checks what a helper answered before an action: stale refs and refusals.
+    fn checked(answer: Value, element_ref: &str) -> Result<Value, BrowserError> {
+        if answer["stale"] == true {
+            return Err(BrowserError::Stale(format!(
+                "{element_ref} is no longer in the page (it was removed or re-rendered); take a new snapshot"
+            )));
+        }
+        if let Some(error) = answer["error"].as_str() {
+            return Err(BrowserError::Invalid(error.to_owned()));
+        }
+        if answer.is_null() {
+            return Err(BrowserError::Cdp(
+                "Lomi's page helper gave no answer".to_owned(),
+            ));
+        }
+        Ok(answer)
+    }
+
+    /// Waits for the page's acknowledgement of `token`.
+    async fn acknowledged(&self, token: &str) -> Result<String, Unconfirmed> {
+        let token = token.to_owned();
+        let seen = self
+            .wait_until(ACK_LIMIT, |state| {
+                state.acks.contains_key(&token) || state.dialog.is_some()
+            })
+            .await;
+        let mut state = self.lock();
+        if let Some(kind) = state.acks.remove(&token) {
+            return Ok(kind);
+        }
+        drop(state);
+        if let Some(gone) = self.browser.gone() {
+            return Err(Unconfirmed(gone.to_string()));
+        }
+        if seen {
+            return Err(Unconfirmed(
+                "a dialog opened before the event was confirmed".to_owned(),
+            ));
+        }
+        Err(Unconfirmed(format!(
+            "the page did not confirm the event within {} s",
+            ACK_LIMIT.as_secs()
+        )))
+    }
+
+    /// Aims a pointer action: the point in the tab's viewport, after checking the element.
+    async fn aim(
+        &self,
+        snapshot_id: &str,
+        element_ref: &str,
+        events: &[&str],
+    ) -> Result<(f64, f64, String, String), BrowserError> {
+        self.no_dialog()?;
+        let resolved = self.resolve(snapshot_id, element_ref)?;
+        let token = self.token();
+        let answer = self
+            .helper(
+                resolved.context,
+                &format!(
+                    "pointer({}, {}, {})",
+                    resolved.number,
+                    json!(events),
+                    json!(token)
+                ),
+            )
+            .await?;
+        let answer = Self::checked(answer, element_ref)?;
+        let (ox, oy) = self.frame_origin(&resolved).await?;
+        let x = answer["x"].as_f64().unwrap_or(0.0) + ox;
+        let y = answer["y"].as_f64().unwrap_or(0.0) + oy;
+        let element = answer["element"].as_str().unwrap_or_default().to_owned();
+        Ok((x, y, token, element))
+    }
+
+    async fn mouse(
+        &self,
+        kind: &str,
+        x: f64,
+        y: f64,
+        button: &str,
+        count: u8,
+    ) -> Result<(), BrowserError> {
+        self.raw(
+            "Input.dispatchMouseEvent",
+            json!({ "type": kind, "x": x, "y": y, "button": button, "clickCount": count }),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Listens for `events` at whatever element is under a viewport point.
+    async fn listen_at(
+        &self,
+        x: f64,
+        y: f64,
+        events: &[&str],
+    ) -> Result<(String, String), BrowserError> {
+        self.no_dialog()?;
+        let main = self.lock().main_frame.clone();
+        let context = self.world(&main).await?;
+        let token = self.token();
+        let answer = self
+            .helper(
+                context,
+                &format!("listenAt({x}, {y}, {}, {})", json!(events), json!(token)),
+            )
+            .await?;
+        Ok((
+            token,
+            answer["element"].as_str().unwrap_or_default().to_owned(),
+        ))
+    }
+
+    /// Clicks an element of a snapshot, or a viewport point.
+    pub async fn click(
+        &self,
+        target: Target<'_>,
+        button: &str,
+        count: u8,
+    ) -> Result<ActionResult, ActionError> {
+        let (x, y, token, element) = match target {
+            Target::Element {
+                snapshot_id,
+                element_ref,
+            } => {
+                let event = match button {
+                    "right" => "contextmenu",
+                    "middle" => "auxclick",
+                    _ if count == 2 => "dblclick",
+                    _ => "click",
+                };
+                self.aim(snapshot_id, element_ref, &[event]).await?
+            }
+            Target::Point { x, y } => {
+                let (token, element) = self.listen_at(x, y, &["mouseup"]).await?;
+                (x, y, token, element)
+            }
+            Target::None => {
+                return Err(BrowserError::Invalid(
+                    "click needs snapshotId + elementRef, or x + y".to_owned(),
+                )
+                .into());
+            }
+        };
+        self.mouse("mouseMoved", x, y, "none", 0).await?;
+        // From here on an event may have reached the page.
+        let dispatched = async {
+            for n in 1..=count {
+                self.mouse("mousePressed", x, y, button, n).await?;
+                // The release of a click that opens a dialog is only answered once the dialog
+                // closes: do not wait for it.
+                let tab = self.clone();
+                let button = button.to_owned();
+                let release =
+                    tokio::spawn(async move { tab.mouse("mouseReleased", x, y, &button, n).await });
+                if n == count {
+                    return Ok::<_, BrowserError>(release);
+                }
+                match release.await {
+                    Ok(result) => result?,
+                    Err(error) => return Err(BrowserError::Cdp(error.to_string())),
+                }
+            }
+            Err(BrowserError::Invalid(
+                "clickCount must be 1 to 3".to_owned(),
+            ))
+        };
+        let release = dispatched.await.map_err(ActionError::Dispatched)?;
+        let kind = self
+            .acknowledged(&token)
+            .await
+            .map_err(|u| ActionError::Unconfirmed(u.0))?;
+        // The release is answered once the page handled it, unless a dialog opened meanwhile.
+        tokio::select! {
+            released = release => {
+                if let Ok(Err(error)) = released {
+                    return Err(ActionError::Dispatched(error));
+                }
+            }
+            _dialog = self.wait_until(ACK_LIMIT, |state| state.dialog.is_some()) => {}
+        }
+        Ok(ActionResult {
+            element: Some(element),
+            observed: json!({ "event": kind, "x": x, "y": y }),
+        })
+    }
+
+    /// Moves the mouse over an element or a point.
+    pub async fn hover(&self, target: Target<'_>) -> Result<ActionResult, ActionError> {
+        let (x, y, token, element) = match target {
+            Target::Element {
+                snapshot_id,
+                element_ref,
+            } => {
+                self.aim(snapshot_id, element_ref, &["mouseover", "mousemove"])
+                    .await?
+            }
+            Target::Point { x, y } => {
+                let (token, element) = self.listen_at(x, y, &["mouseover", "mousemove"]).await?;
+                (x, y, token, element)
+            }
+            Target::None => {
+                return Err(BrowserError::Invalid(
+                    "hover needs snapshotId + elementRef, or x + y".to_owned(),
+                )
+                .into());
+            }
+        };
+        self.mouse("mouseMoved", x, y, "none", 0)
+            .await
+            .map_err(ActionError::Dispatched)?;
+        let kind = self
+            .acknowledged(&token)
+            .await
+            .map_err(|u| ActionError::Unconfirmed(u.0))?;
+        Ok(ActionResult {
+            element: Some(element),
+            observed: json!({ "event": kind, "x": x, "y": y }),
+        })
+    }
+
+    /// Inserts text into an element (replacing its content unless `replace` is false).
+    pub async fn type_text(
+        &self,
+        snapshot_id: &str,
+        element_ref: &str,
+        text: &str,
+        replace: bool,
+    ) -> Result<ActionResult, ActionError> {
+        self.no_dialog()?;
+        let resolved = self.resolve(snapshot_id, element_ref)?;
+        let token = self.token();
+        let answer = self
+            .helper(
+                resolved.context,
+                &format!("focus({}, {replace}, {})", resolved.number, json!(token)),
+            )
+            .await?;
+        let answer = Self::checked(answer, element_ref)?;
+        let element = answer["element"].as_str().unwrap_or_default().to_owned();
+        let sent = if text.is_empty() {
+            self.key_event("Backspace").await
+        } else {
+            self.raw("Input.insertText", json!({ "text": text }))
+                .await
+                .map(|_| ())
+        };
+        sent.map_err(ActionError::Dispatched)?;
+        let kind = self
+            .acknowledged(&token)
+            .await
+            .map_err(|u| ActionError::Unconfirmed(u.0))?;
+        let value = self
+            .helper(resolved.context, &format!("value({})", resolved.number))
+            .await
+            .map(|v| v["value"].clone())
+            .unwrap_or(Value::Null);
+        Ok(ActionResult {
+            element: Some(element),
+            observed: json!({ "event": kind, "value": truncate_value(value) }),
+        })
+    }
+
+    /// Presses a key (with modifiers) at an element, or at the focused element.
+    pub async fn press(&self, target: Target<'_>, key: &str) -> Result<ActionResult, ActionError> {
+        self.no_dialog()?;
+        parse_key(key)?;
+        let (context, number, label) = match target {
+            Target::Element {
+                snapshot_id,
+                element_ref,
+            } => {
+                let resolved = self.resolve(snapshot_id, element_ref)?;
+                (resolved.context, resolved.number, element_ref.to_owned())
+            }
+            Target::None => {
+                let main = self.lock().main_frame.clone();
+                (
+                    self.world(&main).await?,
+                    0,
+                    "the focused element".to_owned(),
+                )
+            }
+            Target::Point { .. } => {
+                return Err(BrowserError::Invalid(
+                    "press takes a ref, or no target for the focused element".to_owned(),
+                )
+                .into());
+            }
+        };
+        let token = self.token();
+        let answer = self
+            .helper(context, &format!("key({number}, {})", json!(token)))
+            .await?;
+        let answer = Self::checked(answer, &label)?;
+        let element = answer["element"].as_str().unwrap_or_default().to_owned();
+        self.key_event(key).await.map_err(ActionError::Dispatched)?;
+        let kind = self
+            .acknowledged(&token)
+            .await
+            .map_err(|u| ActionError::Unconfirmed(u.0))?;
+        Ok(ActionResult {
+            element: Some(element),
+            observed: json!({ "event": kind, "key": key }),
+        })
+    }
+
+    /// Dispatches one key press: keyDown (with its text), then keyUp.
+    async fn key_event(&self, key: &str) -> Result<(), BrowserError> {
+        let key = parse_key(key)?;
+        let mut down = json!({
+            "type": if key.text.is_some() { "keyDown" } else { "rawKeyDown" },
+            "key": key.key,
+            "code": key.code,
+            "windowsVirtualKeyCode": key.key_code,
+            "modifiers": key.modifiers,
+        });
+        if let Some(text) = &key.text {
+            down["text"] = json!(text);
+            down["unmodifiedText"] = json!(text);
+        }
+        self.raw("Input.dispatchKeyEvent", down).await?;
+        // A key that opens a dialog holds its keyUp until the dialog closes.
+        let tab = self.clone();
+        let up = json!({
+            "type": "keyUp", "key": key.key, "code": key.code,
+            "windowsVirtualKeyCode": key.key_code, "modifiers": key.modifiers,
+        });
+        tokio::spawn(async move {
+            if let Err(error) = tab.raw("Input.dispatchKeyEvent", up).await {
+                tracing::debug!("keyUp: {error}");
+            }
+        });
+        Ok(())
+    }
+
+    /// Selects exactly the given options of a select element.
+    pub async fn select(
+        &self,
+        snapshot_id: &str,
+        element_ref: &str,
+        values: &[String],
+    ) -> Result<ActionResult, ActionError> {
+        self.no_dialog()?;
+        let resolved = self.resolve(snapshot_id, element_ref)?;
+        let answer = self
+            .helper(
+                resolved.context,
+                &format!("select({}, {})", resolved.number, json!(values)),
+            )
+            .await
+            .map_err(ActionError::Dispatched)?;
+        let answer = Self::checked(answer, element_ref).map_err(|e| match e {
+            // The helper refuses before changing anything.
+            e @ (BrowserError::Invalid(_) | BrowserError::Stale(_)) => ActionError::Refused(e),
+            other => ActionError::Dispatched(other),
+        })?;
+        Ok(ActionResult {
+            element: answer["element"].as_str().map(str::to_owned),
+            observed: json!({ "selected": answer["selected"] }),
+        })
+    }
+
+    /// Scrolls an element into view, or turns the wheel at a point (or the viewport's centre).
+    pub async fn scroll(
+        &self,
+        target: Target<'_>,
+        delta: Option<(f64, f64)>,
+    ) -> Result<ActionResult, ActionError> {
+        self.no_dialog()?;
+        match (target, delta) {
+            (
+                Target::Element {
+                    snapshot_id,
+                    element_ref,
+                },
+                None,
+            ) => {
+                let resolved = self.resolve(snapshot_id, element_ref)?;
+                let answer = self
+                    .helper(resolved.context, &format!("reveal({})", resolved.number))
+                    .await
+                    .map_err(ActionError::Dispatched)?;
+                let answer = Self::checked(answer, element_ref).map_err(ActionError::Refused)?;
+                if answer["visible"] != true {
+                    return Err(ActionError::Unconfirmed(format!(
+                        "{element_ref} is still outside the viewport after scrolling"
+                    )));
+                }
+                Ok(ActionResult {
+                    element: answer["element"].as_str().map(str::to_owned),
+                    observed: json!({ "visible": true, "scrollX": answer["scrollX"], "scrollY": answer["scrollY"] }),
+                })
+            }
+            (target, Some((dx, dy))) => {
+                let (x, y) = match target {
+                    Target::Point { x, y } => (x, y),
+                    Target::None => {
+                        let options = self.browser.options();
+                        (
+                            f64::from(options.width) / 2.0,
+                            f64::from(options.height) / 2.0,
+                        )
+                    }
+                    Target::Element { .. } => {
+                        return Err(BrowserError::Invalid(
+                            "scroll takes a ref (to bring it into view) or a delta, not both"
+                                .to_owned(),
+                        )
+                        .into());
+                    }
+                };
+                let (token, element) = self.listen_at(x, y, &["wheel"]).await?;
+                self.raw(
+                    "Input.dispatchMouseEvent",
+                    json!({ "type": "mouseWheel", "x": x, "y": y, "deltaX": dx, "deltaY": dy }),
+                )
+                .await
+                .map_err(ActionError::Dispatched)?;
+                let kind = self
+                    .acknowledged(&token)
+                    .await
+                    .map_err(|u| ActionError::Unconfirmed(u.0))?;
+                Ok(ActionResult {
+                    element: Some(element),
+                    observed: json!({ "event": kind, "deltaX": dx, "deltaY": dy }),
+                })
+            }
+            _ => Err(BrowserError::Invalid(
+                "scroll needs a ref to bring into view, or deltaX/deltaY".to_owned(),
+            )
+            .into()),
+        }
+    }
+
+    /// Sets a file input's files (absolute paths, already confined by the caller).
+    pub async fn upload(
+        &self,
+        snapshot_id: &str,
+        element_ref: &str,
+        files: &[String],
+    ) -> Result<ActionResult, ActionError> {
+        self.no_dialog()?;
+        let resolved = self.resolve(snapshot_id, element_ref)?;
+        let token = self.token();
+        let answer = self
+            .helper(
+                resolved.context,
+                &format!("fileInput({}, {})", resolved.number, json!(token)),
+            )
+            .await?;
+        let answer = Self::checked(answer, element_ref)?;
+        let object = self
+            .raw(
+                "Runtime.evaluate",
+                json!({
+                    "expression": format!("globalThis.__lomi.element({})", resolved.number),
+                    "contextId": resolved.context,
+                }),
+            )
+            .await?;
+        let object_id = object["result"]["objectId"].clone();
+        if object_id.is_null() {
+            return Err(
+                BrowserError::Stale(format!("{element_ref} is no longer in the page")).into(),
+            );
+        }
+        self.raw(
+            "DOM.setFileInputFiles",
+            json!({ "files": files, "objectId": object_id }),
+        )
+        .await
+        .map_err(ActionError::Dispatched)?;
+        let kind = self
+            .acknowledged(&token)
+            .await
+            .map_err(|u| ActionError::Unconfirmed(u.0))?;
+        let names = self
+            .helper(resolved.context, &format!("files({})", resolved.number))
+            .await
+            .map(|v| v["files"].clone())
+            .unwrap_or(Value::Null);
+        Ok(ActionResult {
+            element: answer["element"].as_str().map(str::to_owned),
+            observed: json!({ "event": kind, "files": names }),
+        })
+    }
+
+    /// Accepts or dismisses the open JavaScript dialog; confirmed when it closed.
+    pub async fn dialog_answer(
+        &self,
+        accept: bool,
+        prompt: Option<&str>,
+    ) -> Result<ActionResult, ActionError> {
+        let Some(dialog) = self.dialog() else {
+            return Err(BrowserError::Invalid(
+                "no JavaScript dialog is open in the active tab".to_owned(),
+            )
+            .into());
+        };
+        let mut params = json!({ "accept": accept });
+        if let Some(prompt) = prompt {
+            params["promptText"] = json!(prompt);
+        }
+        self.raw("Page.handleJavaScriptDialog", params)
+            .await
+            .map_err(ActionError::Dispatched)?;
+        if !self
+            .wait_until(ACK_LIMIT, |state| state.dialog.is_none())
+            .await
+        {
+            return Err(ActionError::Unconfirmed(
+                "the dialog did not close".to_owned(),
+            ));
+        }
+        Ok(ActionResult {
+            element: None,
+            observed: json!({ "dialog": dialog.kind, "accepted": accept }),
+        })
+    }
+
+    /// Navigates and waits for `until`; returns (navigationId, final URL, status, reached).
+    pub async fn navigate(
+        &self,
+        url: &str,
+        until: &str,
+        limit: Duration,
+    ) -> Result<(String, String, Option<u16>, &'static str), ActionError> {
+        self.no_dialog()?;
+        let want = match until {
+            "commit" => Reached::Commit,
+            "domcontentloaded" => Reached::DomContentLoaded,
+            _ => Reached::Load,
+        };
+        let answer = self
+            .raw("Page.navigate", json!({ "url": url }))
+            .await
+            .map_err(ActionError::Dispatched)?;
+        if let Some(error) = answer["errorText"].as_str().filter(|e| !e.is_empty()) {
+            return Err(ActionError::Failed(format!(
+                "the navigation failed: {error}"
+            )));
+        }
+        let Some(loader) = answer["loaderId"].as_str().map(str::to_owned) else {
+            // A same-document navigation (a fragment): it is done already.
+            let (loader, url) = {
+                let state = self.lock();
+                (state.loader.clone(), state.url.clone())
+            };
+            return Ok((loader, url, None, Reached::Load.name()));
+        };
+        let committed = self
+            .wait_until(limit, |state| {
+                state.loader == loader && state.reached.get(&loader).is_some_and(|r| *r >= want)
+            })
+            .await;
+        let state = self.lock();
+        if state.loader != loader {
+            drop(state);
+            if let Some(gone) = self.browser.gone() {
+                return Err(ActionError::Unconfirmed(gone.to_string()));
+            }
+            return Err(ActionError::Unconfirmed(format!(
+                "the navigation did not commit within {} ms",
+                limit.as_millis()
+            )));
+        }
+        let reached = state
+            .reached
+            .get(&loader)
+            .copied()
+            .unwrap_or(Reached::Commit);
+        let (status, final_url) = match state.status.get(&loader) {
+            Some((status, _)) => (Some(*status), state.url.clone()),
+            None => (None, state.url.clone()),
+        };
+        let _ = committed;
+        Ok((loader, final_url, status, reached.name()))
+    }
+
+    /// Evaluates an expression in the page's own world (awaiting promises).
+    pub async fn evaluate(
+        &self,
+        expression: &str,
+    ) -> Result<(Value, String, Option<String>), ActionError> {
+        self.no_dialog()?;
+        let answer = self
+            .raw(
+                "Runtime.evaluate",
+                json!({
+                    "expression": expression, "returnByValue": true, "awaitPromise": true,
+                    "userGesture": true, "timeout": 30000,
+                }),
+            )
+            .await
+            .map_err(ActionError::Dispatched)?;
+        let result = &answer["result"];
+        let kind = result["type"].as_str().unwrap_or("undefined").to_owned();
+        let exception = answer.get("exceptionDetails").map(|d| {
+            d["exception"]["description"]
+                .as_str()
+                .or_else(|| d["text"].as_str())
+                .unwrap_or("exception")
+                .chars()
+                .take(4096)
+                .collect::<String>()
+        });
+        Ok((truncate_value(result["value"].clone()), kind, exception))
+    }
+
+    /// Captures a PNG of the tab: Chromium's own bytes, clipped and scaled by Chromium.
+    pub async fn capture(&self, area: &CaptureArea, scale: f64) -> Result<Vec<u8>, BrowserError> {
+        self.no_dialog()?;
+        let mut params = json!({ "format": "png" });
+        let clip = match area {
+            CaptureArea::Viewport if scale >= 1.0 => None,
+            CaptureArea::Viewport => {
+                let metrics = self.raw("Page.getLayoutMetrics", json!({})).await?;
+                let v = &metrics["cssVisualViewport"];
+                Some(ClipRect {
+                    x: v["pageX"].as_f64().unwrap_or(0.0),
+                    y: v["pageY"].as_f64().unwrap_or(0.0),
+                    width: v["clientWidth"].as_f64().unwrap_or(0.0),
+                    height: v["clientHeight"].as_f64().unwrap_or(0.0),
+                })
+            }
+            CaptureArea::FullPage => {
+                let metrics = self.raw("Page.getLayoutMetrics", json!({})).await?;
+                let size = &metrics["cssContentSize"];
+                Some(ClipRect {
+                    x: 0.0,
+                    y: 0.0,
+                    width: size["width"].as_f64().unwrap_or(0.0).ceil(),
+                    height: size["height"].as_f64().unwrap_or(0.0).ceil(),
+                })
+            }
+            CaptureArea::Element {
+                snapshot_id,
+                element_ref,
+            } => {
+                let resolved = self.resolve(snapshot_id, element_ref)?;
+                let answer = self
+                    .helper(resolved.context, &format!("reveal({})", resolved.number))
+                    .await?;
+                Self::checked(answer, element_ref)?;
+                let rect = self
+                    .helper(
+                        resolved.context,
+                        &format!(
+                            "element({}) && (r => ({{x: r.left, y: r.top, width: r.width, height: r.height}}))(globalThis.__lomi.element({}).getBoundingClientRect())",
+                            resolved.number, resolved.number
+                        ),
+                    )
+                    .await?;
+                if !rect.is_object() {
+                    return Err(BrowserError::Stale(format!(
+                        "{element_ref} is no longer in the page"
+                    )));
+                }
+                let (ox, oy) = self.frame_origin(&resolved).await?;
+                let metrics = self.raw("Page.getLayoutMetrics", json!({})).await?;
+                let v = &metrics["cssVisualViewport"];
+                Some(ClipRect {
+                    x: rect["x"].as_f64().unwrap_or(0.0) + ox + v["pageX"].as_f64().unwrap_or(0.0),
+                    y: rect["y"].as_f64().unwrap_or(0.0) + oy + v["pageY"].as_f64().unwrap_or(0.0),
+                    width: rect["width"].as_f64().unwrap_or(0.0),
+                    height: rect["height"].as_f64().unwrap_or(0.0),
+                })
+            }
+            CaptureArea::Clip(clip) => Some(*clip),
+        };
+        if let Some(clip) = clip {
+            if clip.width < 1.0 || clip.height < 1.0 {
+                return Err(BrowserError::Invalid(
+                    "the area to capture is empty".to_owned(),
+                ));
+            }
+            params["clip"] = json!({
+                "x": clip.x, "y": clip.y, "width": clip.width, "height": clip.height, "scale": scale,
+            });
+            params["captureBeyondViewport"] = json!(true);
+        }
+        let answer = self.raw("Page.captureScreenshot", params).await?;
+        let data = answer["data"]
+            .as_str()
+            .ok_or_else(|| BrowserError::Cdp("Chromium returned no image".to_owned()))?;
+        BASE64_STANDARD
+            .decode(data)
+            .map_err(|e| BrowserError::Cdp(format!("Chromium's image is not base64: {e}")))
+    }
+}
+
+/// Where an action lands.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'a> {
+    Element {
+        snapshot_id: &'a str,
+        element_ref: &'a str,
+    },
+    Point {
+        x: f64,
+        y: f64,
+    },
+    None,
+}
+
+/// The page did not confirm an event that was dispatched.
+struct Unconfirmed(String);
+
+/// How an action went wrong, by what it may have done.
+#[derive(Debug)]
+pub enum ActionError {
+    /// Refused before anything was sent to the page.
+    Refused(BrowserError),
+    /// Sending to the page failed part-way: it may or may not have arrived.
+    Dispatched(BrowserError),
+    /// Sent, but the page did not confirm it reached the element.
+    Unconfirmed(String),
+    /// The page answered that it did not happen (a failed navigation).
+    Failed(String),
+}
+
+impl From<BrowserError> for ActionError {
+    fn from(error: BrowserError) -> Self {
+        ActionError::Refused(error)
+    }
+}
+
+fn lock_logs(logs: &Arc<Mutex<Logs>>) -> std::sync::MutexGuard<'_, Logs> {
+    logs.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn remote_text(object: &RemoteObject) -> String {
+    match &object.value {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => object
+            .description
+            .clone()
+            .or_else(|| {
+                object
+                    .unserializable_value
+                    .as_ref()
+                    .map(|u| u.inner().clone())
+            })
+            .unwrap_or_else(|| object.r#type.as_ref().to_owned()),
+    }
+}
+
+/// Frames of a frame tree, parents first: (id, parent id, url).
+fn collect_frames(
+    tree: &Value,
+    parent: Option<&str>,
+    out: &mut Vec<(String, Option<String>, String)>,
+) {
+    let frame = &tree["frame"];
+    let Some(id) = frame["id"].as_str() else {
+        return;
+    };
+    out.push((
+        id.to_owned(),
+        parent.map(str::to_owned),
+        frame["url"].as_str().unwrap_or_default().to_owned(),
+    ));
+    if let Some(children) = tree["childFrames"].as_array() {
+        for child in children {
+            collect_frames(child, Some(id), out);
+        }
+    }
+}
+
+/// Joins a frame's text with its child frames' text, each below its iframe line.
+fn stitch(
+    prefix: &str,
+    texts: &HashMap<String, Value>,
+    records: &HashMap<String, FrameRecord>,
+    indent: usize,
+    lines: &mut Vec<String>,
+    refs: &mut HashSet<String>,
+) {
+    let Some(taken) = texts.get(prefix) else {
+        return;
+    };
+    if let Some(list) = taken["refs"].as_array() {
+        refs.extend(list.iter().filter_map(|r| r.as_str().map(str::to_owned)));
+    }
+    // Child frames by the ref of their iframe element in this frame.
+    let children: HashMap<String, &String> = records
+        .iter()
+        .filter_map(|(child, record)| {
+            let (parent, number) = record.owner.as_ref()?;
+            (parent == prefix).then(|| (format!("[{prefix}{number}]"), child))
+        })
+        .collect();
+    let pad = " ".repeat(indent);
+    for line in taken["text"].as_str().unwrap_or_default().lines() {
+        let depth = line.len() - line.trim_start_matches(' ').len();
+        lines.push(format!("{pad}{line}"));
+        if line[depth..].starts_with("iframe")
+            && let Some(child) = children
+                .iter()
+                .find(|(marker, _)| line.contains(marker.as_str()))
+                .map(|(_, c)| *c)
+        {
+            stitch(child, texts, records, indent + depth + 1, lines, refs);
+        }
+    }
+}
+
+fn truncate_value(value: Value) -> Value {
+    const LIMIT: usize = 64 * 1024;
+    let text = value.to_string();
+    if text.len() <= LIMIT {
+        value
+    } else {
+        let mut end = LIMIT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        json!({ "truncatedJson": &text[..end] })
+    }
+}
+
+/// A key as CDP wants it.
+struct Key {
+    key: String,
+    code: String,
+    key_code: u32,
+    text: Option<String>,
+    modifiers: u32,
+}
+
+fn parse_key(spec: &str) -> Result<Key, BrowserError> {
+    let bad = || {
+        BrowserError::Invalid(format!(
+            "unknown key {spec:?}; use a character or Enter, Tab, Escape, Backspace, Delete, Space, \
+             ArrowUp/Down/Left/Right, Home, End, PageUp, PageDown, F1..F12, with modifiers such as Control+a"
+        ))
+    };
+    let mut parts: Vec<&str> = spec.split('+').collect();
+    // "Control++" names the plus key.
+    if spec.ends_with("++") {
+        parts.pop();
+        if let Some(last) = parts.last_mut() {
+            *last = "+";
+        }
+    }
+    let name = parts.pop().filter(|n| !n.is_empty()).ok_or_else(bad)?;
+    let mut modifiers = 0;
+    for m in parts {
+        modifiers |= match m {
+            "Alt" => 1,
+            "Control" | "Ctrl" => 2,
+            "Meta" | "Command" => 4,
+            "Shift" => 8,
+            _ => return Err(bad()),
+        };
+    }
+    let named: Option<(&str, &str, u32, Option<&str>)> = match name {
+        "Enter" => Some(("Enter", "Enter", 13, Some("\r"))),
+        "Tab" => Some(("Tab", "Tab", 9, None)),
+        "Escape" | "Esc" => Some(("Escape", "Escape", 27, None)),
+        "Backspace" => Some(("Backspace", "Backspace", 8, None)),
+        "Delete" => Some(("Delete", "Delete", 46, None)),
+        "Space" | " " => Some((" ", "Space", 32, Some(" "))),
+        "ArrowUp" => Some(("ArrowUp", "ArrowUp", 38, None)),
+        "ArrowDown" => Some(("ArrowDown", "ArrowDown", 40, None)),
+        "ArrowLeft" => Some(("ArrowLeft", "ArrowLeft", 37, None)),
+        "ArrowRight" => Some(("ArrowRight", "ArrowRight", 39, None)),
+        "Home" => Some(("Home", "Home", 36, None)),
+        "End" => Some(("End", "End", 35, None)),
+        "PageUp" => Some(("PageUp", "PageUp", 33, None)),
+        "PageDown" => Some(("PageDown", "PageDown", 34, None)),
+        _ => None,
+    };
+    if let Some((key, code, key_code, text)) = named {
+        return Ok(Key {
+            key: key.to_owned(),
+            code: code.to_owned(),
+            key_code,
+            text: if modifiers & 0b0110 == 0 {
+                text.map(str::to_owned)
+            } else {
+                None
+            },
+            modifiers,
+        });
+    }
+    if let Some(n) = name
+        .strip_prefix('F')
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|n| (1..=12).contains(n))
+    {
+        return Ok(Key {
+            key: name.to_owned(),
+            code: name.to_owned(),
+            key_code: 111 + n,
+            text: None,
+            modifiers,
+        });
+    }
+    let mut chars = name.chars();
+    let (Some(c), None) = (chars.next(), chars.next()) else {
+        return Err(bad());
+    };
+    let upper = c.to_ascii_uppercase();
+    let (code, key_code) = if c.is_ascii_alphabetic() {
+        (format!("Key{upper}"), upper as u32)
+    } else if c.is_ascii_digit() {
+        (format!("Digit{c}"), c as u32)
+    } else {
+        (String::new(), 0)
+    };
+    Ok(Key {
+        key: c.to_string(),
+        code,
+        key_code,
+        // With Control or Meta held a key types nothing (it is a shortcut).
+        text: if modifiers & 0b0110 == 0 {
+            Some(c.to_string())
+        } else {
+            None
+        },
+        modifiers,
+    })
+}

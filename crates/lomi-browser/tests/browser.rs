@@ -1,0 +1,358 @@
+//! The browser runtime against Debian's real Chromium, with pages served on 127.0.0.1 by the
+//! test itself: snapshots (iframes of two origins included), confirmed actions, stale refs
+//! refused, captures checked by decoding them, and a killed browser noticed.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lomi_browser::{
+    ActionError, Browser, BrowserError, BrowserOptions, CaptureArea, Exit, SnapshotOptions, Tab,
+    Target,
+};
+
+/// Serves `pages` (path → HTML) on 127.0.0.1; returns the port.
+fn serve(pages: Vec<(&'static str, String)>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a test port");
+    let port = listener.local_addr().expect("local address").port();
+    let pages: Arc<HashMap<&'static str, String>> = Arc::new(pages.into_iter().collect());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let pages = pages.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(match stream.try_clone() {
+                    Ok(s) => s,
+                    Err(_) => return,
+                });
+                let mut request = String::new();
+                if reader.read_line(&mut request).is_err() {
+                    return;
+                }
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).map_or(true, |n| n == 0) || line == "\r\n" {
+                        break;
+                    }
+                }
+                let path = request.split_whitespace().nth(1).unwrap_or("/");
+                let path = path.split('?').next().unwrap_or("/");
+                let (status, body) = match pages.get(path) {
+                    Some(body) => ("200 OK", body.clone()),
+                    None => ("404 Not Found", "<h1>not found</h1>".to_owned()),
+                };
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _written = stream.write_all(answer.as_bytes());
+            });
+        }
+    });
+    port
+}
+
+const FORM: &str = r#"<!doctype html><title>Form</title>
+<h1>Form</h1>
+<label for="name">Name</label><input id="name">
+<label for="color">Color</label>
+<select id="color"><option value="red">Red</option><option value="green">Green</option></select>
+<button id="go" onclick="document.getElementById('out').textContent = 'Sent ' + document.getElementById('name').value + ' ' + document.getElementById('color').value">Send</button>
+<div id="out" role="status">nothing yet</div>"#;
+
+const RERENDER: &str = r#"<!doctype html><title>Rerender</title>
+<div id="box"><button id="b" onclick="render()">Press me</button></div>
+<p id="count">0</p>
+<script>
+let n = 0;
+function render() {
+  n += 1;
+  document.getElementById('count').textContent = String(n);
+  document.getElementById('box').innerHTML = '<button id="b" onclick="render()">Press me</button>';
+}
+</script>"#;
+
+async fn browser() -> Browser {
+    Browser::launch(BrowserOptions::default(), "bg_test".to_owned())
+        .await
+        .expect("Chromium starts")
+}
+
+async fn open(browser: &Browser, url: &str) -> Tab {
+    let tab = browser.active_tab().expect("a tab");
+    tab.navigate(url, "load", Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|e| panic!("navigate {url}: {e:?}"));
+    tab
+}
+
+async fn snapshot(tab: &Tab) -> lomi_browser::SnapshotText {
+    tab.snapshot(&SnapshotOptions {
+        max_bytes: 256 * 1024,
+        ..SnapshotOptions::default()
+    })
+    .await
+    .expect("snapshot")
+}
+
+/// The ref on the line that contains `needle`.
+fn ref_of(text: &str, needle: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{text}"));
+    let start = line.find('[').expect("a ref") + 1;
+    let end = line[start..].find(']').expect("ref end") + start;
+    line[start..end].to_owned()
+}
+
+fn png_size(png: &[u8]) -> (u32, u32) {
+    let image = image::load_from_memory_with_format(png, image::ImageFormat::Png).expect("a PNG");
+    (image.width(), image.height())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_is_filled_and_read_back() {
+    let port = serve(vec![("/form", FORM.to_owned())]);
+    let browser = browser().await;
+    let tab = open(&browser, &format!("http://127.0.0.1:{port}/form")).await;
+    let snap = snapshot(&tab).await;
+    assert!(snap.text.contains("heading \"Form\""), "{}", snap.text);
+    let name = ref_of(&snap.text, "textbox \"Name\"");
+    let color = ref_of(&snap.text, "combobox \"Color\"");
+    let send = ref_of(&snap.text, "button \"Send\"");
+    let typed = tab
+        .type_text(&snap.snapshot_id, &name, "Ada", true)
+        .await
+        .expect("type");
+    assert_eq!(typed.observed["value"], "Ada");
+    let selected = tab
+        .select(&snap.snapshot_id, &color, &["Green".to_owned()])
+        .await
+        .expect("select");
+    assert_eq!(selected.observed["selected"][0], "green");
+    let target = Target::Element {
+        snapshot_id: &snap.snapshot_id,
+        element_ref: &send,
+    };
+    let clicked = tab.click(target, "left", 1).await.expect("click");
+    assert_eq!(clicked.observed["event"], "click");
+    let after = snapshot(&tab).await;
+    assert!(after.text.contains("Sent Ada green"), "{}", after.text);
+    assert_eq!(browser.close().await, Exit::Closed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn iframes_of_both_origins_are_in_the_snapshot_and_clickable() {
+    let inner = r#"<!doctype html><button onclick="this.textContent = 'clicked ' + location.port">Frame button</button>"#;
+    let other = serve(vec![("/inner", inner.to_owned())]);
+    let outer = format!(
+        r#"<!doctype html><h1>Outer</h1>
+        <iframe title="same" src="/inner" width="300" height="80"></iframe>
+        <iframe title="cross" src="http://localhost:{other}/inner" width="300" height="80"></iframe>"#
+    );
+    let port = serve(vec![("/outer", outer), ("/inner", inner.to_owned())]);
+    let browser = browser().await;
+    let tab = open(&browser, &format!("http://127.0.0.1:{port}/outer")).await;
+    let snap = snapshot(&tab).await;
+    assert_eq!(snap.frames.len(), 3, "{:?}", snap.frames);
+    let buttons: Vec<String> = snap
+        .text
+        .lines()
+        .filter(|l| l.contains("button \"Frame button\""))
+        .map(|l| ref_of(l, "button"))
+        .collect();
+    assert_eq!(buttons.len(), 2, "{}", snap.text);
+    for button in &buttons {
+        assert!(button.starts_with('f'), "a frame ref: {button}");
+        let target = Target::Element {
+            snapshot_id: &snap.snapshot_id,
+            element_ref: button,
+        };
+        tab.click(target, "left", 1)
+            .await
+            .expect("click in a frame");
+    }
+    let after = snapshot(&tab).await;
+    assert!(
+        after.text.contains(&format!("clicked {port}")),
+        "{}",
+        after.text
+    );
+    assert!(
+        after.text.contains(&format!("clicked {other}")),
+        "{}",
+        after.text
+    );
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_refs_are_refused_never_retargeted() {
+    let port = serve(vec![
+        ("/r", RERENDER.to_owned()),
+        ("/form", FORM.to_owned()),
+    ]);
+    let browser = browser().await;
+    let tab = open(&browser, &format!("http://127.0.0.1:{port}/r")).await;
+    let snap = snapshot(&tab).await;
+    let button = ref_of(&snap.text, "button \"Press me\"");
+    let target = Target::Element {
+        snapshot_id: &snap.snapshot_id,
+        element_ref: &button,
+    };
+    tab.click(target, "left", 1).await.expect("first click");
+    // The button was replaced by an identical one: the old ref must not click it.
+    match tab.click(target, "left", 1).await {
+        Err(ActionError::Refused(BrowserError::Stale(_))) => {}
+        other => panic!("expected a stale ref, got {other:?}"),
+    }
+    let count = snapshot(&tab).await;
+    assert!(
+        count.text.contains("\"1\""),
+        "clicked once only: {}",
+        count.text
+    );
+    // A fresh snapshot's ref works; after navigating, it is stale.
+    let fresh = ref_of(&count.text, "button \"Press me\"");
+    open(&browser, &format!("http://127.0.0.1:{port}/form")).await;
+    let target = Target::Element {
+        snapshot_id: &count.snapshot_id,
+        element_ref: &fresh,
+    };
+    assert!(matches!(
+        tab.click(target, "left", 1).await,
+        Err(ActionError::Refused(BrowserError::Stale(_)))
+    ));
+    // A ref the snapshot never had is not a ref.
+    let snap = snapshot(&tab).await;
+    let target = Target::Element {
+        snapshot_id: &snap.snapshot_id,
+        element_ref: "e99999",
+    };
+    assert!(matches!(
+        tab.click(target, "left", 1).await,
+        Err(ActionError::Refused(BrowserError::Invalid(_)))
+    ));
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn captures_have_the_sizes_asked_for() {
+    let page = r#"<!doctype html><style>body{margin:0;height:3000px} #box{position:absolute;left:40px;top:50px;width:200px;height:120px;background:#c33}</style><div id="box" role="img" aria-label="Box"></div>"#;
+    let port = serve(vec![("/c", page.to_owned())]);
+    let browser = browser().await;
+    let tab = open(&browser, &format!("http://127.0.0.1:{port}/c")).await;
+    let viewport = tab
+        .capture(&CaptureArea::Viewport, 1.0)
+        .await
+        .expect("viewport");
+    assert!(viewport.starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert_eq!(png_size(&viewport), (1280, 720));
+    let half = tab
+        .capture(&CaptureArea::Viewport, 0.5)
+        .await
+        .expect("scaled");
+    assert_eq!(png_size(&half), (640, 360));
+    let snap = snapshot(&tab).await;
+    let area = CaptureArea::Element {
+        snapshot_id: snap.snapshot_id.clone(),
+        element_ref: ref_of(&snap.text, "img \"Box\""),
+    };
+    let element = tab.capture(&area, 1.0).await.expect("element");
+    assert_eq!(png_size(&element), (200, 120));
+    let clip = lomi_protocol::tools::browser::ClipRect {
+        x: 10.0,
+        y: 20.0,
+        width: 300.0,
+        height: 100.0,
+    };
+    let clipped = tab
+        .capture(&CaptureArea::Clip(clip), 1.0)
+        .await
+        .expect("clip");
+    assert_eq!(png_size(&clipped), (300, 100));
+    let full = tab
+        .capture(&CaptureArea::FullPage, 1.0)
+        .await
+        .expect("full page");
+    assert_eq!(png_size(&full), (1280, 3000));
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_browser_is_noticed_and_its_processes_are_gone() {
+    let browser = browser().await;
+    let pid = browser.pid();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill Chromium");
+    let exit = tokio::time::timeout(Duration::from_secs(10), browser.exited())
+        .await
+        .expect("the exit is noticed");
+    assert!(matches!(exit, Exit::Crashed(_)), "{exit:?}");
+    assert!(matches!(browser.active_tab(), Err(BrowserError::Gone(_))));
+    // Nothing of its process group is left.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = group_members(pid);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left behind: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Live (not zombie) processes whose process group is `pgid`.
+fn group_members(pgid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command name in parentheses: state ppid pgrp …
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialog_is_reported_and_answered() {
+    let page = r#"<!doctype html><button onclick="document.getElementById('out').textContent = confirm('Really?') ? 'yes' : 'no'">Ask</button><p id="out">none</p>"#;
+    let port = serve(vec![("/d", page.to_owned())]);
+    let browser = browser().await;
+    let tab = open(&browser, &format!("http://127.0.0.1:{port}/d")).await;
+    let snap = snapshot(&tab).await;
+    let ask = ref_of(&snap.text, "button \"Ask\"");
+    let target = Target::Element {
+        snapshot_id: &snap.snapshot_id,
+        element_ref: &ask,
+    };
+    tab.click(target, "left", 1).await.expect("click");
+    let dialog = tab.dialog().expect("the dialog is reported");
+    assert_eq!(
+        (dialog.kind.as_str(), dialog.message.as_str()),
+        ("confirm", "Really?")
+    );
+    tab.dialog_answer(true, None).await.expect("accept");
+    let after = snapshot(&tab).await;
+    assert!(after.text.contains("\"yes\""), "{}", after.text);
+    browser.close().await;
+}

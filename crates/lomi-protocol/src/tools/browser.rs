@@ -1,0 +1,524 @@
+//! Browser tools: headless Chromium panels, snapshots with snapshot-scoped element refs,
+//! actions that settle on their postcondition, tabs, console and network reads, captures.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ids::{DomainRevision, PanelId, ProjectId, RequestKey, RetryEpoch, WorkspaceId};
+
+/// `lomi_browser_create` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserCreateInput {
+    pub workspace_id: WorkspaceId,
+    /// Uploads, saved captures and file: URLs are confined to this project (optional with one).
+    pub project_id: Option<ProjectId>,
+    /// 1 to 120 characters.
+    pub title: String,
+    /// Viewport in CSS pixels (default 1280x720).
+    pub viewport: Option<Viewport>,
+    pub expected_revision: DomainRevision,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// A viewport size in CSS pixels, 100 to 4,096 a side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Viewport {
+    pub width: u32,
+    pub height: u32,
+}
+
+/// The confirmed result of `lomi_browser_create`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserCreated {
+    pub panel_id: PanelId,
+    /// Changes when the browser process is replaced; actions name it.
+    pub browser_generation: String,
+    pub tab_id: String,
+    pub domain_revision: DomainRevision,
+    pub pid: u32,
+}
+
+/// The fields every browser action shares: which panel's browser, and the request identity.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserTarget {
+    pub panel_id: PanelId,
+    pub browser_generation: String,
+}
+
+/// `lomi_browser_navigate` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserNavigateInput {
+    pub panel_id: PanelId,
+    pub browser_generation: String,
+    /// http(s), about:blank, data:, or file: inside the project.
+    pub url: String,
+    /// commit, domcontentloaded or load (default).
+    pub wait_until: Option<String>,
+    /// 1 to 60,000 (default 30,000).
+    pub timeout_ms: Option<u32>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_browser_navigate`: the navigation committed (and reached
+/// `waitUntil`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Navigated {
+    pub navigation_id: String,
+    pub tab_id: String,
+    /// The final URL after redirects.
+    pub url: String,
+    /// HTTP status of the document, when it came over HTTP.
+    pub status: Option<u16>,
+    pub reached: String,
+}
+
+/// `lomi_browser_snapshot` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserSnapshotInput {
+    pub panel_id: PanelId,
+    /// Most bytes of tree text (256 to 1,048,576; default 262,144).
+    pub max_bytes: Option<u32>,
+    /// Keep only lines containing this text (case-insensitive), with their ancestors.
+    pub find: Option<String>,
+    /// Answer only what changed since this earlier snapshot of the same document.
+    pub since_snapshot_id: Option<String>,
+}
+
+/// `lomi_browser_snapshot` output. In `text`, one line per node: `role "name" [ref]`, indented
+/// by depth; frames appear as `iframe … [frame=ID]` with their content below.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SnapshotView {
+    pub snapshot_id: String,
+    pub navigation_id: String,
+    pub browser_generation: String,
+    pub tab_id: String,
+    pub url: String,
+    pub title: String,
+    pub text: String,
+    /// Lines left out to stay within maxBytes.
+    pub truncated: bool,
+    pub refs: u32,
+    pub frames: Vec<FrameView>,
+    /// Set for a diff: the snapshot compared against.
+    pub since_snapshot_id: Option<String>,
+    /// A JavaScript dialog waiting for lomi_browser_dialog.
+    pub dialog: Option<DialogView>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FrameView {
+    pub frame_id: String,
+    pub parent_frame_id: Option<String>,
+    pub url: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DialogView {
+    /// alert, confirm, prompt or beforeunload.
+    pub kind: String,
+    pub message: String,
+    pub default_prompt: Option<String>,
+}
+
+/// Declares one action tool's input: the shared target and request fields plus its own.
+/// The target is `snapshotId` + `elementRef` (from one snapshot), or viewport `x` + `y`.
+macro_rules! action_input {
+    ($(#[doc = $doc:literal])* $name:ident { $($(#[doc = $fdoc:literal])* $field:ident : $ty:ty),* $(,)? }) => {
+        $(#[doc = $doc])*
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        #[schemars(extend("dependentRequired" = {
+            "elementRef": ["snapshotId"], "snapshotId": ["elementRef"], "x": ["y"], "y": ["x"]
+        }))]
+        pub struct $name {
+            pub panel_id: PanelId,
+            pub browser_generation: String,
+            pub snapshot_id: Option<String>,
+            /// A ref from that snapshot, e.g. e12.
+            pub element_ref: Option<String>,
+            /// Viewport CSS pixels, instead of a ref.
+            pub x: Option<f64>,
+            pub y: Option<f64>,
+            $($(#[doc = $fdoc])* pub $field: $ty,)*
+            pub retry_epoch: RetryEpoch,
+            pub request_key: RequestKey,
+        }
+
+        impl Action for $name {
+            fn common(&self) -> Result<ActionCommon, String> {
+                Ok(ActionCommon {
+                    panel_id: self.panel_id.clone(),
+                    browser_generation: self.browser_generation.clone(),
+                    target: action_target(&self.snapshot_id, &self.element_ref, self.x, self.y)?,
+                    retry_epoch: self.retry_epoch.clone(),
+                    request_key: self.request_key.clone(),
+                })
+            }
+        }
+    };
+}
+
+/// What every action input shares, decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActionCommon {
+    pub panel_id: PanelId,
+    pub browser_generation: String,
+    pub target: ActionTarget,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// An action tool's input.
+pub trait Action: Serialize {
+    /// The shared fields, with the target union checked.
+    fn common(&self) -> Result<ActionCommon, String>;
+}
+
+/// Where an action lands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ActionTarget {
+    Element {
+        snapshot_id: String,
+        element_ref: String,
+    },
+    Point {
+        x: f64,
+        y: f64,
+    },
+    /// Neither: the focused element (press) or the viewport (scroll).
+    None,
+}
+
+fn action_target(
+    snapshot_id: &Option<String>,
+    element_ref: &Option<String>,
+    x: Option<f64>,
+    y: Option<f64>,
+) -> Result<ActionTarget, String> {
+    match (snapshot_id, element_ref, x, y) {
+        (Some(snapshot_id), Some(element_ref), None, None) => Ok(ActionTarget::Element {
+            snapshot_id: snapshot_id.clone(),
+            element_ref: element_ref.clone(),
+        }),
+        (None, None, Some(x), Some(y))
+            if x.is_finite() && y.is_finite() && x >= 0.0 && y >= 0.0 =>
+        {
+            Ok(ActionTarget::Point { x, y })
+        }
+        (None, None, None, None) => Ok(ActionTarget::None),
+        (Some(_), None, _, _) | (None, Some(_), _, _) => {
+            Err("elementRef needs the snapshotId it came from, and the other way round".into())
+        }
+        _ => {
+            Err("give one target: snapshotId + elementRef, or x + y (finite, not negative)".into())
+        }
+    }
+}
+
+action_input!(
+    /// `lomi_browser_click` input.
+    BrowserClickInput {
+        /// left (default), right or middle.
+        button: Option<String>,
+        /// 1 (default) to 3.
+        click_count: Option<u8>,
+    }
+);
+
+action_input!(
+    /// `lomi_browser_type` input: inserts text into an element (an input, textarea or
+    /// contenteditable).
+    BrowserTypeInput {
+        /// At most 64 KiB.
+        text: String,
+        /// Replace the current content (default true); false appends.
+        replace: Option<bool>,
+    }
+);
+
+action_input!(
+    /// `lomi_browser_press` input: a key at the element (or the focused one without a target).
+    BrowserPressInput {
+        /// Enter, Tab, Escape, Backspace, ArrowDown, a, … with optional modifiers: Control+a.
+        key: String,
+    }
+);
+
+action_input!(
+    /// `lomi_browser_select` input: the options of a select element.
+    BrowserSelectInput {
+        /// Option values or labels; exactly these end up selected.
+        values: Vec<String>,
+    }
+);
+
+action_input!(
+    /// `lomi_browser_hover` input.
+    BrowserHoverInput {}
+);
+
+action_input!(
+    /// `lomi_browser_scroll` input: an element into view, or the wheel by a delta at the point
+    /// (or the viewport's centre).
+    BrowserScrollInput {
+        delta_x: Option<f64>,
+        delta_y: Option<f64>,
+    }
+);
+
+action_input!(
+    /// `lomi_browser_upload` input: sets a file input's files.
+    BrowserUploadInput {
+        /// Project-relative paths of existing files.
+        paths: Vec<String>,
+    }
+);
+
+/// The confirmed result of an action: the event reached the intended node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ActionDone {
+    /// click, type, press, select, hover, scroll or upload.
+    pub action: String,
+    pub tab_id: String,
+    /// The element's tag and ref, when the action named one.
+    pub element: Option<String>,
+    /// What the postcondition observed (the event type, the value now, selected values…).
+    pub observed: Value,
+    /// A navigation the action started, if one began before it settled.
+    pub navigated: Option<String>,
+}
+
+/// `lomi_browser_dialog` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserDialogInput {
+    pub panel_id: PanelId,
+    pub browser_generation: String,
+    /// accept or dismiss.
+    pub action: String,
+    /// Text for a prompt() being accepted.
+    pub prompt_text: Option<String>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// `lomi_browser_tab_list` input, and `lomi_browser_console`/`_network` read position.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserPanelInput {
+    pub panel_id: PanelId,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TabView {
+    pub tab_id: String,
+    pub url: String,
+    pub title: String,
+    /// Actions and snapshots go to the active tab.
+    pub active: bool,
+}
+
+/// `lomi_browser_tab_list` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TabList {
+    pub browser_generation: String,
+    pub tabs: Vec<TabView>,
+}
+
+/// `lomi_browser_tab_open`, `_tab_switch` and `_tab_close` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserTabInput {
+    pub panel_id: PanelId,
+    pub browser_generation: String,
+    /// switch, close: the tab.
+    pub tab_id: Option<String>,
+    /// open: the first URL (default about:blank); the new tab becomes active.
+    pub url: Option<String>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of a tab change.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TabsChanged {
+    pub tab_id: String,
+    pub tabs: Vec<TabView>,
+}
+
+/// `lomi_browser_console` and `lomi_browser_network` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserLogInput {
+    pub panel_id: PanelId,
+    /// Continue after this cursor (from an earlier page's nextCursor).
+    pub since_cursor: Option<String>,
+    /// 1 to 500 entries (default 100).
+    pub limit: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConsoleEntry {
+    pub cursor: String,
+    pub tab_id: String,
+    /// log, info, warning, error, debug, or exception.
+    pub level: String,
+    /// At most 4 KiB.
+    pub text: String,
+    pub url: Option<String>,
+}
+
+/// `lomi_browser_console` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConsolePage {
+    pub entries: Vec<ConsoleEntry>,
+    pub next_cursor: String,
+    /// Entries older than the kept ones were dropped before this page.
+    pub dropped_before: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NetworkEntry {
+    pub cursor: String,
+    pub tab_id: String,
+    pub method: String,
+    pub url: String,
+    /// Document, Script, XHR, Fetch, Image, …
+    pub resource_type: String,
+    pub status: Option<u16>,
+    pub mime_type: Option<String>,
+    /// Bytes received, once finished.
+    pub bytes: Option<u64>,
+    pub failed: Option<String>,
+}
+
+/// `lomi_browser_network` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NetworkPage {
+    pub entries: Vec<NetworkEntry>,
+    pub next_cursor: String,
+    pub dropped_before: bool,
+}
+
+/// `lomi_browser_evaluate` input. Waits for the person by default.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserEvaluateInput {
+    pub panel_id: PanelId,
+    pub browser_generation: String,
+    /// A JavaScript expression evaluated in the active tab's page (promises are awaited).
+    pub expression: String,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_browser_evaluate`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Evaluated {
+    /// The value as JSON (at most 64 KiB), or null when it is not serialisable.
+    pub value: Value,
+    /// The value's JavaScript type.
+    pub kind: String,
+    pub exception: Option<String>,
+}
+
+/// A rectangle in CSS pixels of the page.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClipRect {
+    pub x: f64,
+    pub y: f64,
+    pub width: f64,
+    pub height: f64,
+}
+
+/// Saving a capture into the project: an operation of its own.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CaptureSave {
+    /// Project-relative path of the PNG; its directory must exist.
+    pub path: String,
+    /// Replace an existing file (default false).
+    pub overwrite: Option<bool>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// `lomi_browser_capture` input: the viewport by default, or one of fullPage, an element or
+/// clip.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserCaptureInput {
+    pub panel_id: PanelId,
+    pub full_page: Option<bool>,
+    pub snapshot_id: Option<String>,
+    pub element_ref: Option<String>,
+    pub clip: Option<ClipRect>,
+    /// 0.05 to 1 (default 1).
+    pub scale: Option<f32>,
+    /// Scale down until the PNG fits (1,024 to 16,777,216).
+    pub max_bytes: Option<u32>,
+    pub save: Option<CaptureSave>,
+}
+
+/// `lomi_browser_capture` output; the PNG itself follows as an image block.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CaptureView {
+    pub width: u32,
+    pub height: u32,
+    pub bytes: u64,
+    pub sha256: String,
+    pub tab_id: String,
+    /// The save's operation, when `save` was given.
+    pub saved: Option<Value>,
+}
+
+/// The confirmed result of saving a capture.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CaptureSaved {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// `lomi_browser_close` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserCloseInput {
+    pub workspace_id: WorkspaceId,
+    pub panel_id: PanelId,
+    pub expected_revision: DomainRevision,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_browser_close`: the browser's processes are gone.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserClosed {
+    pub panel_id: PanelId,
+    pub domain_revision: DomainRevision,
+}

@@ -1,0 +1,547 @@
+"""Browser panels over MCP with Debian's real Chromium and pages served on 127.0.0.1 by the
+test: a form filled and read back, iframes of two origins, stale refs refused, uploads from the
+project, a JavaScript dialog, two tabs, console and network reads, PNG captures checked by
+decoding them, a killed browser settled honestly, no Chromium left behind, and bad input.
+
+Chromium processes are found in /proc by their process group (the browser leads its own);
+a zombie counts as gone, since PID 1 in a container may reap nothing."""
+
+import hashlib
+import http.server
+import os
+import re
+import signal
+import struct
+import threading
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from conftest import dump
+
+pytestmark = pytest.mark.anyio
+
+GONE_DEADLINE = 15.0
+
+FORM = """<!doctype html><title>Form</title>
+<h1>Order</h1>
+<label for="name">Name</label><input id="name">
+<label for="size">Size</label>
+<select id="size"><option value="s">Small</option><option value="l">Large</option></select>
+<label for="file">Attachment</label><input id="file" type="file">
+<button id="go" onclick="show()">Submit</button>
+<button id="ask" onclick="document.getElementById('out').textContent = confirm('Really?') ? 'confirmed' : 'declined'">Ask</button>
+<button id="log" onclick="console.log('hello from the page', 42); fetch('/ping?x=1')">Log</button>
+<div id="out" role="status">nothing yet</div>
+<script>
+function show() {
+  const f = document.getElementById('file').files;
+  document.getElementById('out').textContent = 'Sent ' + document.getElementById('name').value + ' ' +
+    document.getElementById('size').value + ' files=' + (f.length ? f[0].name : 'none');
+}
+</script>"""
+
+RERENDER = """<!doctype html><title>Rerender</title>
+<div id="box"><button onclick="render()">Press me</button></div><p id="count">presses: 0</p>
+<script>
+let n = 0;
+function render() {
+  n += 1;
+  document.getElementById('count').textContent = 'presses: ' + n;
+  document.getElementById('box').innerHTML = '<button onclick="render()">Press me</button>';
+}
+</script>"""
+
+INNER = """<!doctype html><button onclick="this.textContent = 'clicked in ' + location.host">Frame button</button>"""
+
+CAPTURE = """<!doctype html><style>body{margin:0;height:2000px}
+#box{position:absolute;left:30px;top:40px;width:240px;height:90px;background:#2a6}</style>
+<div id="box" role="img" aria-label="Green box"></div>"""
+
+
+class Site:
+    """Pages on 127.0.0.1:<port>; `/hang` holds its request until the site stops."""
+
+    def __init__(self, pages: dict[str, str]) -> None:
+        self.pages = pages
+        self.release = threading.Event()
+        site = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                path = self.path.split("?", 1)[0]
+                if path == "/hang":
+                    site.release.wait(60)
+                    return
+                body = site.pages.get(path)
+                status = 200 if body is not None else 404
+                data = (body if body is not None else "<h1>missing</h1>").encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def site():
+    s = Site({"/form": FORM, "/rerender": RERENDER, "/inner": INNER, "/capture": CAPTURE, "/ping": "pong"})
+    yield s
+    s.close()
+
+
+# ---- /proc ----
+
+
+def group_alive(pgid: int) -> list[int]:
+    """Live (not zombie) processes in process group `pgid`."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            alive.append(int(entry))
+    return alive
+
+
+async def wait_gone(pgid: int) -> None:
+    deadline = time.monotonic() + GONE_DEADLINE
+    while group_alive(pgid):
+        if time.monotonic() > deadline:
+            pytest.fail(f"Chromium processes left behind in group {pgid}: {group_alive(pgid)}")
+        await anyio.sleep(0.05)
+
+
+# ---- PNG ----
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height, after checking the signature and decoding every chunk and the pixels."""
+    assert data.startswith(b"\x89PNG\r\n\x1a\n"), data[:16]
+    at, idat, size = 8, b"", None
+    while at < len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        chunk = data[at + 8:at + 8 + length]
+        assert zlib.crc32(kind + chunk) == struct.unpack(">I", data[at + 8 + length:at + 12 + length])[0]
+        if kind == b"IHDR":
+            size = struct.unpack(">II", chunk[:8])
+            depth, colour = chunk[8], chunk[9]
+        elif kind == b"IDAT":
+            idat += chunk
+        at += 12 + length
+    assert size is not None
+    raw = zlib.decompress(idat)
+    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[colour]
+    stride = (size[0] * channels * depth + 7) // 8
+    assert len(raw) == size[1] * (stride + 1), "pixel data matches the header"
+    return size
+
+
+def image_block(envelope) -> bytes:
+    import base64
+
+    images = [c for c in envelope.raw.content if c.type == "image"]
+    assert len(images) == 1 and images[0].mime_type == "image/png", envelope.raw
+    return base64.b64decode(images[0].data)
+
+
+# ---- helpers ----
+
+
+class Agent:
+    """An approved MCP session with one browser panel."""
+
+    def __init__(self, mcp_session, workspace: str, epoch: str) -> None:
+        self.mcp = mcp_session
+        self.ws = workspace
+        self.epoch = epoch
+        self.keys = 0
+        self.panel = ""
+        self.generation = ""
+        self.pid = 0
+
+    def key(self) -> str:
+        self.keys += 1
+        return f"k{self.keys}"
+
+    async def revision(self) -> str:
+        listing = await self.mcp.ok("lomi_panel_list", {"workspaceId": self.ws})
+        return listing["domainRevision"]
+
+    async def create(self) -> dict[str, Any]:
+        op = await self.op("lomi_browser_create", {
+            "workspaceId": self.ws, "title": "Browser", "expectedRevision": await self.revision(),
+        })
+        assert op["state"] == "succeeded", dump(op)
+        result = op["result"]
+        self.panel, self.generation, self.pid = result["panelId"], result["browserGeneration"], result["pid"]
+        return result
+
+    async def op(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A mutation, followed until it settles."""
+        args = dict(args, retryEpoch=self.epoch, requestKey=self.key())
+        started = await self.mcp.ok(tool, args)
+        return await self.mcp.settle(started["operationId"])
+
+    async def act(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        return await self.op(tool, dict(args, panelId=self.panel, browserGeneration=self.generation))
+
+    async def navigate(self, url: str) -> dict[str, Any]:
+        op = await self.act("lomi_browser_navigate", {"url": url})
+        assert op["state"] == "succeeded", dump(op)
+        return op["result"]
+
+    async def snapshot(self, **extra: Any) -> dict[str, Any]:
+        return await self.mcp.ok("lomi_browser_snapshot", dict(extra, panelId=self.panel))
+
+    async def close(self) -> dict[str, Any]:
+        op = await self.op("lomi_browser_close", {
+            "workspaceId": self.ws, "panelId": self.panel, "expectedRevision": await self.revision(),
+        })
+        assert op["state"] == "succeeded", dump(op)
+        return op
+
+
+def ref(snapshot: dict[str, Any], needle: str) -> str:
+    for line in snapshot["text"].splitlines():
+        if needle in line:
+            found = re.search(r"\[((?:f\d+)?e\d+)\]", line)
+            assert found, line
+            return found.group(1)
+    raise AssertionError(f"no {needle!r} in\n{snapshot['text']}")
+
+
+async def agent_for(lomi, workspaces, mcp_session) -> Agent:
+    a, _ = workspaces
+    epoch = (await mcp_session.connect(a["workspaceId"]))["retryEpoch"]
+    return Agent(mcp_session, a["workspaceId"], epoch)
+
+
+# ---- tests ----
+
+
+async def test_form_navigate_snapshot_type_select_click_read_back(lomi, workspaces, mcp, site, tmp_path):
+    a, _ = workspaces
+    (tmp_path / "project-a" / "notes.txt").write_text("attached\n")
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        agent = await agent_for(lomi, workspaces, session)
+        created = await agent.create()
+        assert created["browserGeneration"] and created["tabId"], dump(created)
+        panels = await session.ok("lomi_panel_list", {"workspaceId": agent.ws})
+        assert [(p["kind"], p["generation"]) for p in panels["panels"]] == [("browser", agent.generation)]
+
+        nav = await agent.navigate(site.url("/form"))
+        assert nav["status"] == 200 and nav["url"] == site.url("/form") and nav["reached"] == "load", dump(nav)
+        snap = await agent.snapshot()
+        assert snap["navigationId"] == nav["navigationId"], dump(snap)
+        assert 'heading "Order"' in snap["text"] and snap["title"] == "Form", snap["text"]
+        # The text block is the tree itself, under one header line.
+        envelope = await session.call("lomi_browser_snapshot", {"panelId": agent.panel})
+        text = envelope.raw.content[0].text
+        assert text.startswith(f"snapshotId={envelope['data']['snapshotId']} ") and 'button "Submit"' in text, text
+
+        sid = snap["snapshotId"]
+        typed = await agent.act("lomi_browser_type", {"snapshotId": sid, "elementRef": ref(snap, 'textbox "Name"'), "text": "Ada"})
+        assert typed["state"] == "succeeded" and typed["result"]["observed"]["value"] == "Ada", dump(typed)
+        chosen = await agent.act("lomi_browser_select", {"snapshotId": sid, "elementRef": ref(snap, 'combobox "Size"'), "values": ["Large"]})
+        assert chosen["state"] == "succeeded" and chosen["result"]["observed"]["selected"] == ["l"], dump(chosen)
+        upload = await agent.act("lomi_browser_upload", {"snapshotId": sid, "elementRef": ref(snap, 'button "Attachment"'), "paths": ["notes.txt"]})
+        assert upload["state"] == "succeeded" and upload["result"]["observed"]["files"] == ["notes.txt"], dump(upload)
+        clicked = await agent.act("lomi_browser_click", {"snapshotId": sid, "elementRef": ref(snap, 'button "Submit"')})
+        assert clicked["state"] == "succeeded" and clicked["effectState"] == "complete", dump(clicked)
+        assert clicked["result"]["observed"]["event"] == "click", dump(clicked)
+        after = await agent.snapshot(find="Sent")
+        assert 'Sent Ada l files=notes.txt' in after["text"], after["text"]
+        # The diff against the first snapshot shows what changed, not the whole page.
+        diff = await agent.snapshot(sinceSnapshotId=sid)
+        assert "+ " in diff["text"] and "Sent Ada" in diff["text"] and 'heading "Order"' not in diff["text"], diff["text"]
+
+        # A press of Enter in the field is confirmed too.
+        pressed = await agent.act("lomi_browser_press", {"snapshotId": sid, "elementRef": ref(snap, 'textbox "Name"'), "key": "Enter"})
+        assert pressed["state"] == "succeeded" and pressed["result"]["observed"]["event"] == "keydown", dump(pressed)
+        hovered = await agent.act("lomi_browser_hover", {"snapshotId": sid, "elementRef": ref(snap, 'button "Ask"')})
+        assert hovered["state"] == "succeeded", dump(hovered)
+        scrolled = await agent.act("lomi_browser_scroll", {"deltaY": 200})
+        assert scrolled["state"] == "succeeded" and scrolled["result"]["observed"]["event"] == "wheel", dump(scrolled)
+
+        await agent.close()
+        await wait_gone(agent.pid)
+        panels = await session.ok("lomi_panel_list", {"workspaceId": agent.ws})
+        assert panels["panels"] == [], dump(panels)
+
+
+async def test_iframes_and_rerendering_pages_refuse_stale_refs(lomi, workspaces, mcp, site):
+    other = Site({"/inner": INNER})
+    try:
+        site.pages["/frames"] = (
+            '<!doctype html><h1>Frames</h1>'
+            '<iframe title="Same origin" src="/inner" width="320" height="60"></iframe>'
+            f'<iframe title="Other origin" src="{other.url("/inner", host="localhost")}" width="320" height="60"></iframe>'
+        )
+        a, _ = workspaces
+        token = lomi.create_token(a["workspaceId"])["token"]
+        async with mcp.session(token=token) as session:
+            agent = await agent_for(lomi, workspaces, session)
+            await agent.create()
+            await agent.navigate(site.url("/frames"))
+            snap = await agent.snapshot()
+            assert len(snap["frames"]) == 3, dump(snap)
+            assert 'iframe "Same origin"' in snap["text"] and 'iframe "Other origin"' in snap["text"], snap["text"]
+            refs = re.findall(r'button "Frame button" \[(f\d+e\d+)\]', snap["text"])
+            assert len(refs) == 2, snap["text"]
+            for element in refs:
+                op = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": element})
+                assert op["state"] == "succeeded", dump(op)
+            after = await agent.snapshot()
+            assert f"clicked in 127.0.0.1:{site.port}" in after["text"], after["text"]
+            assert f"clicked in localhost:{other.port}" in after["text"], after["text"]
+
+            await agent.navigate(site.url("/rerender"))
+            snap = await agent.snapshot()
+            button = ref(snap, 'button "Press me"')
+            first = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": button})
+            assert first["state"] == "succeeded", dump(first)
+            # The button was replaced by an identical one: the old ref is refused, nothing is clicked.
+            again = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": button})
+            assert again["state"] == "failed" and again["effectState"] == "none", dump(again)
+            assert again["error"]["code"] == "SNAPSHOT_STALE", dump(again)
+            assert "presses: 1" in (await agent.snapshot())["text"]
+            # After a navigation every ref of the old document is stale.
+            fresh = await agent.snapshot()
+            await agent.navigate(site.url("/form"))
+            stale = await agent.act("lomi_browser_click", {"snapshotId": fresh["snapshotId"], "elementRef": ref(fresh, 'button "Press me"')})
+            assert stale["state"] == "failed" and stale["error"]["code"] == "SNAPSHOT_STALE", dump(stale)
+            await agent.close()
+    finally:
+        other.close()
+
+
+async def test_dialog_tabs_console_and_network(lomi, workspaces, mcp, site):
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        agent = await agent_for(lomi, workspaces, session)
+        await agent.create()
+        await agent.navigate(site.url("/form"))
+        snap = await agent.snapshot()
+        ask = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'button "Ask"')})
+        assert ask["state"] == "succeeded", dump(ask)
+        waiting = await agent.snapshot()
+        assert waiting["dialog"] == {"kind": "confirm", "message": "Really?", "defaultPrompt": ""} or (
+            waiting["dialog"]["kind"] == "confirm" and waiting["dialog"]["message"] == "Really?"
+        ), dump(waiting)
+        # While the dialog is open, actions are refused with what to do.
+        blocked = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'button "Submit"')})
+        assert blocked["state"] == "failed" and "lomi_browser_dialog" in blocked["error"]["message"], dump(blocked)
+        answered = await agent.act("lomi_browser_dialog", {"action": "accept"})
+        assert answered["state"] == "succeeded", dump(answered)
+        assert "confirmed" in (await agent.snapshot(find="confirmed"))["text"]
+
+        snap = await agent.snapshot()
+        logged = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'button "Log"')})
+        assert logged["state"] == "succeeded", dump(logged)
+        deadline = time.monotonic() + 10
+        while True:
+            console = await session.ok("lomi_browser_console", {"panelId": agent.panel})
+            network = await session.ok("lomi_browser_network", {"panelId": agent.panel})
+            pings = [e for e in network["entries"] if "/ping?x=1" in e["url"] and e["status"] == 200]
+            if any(e["text"] == "hello from the page 42" for e in console["entries"]) and pings:
+                break
+            assert time.monotonic() < deadline, dump({"console": console, "network": network})
+            await anyio.sleep(0.05)
+        assert any(e["url"] == site.url("/form") and e["resourceType"] == "Document" and e["status"] == 200 for e in network["entries"]), dump(network)
+        # Paging: after the last cursor nothing is repeated.
+        rest = await session.ok("lomi_browser_console", {"panelId": agent.panel, "sinceCursor": console["nextCursor"]})
+        assert rest["entries"] == [], dump(rest)
+        one = await session.ok("lomi_browser_network", {"panelId": agent.panel, "limit": 1})
+        assert len(one["entries"]) == 1, dump(one)
+
+        first_tab = (await session.ok("lomi_browser_tab_list", {"panelId": agent.panel}))["tabs"][0]["tabId"]
+        opened = await agent.act("lomi_browser_tab_open", {"url": site.url("/rerender")})
+        assert opened["state"] == "succeeded" and len(opened["result"]["tabs"]) == 2, dump(opened)
+        second = opened["result"]["tabId"]
+        tabs = await session.ok("lomi_browser_tab_list", {"panelId": agent.panel})
+        assert [t["active"] for t in tabs["tabs"]] == [False, True], dump(tabs)
+        assert 'button "Press me"' in (await agent.snapshot())["text"]
+        switched = await agent.act("lomi_browser_tab_switch", {"tabId": first_tab})
+        assert switched["state"] == "succeeded", dump(switched)
+        assert 'heading "Order"' in (await agent.snapshot())["text"]
+        closed = await agent.act("lomi_browser_tab_close", {"tabId": second})
+        assert closed["state"] == "succeeded" and len(closed["result"]["tabs"]) == 1, dump(closed)
+        last = await agent.act("lomi_browser_tab_close", {"tabId": first_tab})
+        assert last["state"] == "failed" and last["error"]["code"] == "INVALID_ARGUMENT", dump(last)
+
+        # evaluate waits for the person by default.
+        started = await session.ok("lomi_browser_evaluate", {
+            "panelId": agent.panel, "browserGeneration": agent.generation, "expression": "1 + 2",
+            "retryEpoch": agent.epoch, "requestKey": "eval-1",
+        })
+        assert started["state"] == "awaiting_user", dump(started)
+        await lomi.acli("decide", started["operationId"], "approve")
+        done = await session.settle(started["operationId"])
+        assert done["state"] == "succeeded" and done["result"]["value"] == 3, dump(done)
+        await agent.close()
+
+
+async def test_captures_are_pngs_of_the_size_asked_for(lomi, workspaces, mcp, site, tmp_path):
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        agent = await agent_for(lomi, workspaces, session)
+        await agent.create()
+        await agent.navigate(site.url("/capture"))
+
+        async def capture(**args: Any) -> tuple[dict[str, Any], bytes]:
+            envelope = await session.call("lomi_browser_capture", dict(args, panelId=agent.panel))
+            assert envelope["status"] == "ok", dump(envelope)
+            png = image_block(envelope)
+            data = envelope["data"]
+            assert data["bytes"] == len(png) and data["sha256"] == hashlib.sha256(png).hexdigest(), dump(data)
+            assert png_size(png) == (data["width"], data["height"]), dump(data)
+            return data, png
+
+        viewport, _ = await capture()
+        assert (viewport["width"], viewport["height"]) == (1280, 720), dump(viewport)
+        scaled, _ = await capture(scale=0.5)
+        assert (scaled["width"], scaled["height"]) == (640, 360), dump(scaled)
+        snap = await agent.snapshot()
+        element, _ = await capture(snapshotId=snap["snapshotId"], elementRef=ref(snap, 'img "Green box"'))
+        assert (element["width"], element["height"]) == (240, 90), dump(element)
+        clip, _ = await capture(clip={"x": 0, "y": 0, "width": 100, "height": 50})
+        assert (clip["width"], clip["height"]) == (100, 50), dump(clip)
+        clip2, _ = await capture(clip={"x": 0, "y": 0, "width": 100, "height": 50}, scale=0.5)
+        assert (clip2["width"], clip2["height"]) == (50, 25), dump(clip2)
+        full, _ = await capture(fullPage=True)
+        assert (full["width"], full["height"]) == (1280, 2000), dump(full)
+        small, _ = await capture(maxBytes=2048)
+        assert small["bytes"] <= 2048 and small["width"] < 1280, dump(small)
+
+        # Saved into the project, as an operation of its own.
+        saved, png = await capture(save={"path": "shots/page.png", "retryEpoch": agent.epoch, "requestKey": "save-1"})
+        assert saved["saved"]["state"] == "failed", dump(saved)  # the directory does not exist yet
+        (tmp_path / "project-a" / "shots").mkdir()
+        saved, png = await capture(save={"path": "shots/page.png", "retryEpoch": agent.epoch, "requestKey": "save-2"})
+        assert saved["saved"]["state"] == "succeeded", dump(saved)
+        assert (tmp_path / "project-a" / "shots" / "page.png").read_bytes() == png
+        outside = await session.call("lomi_browser_capture", {
+            "panelId": agent.panel, "save": {"path": "../escape.png", "retryEpoch": agent.epoch, "requestKey": "save-3"},
+        })
+        assert outside["status"] == "ok" and outside["data"]["saved"]["state"] == "failed", dump(outside)
+        assert not (tmp_path / "escape.png").exists()
+        await agent.close()
+
+
+async def test_bad_input_is_refused(lomi, workspaces, mcp, site, tmp_path):
+    a, _ = workspaces
+    (tmp_path / "project-a" / "page.html").write_text("<h1>Inside the project</h1>")
+    (tmp_path / "secret.txt").write_text("outside\n")
+    (tmp_path / "project-a" / "link.txt").symlink_to(tmp_path / "secret.txt")
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        agent = await agent_for(lomi, workspaces, session)
+        await agent.create()
+        common = {"panelId": agent.panel, "browserGeneration": agent.generation, "retryEpoch": agent.epoch}
+
+        async def refused(tool: str, args: dict[str, Any], code: str = "INVALID_ARGUMENT") -> None:
+            await session.error(tool, dict(common, requestKey=agent.key(), **args), code)
+
+        for url in ["chrome://settings", "file:///etc/passwd", f"file://{tmp_path}/secret.txt",
+                    "javascript:alert(1)", "chrome-extension://x/y", "view-source:http://127.0.0.1/"]:
+            await refused("lomi_browser_navigate", {"url": url})
+        inside = await agent.navigate(f"file://{tmp_path}/project-a/page.html")
+        assert inside["url"].startswith("file://"), dump(inside)
+        assert "Inside the project" in (await agent.snapshot())["text"]
+
+        await agent.navigate(site.url("/form"))
+        snap = await agent.snapshot()
+        file_input = ref(snap, 'button "Attachment"')
+        for path in ["../secret.txt", "/etc/passwd", "link.txt", "missing.txt"]:
+            await refused("lomi_browser_upload", {"snapshotId": snap["snapshotId"], "elementRef": file_input, "paths": [path]})
+        unknown = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": "e424242"})
+        assert unknown["state"] == "failed" and unknown["error"]["code"] == "INVALID_ARGUMENT", dump(unknown)
+        never = await agent.act("lomi_browser_click", {"snapshotId": "s999", "elementRef": "e1"})
+        assert never["state"] == "failed" and never["error"]["code"] == "SNAPSHOT_STALE", dump(never)
+        await refused("lomi_browser_click", {"elementRef": "e1"})
+        await refused("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": "e1", "x": 1, "y": 2})
+        await refused("lomi_browser_click", {"x": 1, "y": 2, "surprise": True})
+        await session.error("lomi_browser_snapshot", {"panelId": agent.panel, "maxBytes": 50_000_000}, "INVALID_ARGUMENT")
+        await session.error("lomi_browser_snapshot", {"panelId": agent.panel, "maxBytes": 10}, "INVALID_ARGUMENT")
+        await session.error("lomi_browser_capture", {"panelId": agent.panel, "maxBytes": 1 << 30}, "INVALID_ARGUMENT")
+        await session.error("lomi_browser_capture", {"panelId": agent.panel, "scale": 3}, "INVALID_ARGUMENT")
+        await session.error("lomi_browser_capture", {"panelId": agent.panel, "fullPage": True, "clip": {"x": 0, "y": 0, "width": 5, "height": 5}}, "INVALID_ARGUMENT")
+        await refused("lomi_browser_navigate", {"url": site.url("/form"), "browserGeneration": "bg_0000"}, "GENERATION_MISMATCH")
+        # A small snapshot stays within its bound and says it was cut.
+        bounded = await agent.snapshot(maxBytes=256)
+        assert len(bounded["text"].encode()) <= 256 and bounded["truncated"], dump(bounded)
+        await agent.close()
+
+
+async def test_killed_browser_settles_honestly_and_a_new_one_gets_a_new_generation(lomi, workspaces, mcp, site):
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        agent = await agent_for(lomi, workspaces, session)
+        await agent.create()
+        first_generation, pid = agent.generation, agent.pid
+        # A navigation the server never answers is in flight when Chromium is killed.
+        started = await session.ok("lomi_browser_navigate", {
+            "panelId": agent.panel, "browserGeneration": agent.generation, "url": site.url("/hang"),
+            "retryEpoch": agent.epoch, "requestKey": "nav-hang",
+        })
+        assert started["state"] == "running", dump(started)
+        os.kill(pid, signal.SIGKILL)
+        op = await session.settle(started["operationId"])
+        assert op["state"] == "outcome_unknown" and op["effectState"] == "unknown", dump(op)
+        await wait_gone(pid)
+        deadline = time.monotonic() + 10
+        while (await session.ok("lomi_panel_list", {"workspaceId": agent.ws}))["panels"][0]["generation"] is not None:
+            assert time.monotonic() < deadline, "the crash clears the panel's generation"
+            await anyio.sleep(0.05)
+        await session.error("lomi_browser_navigate", {
+            "panelId": agent.panel, "browserGeneration": first_generation, "url": site.url("/form"),
+            "retryEpoch": agent.epoch, "requestKey": "nav-after",
+        }, "GENERATION_MISMATCH")
+        await agent.create()
+        assert agent.generation != first_generation and agent.pid != pid
+        await agent.navigate(site.url("/form"))
+        await agent.close()
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+async def test_no_chromium_outlives_the_broker(lomi, workspaces, mcp, how):
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        agent = await agent_for(lomi, workspaces, session)
+        await agent.create()
+        assert group_alive(agent.pid), "Chromium runs"
+    if how == "SIGTERM":
+        assert lomi.stop() == 0
+    else:
+        lomi.kill()
+    await wait_gone(agent.pid)
