@@ -489,6 +489,15 @@ async def run_calls(conn: Conn, calls: list[dict[str, Any]], vars_: dict[str, An
         args = subst(c.get("args") or {}, vars_)
         t0 = time.perf_counter()
         res = await conn.call(c["tool"], args)
+        # "until": repeat the call (an operation that settles later) until its text matches.
+        until = c.get("until")
+        if until:
+            deadline = time.perf_counter() + float(until.get("timeout_s", 30))
+            while not re.search(until["regex"], result_text(res), re.M) and not result_is_error(res):
+                if time.perf_counter() > deadline:
+                    raise StepFailed(f"{c['tool']}: {until['regex']!r} did not appear")
+                await anyio.sleep(0.01)
+                res = await conn.call(c["tool"], args)
         rec["ms"] += (time.perf_counter() - t0) * 1000.0
         text = result_text(res)
         rec["text_bytes"] += len(text.encode())
@@ -549,7 +558,7 @@ async def bench(ad: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
         "params": {"repeat": args.repeat, "cold_runs": args.cold_runs, "fixtures": args.fixtures,
                    "call_timeout_s": args.call_timeout, "plans": {f: PLANS[f] for f in args.fixtures},
                    "targets": TARGETS, "tokens": "approx_tokens = response text bytes / 4",
-                   "vars": overrides},
+                   "vars": {k: ("(redacted)" if "token" in k.lower() else val) for k, val in overrides.items()}},
         "errors": errors,
     }
     stderr_path = workdir / "server.stderr.log"

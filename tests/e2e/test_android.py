@@ -636,3 +636,49 @@ async def test_bad_input(lomi, workspaces, mcp, adb, phones):
         await android.send(text=literal)
         assert node(await android.snapshot(), "fixture:id/text")["text"] == literal
         assert android.seq == 1, "refused inputs used no sequence numbers"
+
+
+async def test_shell_by_policy_a_busy_ui_and_a_device_lost_mid_command(lomi, workspaces, mcp, adb, phones):
+    async with attached_phone(lomi, mcp, workspaces, adb, phones) as (android, phone):
+        # The person lets shell commands run without asking.
+        assert lomi.run("confirm", "lomi_android_shell", "--off").returncode == 0
+        keys = iter(range(1, 100))
+
+        async def shell(command: str) -> dict[str, Any]:
+            op = await android.agent.ok("lomi_android_shell", {
+                "panelId": android.panel, "leaseId": android.lease, "generation": android.generation,
+                "command": command, "retryEpoch": android.epoch, "requestKey": f"sh-{next(keys)}",
+            })
+            return await android.agent.settle(op["operationId"])
+
+        op = await shell("setprop lomi.fixture.busy_dumps 2")
+        assert op["state"] == "succeeded" and op["result"]["output"] == "", dump(op)
+        # The UI reports it is not idle twice: the snapshot retries and says how many runs it took.
+        snapshot = await android.snapshot()
+        assert snapshot["attempts"] == 3 and snapshot["nodes"], dump(snapshot)
+        # Busy past the retries: it says so instead of answering with a partial tree.
+        await shell("setprop lomi.fixture.busy_dumps 3")
+        busy = await android.agent.error(
+            "lomi_android_ui_snapshot", {"panelId": android.panel}, "INTERNAL"
+        )
+        assert "never became idle in 3" in busy["message"], dump(busy)
+
+        # A command still running on the device when it goes away: outcome_unknown, never
+        # succeeded, and the panel's runtime ends.
+        started: dict[str, Any] = {}
+
+        async def slow() -> None:
+            started["op"] = await android.agent.ok("lomi_android_shell", {
+                "panelId": android.panel, "leaseId": android.lease, "generation": android.generation,
+                "command": "input swipe 5 5 5 5 8000", "retryEpoch": android.epoch, "requestKey": "sh-slow",
+            })
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow)
+            await anyio.to_thread.run_sync(lambda: phone.wait_for_service("input swipe 5 5 5 5 8000"))
+            phone.kill()
+        op = await android.agent.settle(started["op"]["operationId"])
+        assert op["state"] == "outcome_unknown" and op["effectState"] == "unknown", dump(op)
+        assert "cannot tell whether the command took effect" in op["error"]["message"], dump(op)
+        panels = await android.agent.ok("lomi_panel_list", {"workspaceId": android.ws})
+        assert panels["panels"][0]["generation"] is None, dump(panels)

@@ -490,14 +490,15 @@ async def test_bad_input_is_refused(lomi, workspaces, mcp, site, tmp_path):
         await refused("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": "e1", "x": 1, "y": 2})
         await refused("lomi_browser_click", {"x": 1, "y": 2, "surprise": True})
         await session.error("lomi_browser_snapshot", {"panelId": agent.panel, "maxBytes": 50_000_000}, "INVALID_ARGUMENT")
-        await session.error("lomi_browser_snapshot", {"panelId": agent.panel, "maxBytes": 10}, "INVALID_ARGUMENT")
+        await session.error("lomi_browser_snapshot", {"panelId": agent.panel, "maxBytes": 500}, "INVALID_ARGUMENT")
         await session.error("lomi_browser_capture", {"panelId": agent.panel, "maxBytes": 1 << 30}, "INVALID_ARGUMENT")
         await session.error("lomi_browser_capture", {"panelId": agent.panel, "scale": 3}, "INVALID_ARGUMENT")
         await session.error("lomi_browser_capture", {"panelId": agent.panel, "fullPage": True, "clip": {"x": 0, "y": 0, "width": 5, "height": 5}}, "INVALID_ARGUMENT")
         await refused("lomi_browser_navigate", {"url": site.url("/form"), "browserGeneration": "bg_0000"}, "GENERATION_MISMATCH")
         # A small snapshot stays within its bound and says it was cut.
-        bounded = await agent.snapshot(maxBytes=256)
-        assert len(bounded["text"].encode()) <= 256 and bounded["truncated"], dump(bounded)
+        bounded = await session.call("lomi_browser_snapshot", {"panelId": agent.panel, "maxBytes": 1024})
+        assert bounded["data"]["truncated"], dump(bounded)
+        assert len(bounded.raw.content[0].text.encode()) <= 1024, bounded.raw.content[0].text
         await agent.close()
 
 

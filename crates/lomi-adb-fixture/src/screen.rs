@@ -31,6 +31,9 @@ pub struct FixtureState {
     pub button_pressed: bool,
     /// This boot's id (`/proc/sys/kernel/random/boot_id`), new at every start.
     pub boot_id: String,
+    /// How many of the next `uiautomator dump`s fail because the UI "never goes idle", as they
+    /// do on a device while an animation runs (`setprop lomi.fixture.busy_dumps N`).
+    pub busy_dumps: u32,
 }
 
 /// A random version-4-shaped UUID from the standard library's randomly keyed hasher.

@@ -121,6 +121,17 @@ fn run_command(words: &[String], state: &mut FixtureState) -> Vec<u8> {
             }
             Err(error) => format!("Error: {error}\n"),
         },
+        ["setprop", "lomi.fixture.busy_dumps", count] => match count.parse() {
+            Ok(count) => {
+                state.busy_dumps = count;
+                String::new()
+            }
+            Err(_) => format!("setprop: {count} is not a count\n"),
+        },
+        ["uiautomator", "dump", "/dev/tty"] if state.busy_dumps > 0 => {
+            state.busy_dumps -= 1;
+            "ERROR: could not get idle state.\n".to_owned()
+        }
         ["uiautomator", "dump", "/dev/tty"] => {
             format!(
                 "{}UI hierchary dumped to: /dev/tty\n",
@@ -300,6 +311,15 @@ mod tests {
             output("shell:cat /proc/sys/kernel/random/boot_id", &mut state).trim(),
             state.boot_id
         );
+        assert_eq!(
+            output("shell:setprop lomi.fixture.busy_dumps 1", &mut state),
+            ""
+        );
+        assert_eq!(
+            output("exec:uiautomator dump /dev/tty", &mut state),
+            "ERROR: could not get idle state.\n"
+        );
+        assert!(output("exec:uiautomator dump /dev/tty", &mut state).contains("<hierarchy"));
         let swipe = run("exec:input swipe 1 2 3 4 250", &mut state).expect("a known service");
         assert_eq!(swipe.duration, Duration::from_millis(250));
         assert!(run("sync:", &mut state).is_none());

@@ -66,6 +66,7 @@ pub struct Process {
 impl Process {
     /// Starts Chromium with a fresh profile and waits for its DevTools address.
     pub async fn start(chromium: &Path, width: u32, height: u32) -> Result<Process, BrowserError> {
+        remove_abandoned_profiles();
         let profile = tempfile::Builder::new()
             .prefix("lomi-chromium-")
             .tempdir()
@@ -101,6 +102,10 @@ impl Process {
         let pid = child
             .id()
             .ok_or_else(|| BrowserError::Launch("Chromium exited at once".to_owned()))?;
+        // Who owns this profile, so that a later start can remove it if Lomi was killed.
+        if let Err(error) = std::fs::write(profile.path().join(OWNER_FILE), pid.to_string()) {
+            tracing::debug!("cannot record the profile's owner: {error}");
+        }
         let stderr = child
             .stderr
             .take()
@@ -169,6 +174,37 @@ impl Process {
         }
         // Helpers that outlived the browser process are in the same group.
         kill_group(self.pid);
+    }
+}
+
+/// The file in a profile folder that names the Chromium process using it.
+const OWNER_FILE: &str = "lomi-owner-pid";
+
+/// Removes the profile folders of browsers whose process is gone: a Lomi killed with SIGKILL
+/// cannot remove its own (its browsers die with it).
+fn remove_abandoned_profiles() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("lomi-chromium-")
+        {
+            continue;
+        }
+        let owner = std::fs::read_to_string(entry.path().join(OWNER_FILE))
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok());
+        let Some(owner) = owner else { continue };
+        let alive = match nix::sys::signal::kill(Pid::from_raw(owner), None) {
+            Ok(()) => true,
+            Err(errno) => errno != nix::errno::Errno::ESRCH,
+        };
+        if !alive && let Err(error) = std::fs::remove_dir_all(entry.path()) {
+            tracing::debug!("cannot remove {}: {error}", entry.path().display());
+        }
     }
 }
 

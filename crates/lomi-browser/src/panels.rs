@@ -33,7 +33,9 @@ use crate::{
 };
 
 const DEFAULT_SNAPSHOT_BYTES: u32 = 256 * 1024;
-const MIN_SNAPSHOT_BYTES: u32 = 256;
+const MIN_SNAPSHOT_BYTES: u32 = 1024;
+/// Room kept within `maxBytes` for the header line the MCP answer puts above the tree.
+pub const SNAPSHOT_HEADER_BYTES: u32 = 768;
 const MAX_SNAPSHOT_BYTES: u32 = 1024 * 1024;
 const DEFAULT_NAVIGATE_MS: u32 = 30_000;
 const MAX_NAVIGATE_MS: u32 = 60_000;
@@ -768,7 +770,7 @@ impl BrowserPanels {
         }
         let tab = runtime.browser.active_tab().map_err(tool_error)?;
         let options = SnapshotOptions {
-            max_bytes: max_bytes as usize,
+            max_bytes: (max_bytes - SNAPSHOT_HEADER_BYTES) as usize,
             find: input.find.clone(),
             since_snapshot_id: input.since_snapshot_id.clone(),
         };

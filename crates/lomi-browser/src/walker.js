@@ -35,6 +35,11 @@
     return s.length > max ? s.slice(0, max - 1) + '…' : s;
   };
   const quote = (s) => JSON.stringify(s);
+  const pads = [''];
+  const pad = (n) => {
+    while (pads.length <= n) pads.push(pads[pads.length - 1] + ' ');
+    return pads[n];
+  };
 
   function idOf(el) {
     let n = ids.get(el);
@@ -59,8 +64,11 @@
     }
   }
 
+  // Most elements of a large page carry no attributes at all: their attribute lookups are skipped.
+  const bare = (el) => el.attributes.length === 0;
+
   function roleOf(el) {
-    const explicit = el.getAttribute('role');
+    const explicit = bare(el) ? null : el.getAttribute('role');
     if (explicit) {
       const first = explicit.trim().split(/\s+/)[0];
       if (first === 'none' || first === 'presentation') return '';
@@ -116,13 +124,14 @@
   }
 
   function nameOf(el, role) {
-    const by = el.getAttribute('aria-labelledby');
+    const plain = bare(el);
+    const by = plain ? null : el.getAttribute('aria-labelledby');
     if (by) {
       const doc = el.ownerDocument;
       const parts = by.split(/\s+/).map((id) => doc.getElementById(id)).filter(Boolean);
       if (parts.length) return squash(parts.map((p) => textOf(p)).join(' '), NAME_MAX);
     }
-    const label = el.getAttribute('aria-label');
+    const label = plain ? null : el.getAttribute('aria-label');
     if (label && label.trim()) return squash(label, NAME_MAX);
     const tag = el.tagName;
     if (tag === 'INPUT' || tag === 'SELECT' || tag === 'TEXTAREA' || tag === 'METER' || tag === 'PROGRESS') {
@@ -153,12 +162,20 @@
       const text = squash(textOf(el), NAME_MAX);
       if (text) return text;
     }
-    const title = el.getAttribute('title');
+    const title = plain ? null : el.getAttribute('title');
     return title ? squash(title, NAME_MAX) : '';
   }
 
+  const FORM_TAGS = new Set(['INPUT', 'SELECT', 'TEXTAREA', 'BUTTON', 'FIELDSET', 'OPTION', 'OPTGROUP']);
+
   function states(el, role) {
     let s = '';
+    const plain = bare(el);
+    if (plain && !FORM_TAGS.has(el.tagName)) {
+      if (role === 'heading' && /^H[1-6]$/.test(el.tagName)) return ' level=' + el.tagName[1];
+      if (role === 'option' && el.selected) return ' selected';
+      return '';
+    }
     if (role === 'heading') {
       const level = el.getAttribute('aria-level') || (/^H[1-6]$/.test(el.tagName) ? el.tagName[1] : '');
       if (level) s += ' level=' + level;
@@ -201,6 +218,7 @@
   }
 
   function focusable(el) {
+    if (bare(el)) return false;
     if (el.isContentEditable && el.getAttribute('contenteditable') !== null) return true;
     const tabindex = el.getAttribute('tabindex');
     return (tabindex !== null && tabindex !== '-1') || el.hasAttribute('onclick');
@@ -219,7 +237,7 @@
       if (!pending.length) return;
       const text = squash(pending.join(''), TEXT_MAX);
       pending.length = 0;
-      if (text) lines.push(' '.repeat(depth) + quote(text));
+      if (text) lines.push(pad(depth) + quote(text));
     }
 
     // `quiet`: text here is not shown (hidden, or a label that names its control).
@@ -236,7 +254,7 @@
           pending.push(' ');
           continue;
         }
-        if (el.hidden || el.getAttribute('aria-hidden') === 'true') continue;
+        if (!bare(el) && (el.hidden || el.getAttribute('aria-hidden') === 'true')) continue;
         let shown = el.checkVisibility({ visibilityProperty: true });
         if (!shown && !el.checkVisibility()) continue;
         let role = shown ? roleOf(el) : '';
@@ -253,15 +271,16 @@
         }
         flushText(depth);
         const name = nameOf(el, role);
-        let line = ' '.repeat(depth) + role;
+        let line = pad(depth) + role;
         if (name) line += ' ' + quote(name);
-        if (INTERACTIVE.has(role) || focusable(el) || el.hasAttribute('role')) {
+        if (INTERACTIVE.has(role) || focusable(el) || (!bare(el) && el.hasAttribute('role'))) {
           const ref = prefix + idOf(el);
           refs.push(ref);
           line += ' [' + ref + ']';
           if (role === 'iframe') iframes.push(ref);
         }
         line += states(el, role);
+        const at = lines.length;
         lines.push(line);
         // Content that only repeats the name is left out.
         if (role === 'iframe' || role === 'img' || (el.tagName === 'SELECT' && role === 'combobox')) continue;
@@ -269,11 +288,18 @@
         if (el.shadowRoot) visit(el.shadowRoot, depth + 1, quiet);
         visit(el, depth + 1, quiet);
         flushText(depth + 1);
+        // Leading text joins its element's line: `listitem: "text"`.
+        const next = lines[at + 1];
+        if (next !== undefined && next.charCodeAt(depth) === 32 && next.charCodeAt(depth + 1) === 34) {
+          lines[at] += ': ' + next.slice(depth + 1);
+          lines.splice(at + 1, 1);
+        }
       }
     }
 
     // True when the element holds nothing but text and inline formatting.
     function onlyText(el) {
+      if (!el.firstElementChild) return true;
       for (const d of el.querySelectorAll('*')) {
         if (roleOf(d) || focusable(d)) return false;
       }

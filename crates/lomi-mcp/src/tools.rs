@@ -55,20 +55,27 @@ fn answer<T: Serialize>(result: Result<T, ToolError>) -> Answer {
 /// The answer of a snapshot: its text block is the tree itself under one header line (JSON
 /// escaping would make it longer and harder to read); structuredContent has every field.
 fn answer_snapshot(result: Result<SnapshotView, ToolError>) -> Answer {
+    // Kept within the room the snapshot leaves for it (SNAPSHOT_HEADER_BYTES).
+    fn cut(text: &str, max: usize) -> String {
+        match text.char_indices().nth(max) {
+            Some((end, _)) => format!("{}…", &text[..end]),
+            None => text.to_owned(),
+        }
+    }
     let text = result.as_ref().ok().map(|view| {
         let mut header = format!(
             "snapshotId={} navigationId={} browserGeneration={} tabId={} refs={} truncated={}\nurl: {}\ntitle: {}\n",
-            view.snapshot_id,
-            view.navigation_id,
-            view.browser_generation,
-            view.tab_id,
+            cut(&view.snapshot_id, 40),
+            cut(&view.navigation_id, 40),
+            cut(&view.browser_generation, 40),
+            cut(&view.tab_id, 40),
             view.refs,
             view.truncated,
-            view.url,
-            view.title
+            cut(&view.url, 200),
+            cut(&view.title, 120),
         );
         if let Some(dialog) = &view.dialog {
-            header.push_str(&format!("dialog: {} {:?}\n", dialog.kind, dialog.message));
+            header.push_str(&format!("dialog: {} {:?}\n", dialog.kind, cut(&dialog.message, 100)));
         }
         header + &view.text
     });

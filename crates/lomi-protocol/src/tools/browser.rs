@@ -85,7 +85,7 @@ pub struct Navigated {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserSnapshotInput {
     pub panel_id: PanelId,
-    /// Most bytes of tree text (256 to 1,048,576; default 262,144).
+    /// Most bytes of the answer's text, header included (1,024 to 1,048,576; default 262,144).
     pub max_bytes: Option<u32>,
     /// Keep only lines containing this text (case-insensitive), with their ancestors.
     pub find: Option<String>,
