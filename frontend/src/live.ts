@@ -67,11 +67,20 @@ export class PanelsView {
   private terminals = new Map<string, OpenTerminal>();
   private captures = new Map<string, OpenCapture>();
   private sequences: Record<string, number> = {};
+  /** The layout last rendered; an unchanged one is not rebuilt, so a focused terminal keeps focus. */
+  private layout = "";
 
   constructor(private hooks: TerminalHooks) {}
 
   update(workspaces: Workspace[], panels: Record<string, Panel[]>, captures: Record<string, number> = {}): void {
     this.sequences = captures;
+    const layout = JSON.stringify([
+      workspaces.map((w) => [w.workspaceId, w.name]),
+      panels,
+      captures,
+    ]);
+    if (layout === this.layout) return;
+    this.layout = layout;
     const live = new Set<string>();
     const groups: HTMLElement[] = [];
     for (const workspace of workspaces) {

@@ -133,7 +133,13 @@ function render(): void {
       Object.entries(overview.panels).map(([id, envelope]) => [id, dataOr(envelope, [])]),
     );
     panels.update(workspaces, panelLists, overview.captures ?? {});
-    content.replaceChildren(panels.element, feedView(dataOr(overview.feed, [])));
+    // Only the feed is replaced: moving the panels would take focus from a terminal being typed in.
+    const feed = feedView(dataOr(overview.feed, []));
+    if (content.firstChild === panels.element && content.childNodes.length === 2) {
+      content.replaceChild(feed, content.lastChild!);
+    } else {
+      content.replaceChildren(panels.element, feed);
+    }
   } else {
     // Keep what the person is typing across re-renders (the overview changes while agents work).
     const typing = document.getElementById("workspace-name") as HTMLInputElement | null;
