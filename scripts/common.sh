@@ -37,6 +37,9 @@ ensure_packages() {
 # What building Lomi needs on Debian/Ubuntu; the desktop app (Tauri) adds WebKitGTK and friends.
 DESKTOP_PACKAGES=(libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev)
 BUILD_PACKAGES=(build-essential pkg-config ca-certificates curl "${DESKTOP_PACKAGES[@]}")
+# What Lomi itself runs (scripts/run installs these): Chromium for browser panels, adb for
+# Android devices.
+RUN_PACKAGES=(chromium adb)
 # What the end-to-end tests add: Python for the MCP Python SDK, Node.js for the MCP
 # conformance suite, a real Secret Service (D-Bus + GNOME Keyring) for the stdio bridge, and
 # Debian's Chromium for the browser panels.
