@@ -966,28 +966,12 @@ impl BrowserPanels {
         let (runtime, since, limit) = self.log_page(caller, input)?;
         let logs = runtime.browser.logs();
         let logs = logs.lock().unwrap_or_else(|e| e.into_inner());
-        if since > logs.console_next {
-            return Err(ToolError::invalid("sinceCursor is not one Lomi gave out"));
-        }
-        let first = logs
-            .console
-            .front()
-            .and_then(|e| e.cursor.parse::<u64>().ok())
-            .unwrap_or(logs.console_next + 1);
-        let entries: Vec<_> = logs
-            .console
-            .iter()
-            .filter(|e| e.cursor.parse::<u64>().is_ok_and(|c| c > since))
-            .take(limit)
-            .cloned()
-            .collect();
-        let next = entries
-            .last()
-            .map_or(since.max(first.saturating_sub(1)), |e| {
-                e.cursor.parse().unwrap_or(since)
-            });
+        let (entries, dropped_before, next) =
+            page_of(&logs.console, logs.console_next, since, limit, |e| {
+                &e.cursor
+            })?;
         Ok(ConsolePage {
-            dropped_before: since + 1 < first,
+            dropped_before,
             next_cursor: next.to_string(),
             entries,
         })
@@ -1002,28 +986,12 @@ impl BrowserPanels {
         let (runtime, since, limit) = self.log_page(caller, input)?;
         let logs = runtime.browser.logs();
         let logs = logs.lock().unwrap_or_else(|e| e.into_inner());
-        if since > logs.network_next {
-            return Err(ToolError::invalid("sinceCursor is not one Lomi gave out"));
-        }
-        let first = logs
-            .network
-            .front()
-            .and_then(|e| e.cursor.parse::<u64>().ok())
-            .unwrap_or(logs.network_next + 1);
-        let entries: Vec<_> = logs
-            .network
-            .iter()
-            .filter(|e| e.cursor.parse::<u64>().is_ok_and(|c| c > since))
-            .take(limit)
-            .cloned()
-            .collect();
-        let next = entries
-            .last()
-            .map_or(since.max(first.saturating_sub(1)), |e| {
-                e.cursor.parse().unwrap_or(since)
-            });
+        let (entries, dropped_before, next) =
+            page_of(&logs.network, logs.network_next, since, limit, |e| {
+                &e.cursor
+            })?;
         Ok(NetworkPage {
-            dropped_before: since + 1 < first,
+            dropped_before,
             next_cursor: next.to_string(),
             entries,
         })
@@ -1355,4 +1323,35 @@ fn element_of(target: &ActionTarget, action: &str) -> Result<(String, String), T
             "{action} needs snapshotId + elementRef"
         ))),
     }
+}
+
+/// One page of a bounded log after `since`: the entries, whether older ones were dropped
+/// before the agent read them, and the cursor to continue from. `last` is the newest cursor
+/// the log gave out.
+fn page_of<T: Clone>(
+    log: &std::collections::VecDeque<T>,
+    last: u64,
+    since: u64,
+    limit: usize,
+    cursor: impl Fn(&T) -> &str,
+) -> Result<(Vec<T>, bool, u64), ToolError> {
+    if since > last {
+        return Err(ToolError::invalid("sinceCursor is not one Lomi gave out"));
+    }
+    let first = log
+        .front()
+        .and_then(|e| cursor(e).parse::<u64>().ok())
+        .unwrap_or(last + 1);
+    let entries: Vec<T> = log
+        .iter()
+        .filter(|e| cursor(e).parse::<u64>().is_ok_and(|c| c > since))
+        .take(limit)
+        .cloned()
+        .collect();
+    let next = entries
+        .last()
+        .map_or(since.max(first.saturating_sub(1)), |e| {
+            cursor(e).parse().unwrap_or(since)
+        });
+    Ok((entries, since + 1 < first, next))
 }
