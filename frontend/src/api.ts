@@ -60,6 +60,18 @@ export interface Panel {
   generation: string | null;
 }
 
+/** A browser panel as the window shows it: its active tab's address and title and a JPEG of
+ * the viewport; `note` says why there is no image, `ended` that the browser is gone. */
+export interface BrowserView {
+  generation?: string;
+  tabId?: string | null;
+  url?: string;
+  title?: string;
+  jpegBase64?: string | null;
+  note?: string | null;
+  ended?: boolean;
+}
+
 export interface PolicyEntry {
   tool: string;
   confirm: boolean;
@@ -140,4 +152,11 @@ export async function terminalInput(panelId: string, data: string): Promise<void
 export async function androidCapture(panelId: string): Promise<Uint8Array<ArrayBuffer>> {
   const bytes = await invoke<ArrayBuffer | number[]>("android_capture", { panelId });
   return new Uint8Array(bytes);
+}
+
+/** Streams a browser panel's view whenever it changes; resolves false when no browser runs. */
+export async function browserWatch(panelId: string, onView: (view: BrowserView) => void): Promise<boolean> {
+  const channel = new Channel<BrowserView>();
+  channel.onmessage = onView;
+  return invoke<boolean>("browser_watch", { panelId, channel });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import type { FeedItem, Workspace } from "./api";
+import type { BrowserView, FeedItem, Workspace } from "./api";
 import { PanelsView, feedView } from "./live";
 
 const workspace: Workspace = {
@@ -38,7 +38,7 @@ describe("live view", () => {
 
   it("shows an Android panel's latest capture, fetched again only when it changes", async () => {
     const capture = vi.fn().mockResolvedValue(new Uint8Array([0x89, 0x50, 0x4e, 0x47]));
-    const view = new PanelsView({ attach: vi.fn(), input: vi.fn(), capture });
+    const view = new PanelsView({ attach: vi.fn(), input: vi.fn(), capture, browser: vi.fn() });
     const panels = { ws_a: [{ panelId: "pn_1", kind: "android", title: "Pixel", projectId: null, generation: "g1" }] };
     // jsdom has no object URLs: give it one.
     URL.createObjectURL = vi.fn(() => "blob:capture-1");
@@ -53,5 +53,43 @@ describe("live view", () => {
     expect(capture).toHaveBeenCalledTimes(1);
     view.update([workspace], panels, { pn_1: 2 });
     expect(capture).toHaveBeenCalledTimes(2);
+  });
+  it("shows a browser panel's address and live view, and says when its browser ended", async () => {
+    let push: (view: BrowserView) => void = () => {};
+    const browser = vi.fn(async (_panelId: string, onView: (view: BrowserView) => void) => {
+      push = onView;
+      return true;
+    });
+    const view = new PanelsView({ attach: vi.fn(), input: vi.fn(), capture: vi.fn(), browser });
+    const panel = { panelId: "pn_1", kind: "browser", title: "Docs", projectId: "pr_1", generation: "g1" };
+    view.update([workspace], { ws_a: [panel] });
+    const card = view.element.querySelector('.browser-panel[data-panel-id="pn_1"]')!;
+    expect(card.querySelector(".note")!.textContent).toContain("Waiting");
+    await vi.waitFor(() => expect(browser).toHaveBeenCalledTimes(1));
+
+    push({ generation: "g1", tabId: "t1", url: "http://127.0.0.1:8000/a", title: "A", jpegBase64: "/9j/AA==", note: null });
+    const image = card.querySelector<HTMLImageElement>("img.browser-view")!;
+    expect(card.querySelector(".address")!.textContent).toBe("http://127.0.0.1:8000/a");
+    expect(image.src).toBe("data:image/jpeg;base64,/9j/AA==");
+    expect(image.hidden).toBe(false);
+    expect(card.querySelector<HTMLElement>(".note")!.hidden).toBe(true);
+
+    // A dialog in the page: the address stays, the note says why, the last image is kept.
+    push({ generation: "g1", tabId: "t1", url: "http://127.0.0.1:8000/a", title: "A", jpegBase64: null, note: "a JavaScript alert dialog is open" });
+    expect(card.querySelector<HTMLElement>(".note")!.hidden).toBe(false);
+    expect(card.querySelector(".note")!.textContent).toContain("dialog");
+
+    // Another overview with the same panel keeps the card (no second stream).
+    view.update([workspace], { ws_a: [panel], ws_b: [] });
+    expect(browser).toHaveBeenCalledTimes(1);
+    expect(view.element.querySelector('.browser-panel[data-panel-id="pn_1"]')).toBe(card);
+
+    push({ ended: true });
+    expect(card.querySelector(".note")!.textContent).toBe("The browser has ended.");
+    expect(image.hidden).toBe(true);
+
+    // A new browser generation in the panel gets a new view.
+    view.update([workspace], { ws_a: [{ ...panel, generation: "g2" }] });
+    expect(browser).toHaveBeenCalledTimes(2);
   });
 });

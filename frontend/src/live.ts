@@ -1,8 +1,10 @@
 // The live view: the operation feed (state, tool, target, who) and the panels of each
-// workspace. Terminal panels are xterm.js terminals the person can type in (a takeover).
+// workspace. Terminal panels are xterm.js terminals the person can type in (a takeover);
+// browser panels show their active tab's address and a live view of its viewport; Android
+// panels show the latest capture an agent took.
 
 import { Terminal } from "@xterm/xterm";
-import type { FeedItem, Panel, Workspace } from "./api";
+import type { BrowserView, FeedItem, Panel, Workspace } from "./api";
 import { ago, h } from "./dom";
 
 export function feedView(items: FeedItem[], now: Date = new Date()): HTMLElement {
@@ -45,6 +47,14 @@ export interface TerminalHooks {
   input(panelId: string, data: string): Promise<void>;
   /** The latest capture of an Android panel (PNG bytes). */
   capture(panelId: string): Promise<Uint8Array<ArrayBuffer>>;
+  /** Streams a browser panel's view; resolves false when no browser runs in it. */
+  browser(panelId: string, onView: (view: BrowserView) => void): Promise<boolean>;
+}
+
+/** A browser panel's view, kept across overview updates; one per browser generation. */
+interface OpenBrowser {
+  element: HTMLElement;
+  generation: string | null;
 }
 
 /** An Android panel's view: the latest capture, fetched again when its sequence changes. */
@@ -66,6 +76,7 @@ export class PanelsView {
   readonly element = h("section", { id: "panels" });
   private terminals = new Map<string, OpenTerminal>();
   private captures = new Map<string, OpenCapture>();
+  private browsers = new Map<string, OpenBrowser>();
   private sequences: Record<string, number> = {};
   /** The layout last rendered; an unchanged one is not rebuilt, so a focused terminal keeps focus. */
   private layout = "";
@@ -104,6 +115,9 @@ export class PanelsView {
         this.terminals.delete(id);
       }
     }
+    for (const id of this.browsers.keys()) {
+      if (!live.has(id)) this.browsers.delete(id);
+    }
     for (const [id, open] of this.captures) {
       if (!live.has(id)) {
         if (open.url) URL.revokeObjectURL(open.url);
@@ -115,6 +129,7 @@ export class PanelsView {
 
   private card(panel: Panel): HTMLElement {
     if (panel.kind === "android") return this.androidCard(panel);
+    if (panel.kind === "browser") return this.browserCard(panel);
     if (panel.kind !== "terminal") {
       return h(
         "div",
@@ -144,6 +159,48 @@ export class PanelsView {
       this.terminals.set(panel.panelId, open);
     }
     return open.element;
+  }
+
+  private browserCard(panel: Panel): HTMLElement {
+    const known = this.browsers.get(panel.panelId);
+    if (known && known.generation === panel.generation) return known.element;
+    const address = h("code", { class: "address" }, "");
+    const note = h("p", { class: "empty note" }, "Waiting for the browser…");
+    const image = h("img", { class: "browser-view", alt: `What ${panel.title} shows` });
+    image.hidden = true;
+    const element = h(
+      "div",
+      { class: "panel browser-panel", "data-panel-id": panel.panelId },
+      h("h3", {}, panel.title, h("span", { class: "where" }, " — what the agent's browser shows")),
+      h("div", { class: "address-bar" }, address),
+      note,
+      image,
+    );
+    this.browsers.set(panel.panelId, { element, generation: panel.generation });
+    const show = (view: BrowserView) => {
+      if (view.ended) {
+        note.textContent = "The browser has ended.";
+        note.hidden = false;
+        image.hidden = true;
+        return;
+      }
+      address.textContent = view.url ?? "";
+      address.title = view.title ?? "";
+      if (view.jpegBase64) {
+        image.src = `data:image/jpeg;base64,${view.jpegBase64}`;
+        image.dataset.tabId = view.tabId ?? "";
+        image.hidden = false;
+      }
+      note.textContent = view.note ?? "";
+      note.hidden = !view.note;
+    };
+    this.hooks
+      .browser(panel.panelId, show)
+      .then((running) => {
+        if (!running) show({ ended: true });
+      })
+      .catch((error) => console.warn("browser view", error));
+    return element;
   }
 
   private androidCard(panel: Panel): HTMLElement {

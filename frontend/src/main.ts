@@ -9,6 +9,7 @@ import {
   type Overview,
   androidCapture,
   appInfo,
+  browserWatch,
   control,
   dataOr,
   terminalAttach,
@@ -31,7 +32,12 @@ let store: StoreStatus | null = null;
 let shownDialog = "";
 let reconcile: HTMLElement | null = null;
 
-const panels = new PanelsView({ attach: terminalAttach, input: terminalInput, capture: androidCapture });
+const panels = new PanelsView({
+  attach: terminalAttach,
+  input: terminalInput,
+  capture: androidCapture,
+  browser: browserWatch,
+});
 const toast = h("div", { id: "toast", role: "status" });
 const overlay = h("div", { id: "overlay", hidden: true });
 const content = h("main", { id: "content" });

@@ -137,6 +137,7 @@ fn start(args: Args) -> anyhow::Result<ExitCode> {
             commands::terminal_input,
             commands::app_info,
             commands::android_capture,
+            commands::browser_watch,
         ])
         .setup(move |app| {
             tray(app)?;

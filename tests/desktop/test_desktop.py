@@ -226,15 +226,20 @@ def test_a_headless_broker_refuses_to_show_a_window(tmp_path: Path):
         lomi.kill()
 
 
-def android_support():
-    """tests/e2e/test_android.py's private adb server and device fixture."""
+def e2e_module(name: str):
+    """A module of tests/e2e (for its fixtures: the adb server and phone, the web site)."""
     spec = importlib.util.spec_from_file_location(
-        "lomi_e2e_android", Path(__file__).parent.parent / "e2e" / "test_android.py"
+        f"lomi_e2e_{name}", Path(__file__).parent.parent / "e2e" / f"{name}.py"
     )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def android_support():
+    """tests/e2e/test_android.py's private adb server and device fixture."""
+    return e2e_module("test_android")
 
 
 async def test_an_android_attach_is_decided_in_the_window_and_the_panel_shows_its_capture(
@@ -301,3 +306,74 @@ async def test_an_android_attach_is_decided_in_the_window_and_the_panel_shows_it
         desktop.stop()
         phone.kill()
         adb.stop()
+
+
+PAGE_A = """<!doctype html><title>Page A</title><style>body{margin:0;background:#fff}
+h1{font:bold 64px sans-serif;color:#2a6;margin:40px}</style><h1>Lomi page A</h1>"""
+
+PAGE_B = """<!doctype html><title>Page B</title><style>body{margin:0;background:#226}
+h1{font:bold 64px sans-serif;color:#fc3;margin:40px}</style><h1>Lomi page B</h1>"""
+
+
+async def test_a_browser_panel_shows_its_address_and_a_live_view_of_the_page(desktop: Desktop, tmp_path: Path):
+    browser = e2e_module("test_browser")
+    site = browser.Site({"/a": PAGE_A, "/b": PAGE_B})
+    try:
+        desktop.start()
+        lomi = desktop.lomi
+        window = desktop.window
+        assert window is not None
+        a = lomi.add_workspace("Web workspace", tmp_path / "project-a")
+        token = lomi.create_token(a["workspaceId"], name="Browser agent")["token"]
+        mcp = support.McpFactory(lomi, lomi.transcript)
+        async with mcp.session(token=token) as session:
+            epoch = (await session.connect(a["workspaceId"]))["retryEpoch"]
+            agent = browser.Agent(session, a["workspaceId"], epoch)
+            await agent.create()
+            card = f'.browser-panel[data-panel-id="{agent.panel}"]'
+            view = f"{card} img.browser-view"
+
+            def shown() -> list | None:
+                """The view's address, image source and decoded size, once an image is in."""
+                return window.script(
+                    "const card = document.querySelector(arguments[0]);"
+                    "const img = card && card.querySelector('img.browser-view');"
+                    "return img && !img.hidden && img.complete && img.naturalWidth"
+                    " ? [card.querySelector('.address').textContent, img.src, img.naturalWidth, img.naturalHeight]"
+                    " : null;",
+                    card,
+                )
+
+            # The agent navigates: the window shows the page's address and what it renders.
+            await agent.navigate(site.url("/a"))
+            wait_until(lambda: (shown() or [""])[0] == site.url("/a"), "page A's address in the window")
+            address, first, width, height = shown()
+            assert first.startswith("data:image/jpeg;base64,"), first[:40]
+            assert [width, height] == [1280, 720], "the view is the whole viewport"
+
+            # The next page replaces both, without the person doing anything.
+            await agent.navigate(site.url("/b"))
+            wait_until(lambda: (shown() or [""])[0] == site.url("/b"), "page B's address in the window")
+            wait_until(lambda: shown()[1] != first, "page B's view replacing page A's")
+            # Page B is dark blue where page A is white: the view is of the page, not a placeholder.
+            corner = window.script(
+                "const img = document.querySelector(arguments[0]);"
+                "const c = document.createElement('canvas'); c.width = 4; c.height = 4;"
+                "const g = c.getContext('2d'); g.drawImage(img, 0, 0, 4, 4, 0, 0, 4, 4);"
+                "return Array.from(g.getImageData(1, 1, 1, 1).data.slice(0, 3));",
+                view,
+            )
+            assert corner[2] > 80 and corner[0] < 80, f"page B's background, not {corner}"
+            window.script(
+                "return document.querySelector(arguments[0]).decode()"
+                ".then(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))))",
+                view,
+            )
+            desktop.screenshot("browser-panel.png")
+
+            # Closing the panel takes its view away.
+            await agent.close()
+            window.wait_gone(card)
+    finally:
+        desktop.stop()
+        site.close()

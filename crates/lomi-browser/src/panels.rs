@@ -58,6 +58,20 @@ pub struct BrowserRuntime {
 
 type Outcome = Pin<Box<dyn Future<Output = Result<ActionResult, ActionError>> + Send>>;
 
+/// A browser panel as the person's window shows it (see [`BrowserPanels::preview`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrowserPreview {
+    pub generation: String,
+    pub tab_id: Option<String>,
+    pub url: String,
+    pub title: String,
+    /// The viewport as a JPEG, base64; absent while there is nothing to show.
+    pub jpeg_base64: Option<String>,
+    /// Why there is no image (the browser is gone, a dialog is open, …).
+    pub note: Option<String>,
+}
+
 /// The browser panels of one broker.
 #[derive(Clone)]
 pub struct BrowserPanels {
@@ -243,6 +257,36 @@ impl BrowserPanels {
                 .with_details(json!({ "currentGeneration": current })));
         }
         Ok(runtime)
+    }
+
+    /// What the person's window shows of a browser panel: its active tab's address and title
+    /// and a JPEG of the viewport (`quality` 1–100). `None` when the panel has no browser.
+    /// While the browser is gone or a dialog is open, the preview says so instead of an image.
+    pub async fn preview(&self, panel: &PanelId, quality: u8) -> Option<BrowserPreview> {
+        let runtime = self.runtimes().get(panel).cloned()?;
+        let browser = &runtime.browser;
+        let mut preview = BrowserPreview {
+            generation: browser.generation().to_owned(),
+            tab_id: None,
+            url: String::new(),
+            title: String::new(),
+            jpeg_base64: None,
+            note: None,
+        };
+        let tab = match browser.active_tab() {
+            Ok(tab) => tab,
+            Err(error) => {
+                preview.note = Some(error.to_string());
+                return Some(preview);
+            }
+        };
+        (preview.url, preview.title) = tab.location().await;
+        preview.tab_id = Some(tab.id.clone());
+        match tab.preview(quality.clamp(1, 100)).await {
+            Ok(jpeg) => preview.jpeg_base64 = Some(jpeg),
+            Err(error) => preview.note = Some(browser.failure(error).to_string()),
+        }
+        Some(preview)
     }
 
     /// PIDs of the running browsers (for the person's view and tests).

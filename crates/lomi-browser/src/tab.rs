@@ -1428,13 +1428,29 @@ impl Tab {
             });
             params["captureBeyondViewport"] = json!(true);
         }
-        let answer = self.raw("Page.captureScreenshot", params).await?;
-        let data = answer["data"]
-            .as_str()
-            .ok_or_else(|| BrowserError::Cdp("Chromium returned no image".to_owned()))?;
+        let data = self.screenshot(params).await?;
         BASE64_STANDARD
             .decode(data)
             .map_err(|e| BrowserError::Cdp(format!("Chromium's image is not base64: {e}")))
+    }
+
+    /// A JPEG of the viewport for the person's live view, base64 as Chromium sends it (the
+    /// window shows it as is). Not an agent's capture: no receipt, no checks beyond Chromium's.
+    pub async fn preview(&self, quality: u8) -> Result<String, BrowserError> {
+        self.no_dialog()?;
+        self.screenshot(json!({
+            "format": "jpeg", "quality": quality, "optimizeForSpeed": true,
+        }))
+        .await
+    }
+
+    /// `Page.captureScreenshot`: the image, base64.
+    async fn screenshot(&self, params: Value) -> Result<String, BrowserError> {
+        let mut answer = self.raw("Page.captureScreenshot", params).await?;
+        match answer["data"].take() {
+            Value::String(data) => Ok(data),
+            _ => Err(BrowserError::Cdp("Chromium returned no image".to_owned())),
+        }
     }
 }
 
