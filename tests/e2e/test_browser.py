@@ -62,6 +62,14 @@ CAPTURE = """<!doctype html><style>body{margin:0;height:2000px}
 #box{position:absolute;left:30px;top:40px;width:240px;height:90px;background:#2a6}</style>
 <div id="box" role="img" aria-label="Green box"></div>"""
 
+OPENER = """<!doctype html><title>Opener</title><h1>Opener page</h1>
+<button onclick="window.open('/popup', 'pop', 'width=400,height=300')">Open popup</button>
+<a href="/popup?via=link" target="_blank">Open link</a>"""
+
+POPUP = """<!doctype html><title>Popup</title><h1>Popup page</h1>
+<button onclick="console.log('popup says hi'); fetch('/ping?from=popup')">Say hi</button>
+<button onclick="window.close()">Close me</button>"""
+
 
 class Site:
     """Pages on 127.0.0.1:<port>; `/hang` holds its request until the site stops."""
@@ -105,7 +113,8 @@ class Site:
 
 @pytest.fixture
 def site():
-    s = Site({"/form": FORM, "/rerender": RERENDER, "/inner": INNER, "/capture": CAPTURE, "/ping": "pong"})
+    s = Site({"/form": FORM, "/rerender": RERENDER, "/inner": INNER, "/capture": CAPTURE, "/ping": "pong",
+              "/opener": OPENER, "/popup": POPUP})
     yield s
     s.close()
 
@@ -405,6 +414,82 @@ async def test_dialog_tabs_console_and_network(lomi, workspaces, mcp, site):
         await lomi.acli("decide", started["operationId"], "approve")
         done = await session.settle(started["operationId"])
         assert done["state"] == "succeeded" and done["result"]["value"] == 3, dump(done)
+        await agent.close()
+
+
+async def tabs_until(session, panel: str, count: int, url_part: str) -> list[dict[str, Any]]:
+    """The tab list once it has `count` tabs and the newest shows `url_part` (a popup is
+    announced by Chromium a moment after the click that opened it)."""
+    deadline = time.monotonic() + 10
+    while True:
+        tabs = (await session.ok("lomi_browser_tab_list", {"panelId": panel}))["tabs"]
+        if len(tabs) == count and url_part in tabs[-1]["url"]:
+            return tabs
+        assert time.monotonic() < deadline, dump(tabs)
+        await anyio.sleep(0.05)
+
+
+async def test_popups_become_tabs_of_their_panel(lomi, workspaces, mcp, site):
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        agent = await agent_for(lomi, workspaces, session)
+        await agent.create()
+        await agent.navigate(site.url("/opener"))
+        snap = await agent.snapshot()
+        clicked = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'button "Open popup"')})
+        assert clicked["state"] == "succeeded", dump(clicked)
+        tabs = await tabs_until(session, agent.panel, 2, "/popup")
+        opener, popup = tabs[0]["tabId"], tabs[1]["tabId"]
+        # Listed with its opener, not made active: the agent's snapshot still names its tab.
+        assert [t["active"] for t in tabs] == [True, False], dump(tabs)
+        assert tabs[0]["openerTabId"] is None and tabs[1]["openerTabId"] == opener, dump(tabs)
+        assert tabs[1]["url"] == site.url("/popup"), dump(tabs)
+        assert 'heading "Opener page"' in (await agent.snapshot())["text"]
+
+        switched = await agent.act("lomi_browser_tab_switch", {"tabId": popup})
+        assert switched["state"] == "succeeded", dump(switched)
+        shown = await agent.snapshot()
+        assert shown["tabId"] == popup and 'heading "Popup page"' in shown["text"], dump(shown)
+        # Its console and network are logged like any tab's.
+        said = await agent.act("lomi_browser_click", {"snapshotId": shown["snapshotId"], "elementRef": ref(shown, 'button "Say hi"')})
+        assert said["state"] == "succeeded" and said["result"]["tabId"] == popup, dump(said)
+        deadline = time.monotonic() + 10
+        while True:
+            console = await session.ok("lomi_browser_console", {"panelId": agent.panel})
+            network = await session.ok("lomi_browser_network", {"panelId": agent.panel})
+            said_hi = [e for e in console["entries"] if e["text"] == "popup says hi" and e["tabId"] == popup]
+            pinged = [e for e in network["entries"] if "/ping?from=popup" in e["url"] and e["tabId"] == popup and e["status"] == 200]
+            if said_hi and pinged:
+                break
+            assert time.monotonic() < deadline, dump({"console": console, "network": network})
+            await anyio.sleep(0.05)
+
+        closed = await agent.act("lomi_browser_tab_close", {"tabId": popup})
+        assert closed["state"] == "succeeded", dump(closed)
+        assert [(t["tabId"], t["active"]) for t in closed["result"]["tabs"]] == [(opener, True)], dump(closed)
+        assert 'heading "Opener page"' in (await agent.snapshot())["text"]
+
+        # A target=_blank link (no opener for the page) is adopted too, and a popup that
+        # closes itself leaves the list.
+        snap = await agent.snapshot()
+        followed = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'link "Open link"')})
+        assert followed["state"] == "succeeded", dump(followed)
+        tabs = await tabs_until(session, agent.panel, 2, "/popup?via=link")
+        assert tabs[1]["openerTabId"] == opener and not tabs[1]["active"], dump(tabs)
+        switched = await agent.act("lomi_browser_tab_switch", {"tabId": tabs[1]["tabId"]})
+        assert switched["state"] == "succeeded", dump(switched)
+        shown = await agent.snapshot()
+        bye = await agent.act("lomi_browser_click", {"snapshotId": shown["snapshotId"], "elementRef": ref(shown, 'button "Close me"')})
+        assert bye["state"] in ("succeeded", "outcome_unknown"), dump(bye)
+        deadline = time.monotonic() + 10
+        while True:
+            tabs = (await session.ok("lomi_browser_tab_list", {"panelId": agent.panel}))["tabs"]
+            if [(t["tabId"], t["active"]) for t in tabs] == [(opener, True)]:
+                break
+            assert time.monotonic() < deadline, dump(tabs)
+            await anyio.sleep(0.05)
+        assert 'heading "Opener page"' in (await agent.snapshot())["text"]
         await agent.close()
 
 
