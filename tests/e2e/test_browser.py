@@ -70,6 +70,17 @@ POPUP = """<!doctype html><title>Popup</title><h1>Popup page</h1>
 <button onclick="console.log('popup says hi'); fetch('/ping?from=popup')">Say hi</button>
 <button onclick="window.close()">Close me</button>"""
 
+KEEPER = """<!doctype html><title>Keeper</title>
+<button onclick="localStorage.setItem('kept', 'yes'); document.cookie = 'kept=yes; max-age=3600; path=/'; show()">Remember</button>
+<div id="out" role="status"></div>
+<script>
+function show() {
+  document.getElementById('out').textContent =
+    'stored=' + (localStorage.getItem('kept') || 'none') + ' cookie=' + (document.cookie || 'none');
+}
+show();
+</script>"""
+
 
 class Site:
     """Pages on 127.0.0.1:<port>; `/hang` holds its request until the site stops."""
@@ -114,7 +125,7 @@ class Site:
 @pytest.fixture
 def site():
     s = Site({"/form": FORM, "/rerender": RERENDER, "/inner": INNER, "/capture": CAPTURE, "/ping": "pong",
-              "/opener": OPENER, "/popup": POPUP})
+              "/opener": OPENER, "/popup": POPUP, "/keeper": KEEPER})
     yield s
     s.close()
 
@@ -491,6 +502,64 @@ async def test_popups_become_tabs_of_their_panel(lomi, workspaces, mcp, site):
             await anyio.sleep(0.05)
         assert 'heading "Opener page"' in (await agent.snapshot())["text"]
         await agent.close()
+
+
+async def kept_state(agent: Agent, site: Site) -> str:
+    """What the keeper page finds in the browser's storage: `stored=… cookie=…`."""
+    await agent.navigate(site.url("/keeper"))
+    found = re.search(r"stored=\w+ cookie=[\w=]+", (await agent.snapshot(find="stored="))["text"])
+    assert found, dump(await agent.snapshot())
+    return found.group(0)
+
+
+async def test_a_persistent_profile_is_the_persons_choice_and_one_browser_at_a_time(lomi, workspaces, mcp, site):
+    a, _ = workspaces
+    ws = a["workspaceId"]
+    fresh = lomi.cli("browser", "profile", ws)
+    assert fresh["persistent"] is False and fresh["exists"] is False, dump(fresh)
+    chosen = lomi.cli("browser", "profile", ws, "--persistent")
+    assert chosen["persistent"] is True and chosen["path"].endswith(f"/browser-profiles/{ws}"), dump(chosen)
+    profile = Path(chosen["path"])
+    token = lomi.create_token(ws)["token"]
+    async with mcp.session(token=token) as session:
+        agent = await agent_for(lomi, workspaces, session)
+        await agent.create()
+        assert await kept_state(agent, site) == "stored=none cookie=none"
+        snap = await agent.snapshot()
+        kept = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'button "Remember"')})
+        assert kept["state"] == "succeeded", dump(kept)
+        assert "stored=yes cookie=kept=yes" in (await agent.snapshot(find="stored="))["text"]
+        assert profile.is_dir()
+
+        # A second browser on the same profile is refused, saying which panel holds it and what to do.
+        second = await agent.op("lomi_browser_create", {"workspaceId": ws, "title": "Second", "expectedRevision": await agent.revision()})
+        assert second["state"] == "failed" and second["effectState"] == "none", dump(second)
+        assert second["error"]["code"] == "RESOURCE_EXHAUSTED", dump(second)
+        assert agent.panel in second["error"]["message"] and "lomi_browser_close" in second["error"]["message"], dump(second)
+        assert second["result"]["details"]["panelId"] == agent.panel, dump(second)
+        # Nor can the person delete the folder under a running browser.
+        refused = lomi.cli_fails("browser", "profile", ws, "--fresh", "--delete")
+        assert "close" in refused, refused
+        assert lomi.cli("browser", "profile", ws)["persistent"] is True
+
+        # Closed and created again (the start also sweeps abandoned temp profiles): still there.
+        await agent.close()
+        await agent.create()
+        assert await kept_state(agent, site) == "stored=yes cookie=kept=yes"
+        await agent.close()
+
+        # Turned off: a fresh profile each time, and browsers side by side again; the folder stays.
+        off = lomi.cli("browser", "profile", ws, "--fresh")
+        assert off["persistent"] is False and off["exists"] is True and off["deleted"] is False, dump(off)
+        await agent.create()
+        assert await kept_state(agent, site) == "stored=none cookie=none"
+        other = Agent(session, ws, agent.epoch)
+        other.keys = 1000
+        await other.create()
+        await other.close()
+        await agent.close()
+    deleted = lomi.cli("browser", "profile", ws, "--fresh", "--delete")
+    assert deleted["deleted"] is True and not profile.exists(), dump(deleted)
 
 
 async def test_captures_are_pngs_of_the_size_asked_for(lomi, workspaces, mcp, site, tmp_path):

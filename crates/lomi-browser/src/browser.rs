@@ -25,6 +25,8 @@ pub struct BrowserOptions {
     pub chromium: PathBuf,
     pub width: u32,
     pub height: u32,
+    /// A persistent profile folder the person chose; None for a fresh profile.
+    pub profile: Option<PathBuf>,
 }
 
 impl Default for BrowserOptions {
@@ -33,6 +35,7 @@ impl Default for BrowserOptions {
             chromium: crate::chromium_path(),
             width: 1280,
             height: 720,
+            profile: None,
         }
     }
 }
@@ -145,7 +148,13 @@ impl Browser {
         options: BrowserOptions,
         generation: String,
     ) -> Result<Browser, BrowserError> {
-        let mut process = Process::start(&options.chromium, options.width, options.height).await?;
+        let mut process = Process::start(
+            &options.chromium,
+            options.width,
+            options.height,
+            options.profile.as_deref(),
+        )
+        .await?;
         let pid = process.pid();
         let (cdp, mut handler) = match chromiumoxide::Browser::connect(process.ws_url.clone()).await
         {
