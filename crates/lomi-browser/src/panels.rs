@@ -262,17 +262,17 @@ impl BrowserPanels {
         Ok(runtime)
     }
 
+    /// PIDs of the running browsers (for the person's view and tests).
+    pub fn pids(&self) -> Vec<u32> {
+        self.runtimes().values().map(|r| r.browser.pid()).collect()
+    }
+
     /// The panel whose running browser uses a persistent profile folder, if one does.
     pub fn profile_holder(&self, dir: &std::path::Path) -> Option<PanelId> {
         self.runtimes()
             .iter()
             .find(|(_, r)| r.profile.as_deref() == Some(dir) && r.browser.exit().is_none())
             .map(|(panel, _)| panel.clone())
-    }
-
-    /// PIDs of the running browsers (for the person's view and tests).
-    pub fn pids(&self) -> Vec<u32> {
-        self.runtimes().values().map(|r| r.browser.pid()).collect()
     }
 
     /// `lomi_browser_create`.
