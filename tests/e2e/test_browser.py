@@ -62,6 +62,25 @@ CAPTURE = """<!doctype html><style>body{margin:0;height:2000px}
 #box{position:absolute;left:30px;top:40px;width:240px;height:90px;background:#2a6}</style>
 <div id="box" role="img" aria-label="Green box"></div>"""
 
+OPENER = """<!doctype html><title>Opener</title><h1>Opener page</h1>
+<button onclick="window.open('/popup', 'pop', 'width=400,height=300')">Open popup</button>
+<a href="/popup?via=link" target="_blank">Open link</a>"""
+
+POPUP = """<!doctype html><title>Popup</title><h1>Popup page</h1>
+<button onclick="console.log('popup says hi'); fetch('/ping?from=popup')">Say hi</button>
+<button onclick="window.close()">Close me</button>"""
+
+KEEPER = """<!doctype html><title>Keeper</title>
+<button onclick="localStorage.setItem('kept', 'yes'); document.cookie = 'kept=yes; max-age=3600; path=/'; show()">Remember</button>
+<div id="out" role="status"></div>
+<script>
+function show() {
+  document.getElementById('out').textContent =
+    'stored=' + (localStorage.getItem('kept') || 'none') + ' cookie=' + (document.cookie || 'none');
+}
+show();
+</script>"""
+
 
 class Site:
     """Pages on 127.0.0.1:<port>; `/hang` holds its request until the site stops."""
@@ -105,7 +124,8 @@ class Site:
 
 @pytest.fixture
 def site():
-    s = Site({"/form": FORM, "/rerender": RERENDER, "/inner": INNER, "/capture": CAPTURE, "/ping": "pong"})
+    s = Site({"/form": FORM, "/rerender": RERENDER, "/inner": INNER, "/capture": CAPTURE, "/ping": "pong",
+              "/opener": OPENER, "/popup": POPUP, "/keeper": KEEPER})
     yield s
     s.close()
 
@@ -406,6 +426,140 @@ async def test_dialog_tabs_console_and_network(lomi, workspaces, mcp, site):
         done = await session.settle(started["operationId"])
         assert done["state"] == "succeeded" and done["result"]["value"] == 3, dump(done)
         await agent.close()
+
+
+async def tabs_until(session, panel: str, count: int, url_part: str) -> list[dict[str, Any]]:
+    """The tab list once it has `count` tabs and the newest shows `url_part` (a popup is
+    announced by Chromium a moment after the click that opened it)."""
+    deadline = time.monotonic() + 10
+    while True:
+        tabs = (await session.ok("lomi_browser_tab_list", {"panelId": panel}))["tabs"]
+        if len(tabs) == count and url_part in tabs[-1]["url"]:
+            return tabs
+        assert time.monotonic() < deadline, dump(tabs)
+        await anyio.sleep(0.05)
+
+
+async def test_popups_become_tabs_of_their_panel(lomi, workspaces, mcp, site):
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        agent = await agent_for(lomi, workspaces, session)
+        await agent.create()
+        await agent.navigate(site.url("/opener"))
+        snap = await agent.snapshot()
+        clicked = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'button "Open popup"')})
+        assert clicked["state"] == "succeeded", dump(clicked)
+        tabs = await tabs_until(session, agent.panel, 2, "/popup")
+        opener, popup = tabs[0]["tabId"], tabs[1]["tabId"]
+        # Listed with its opener, not made active: the agent's snapshot still names its tab.
+        assert [t["active"] for t in tabs] == [True, False], dump(tabs)
+        assert tabs[0]["openerTabId"] is None and tabs[1]["openerTabId"] == opener, dump(tabs)
+        assert tabs[1]["url"] == site.url("/popup"), dump(tabs)
+        assert 'heading "Opener page"' in (await agent.snapshot())["text"]
+
+        switched = await agent.act("lomi_browser_tab_switch", {"tabId": popup})
+        assert switched["state"] == "succeeded", dump(switched)
+        shown = await agent.snapshot()
+        assert shown["tabId"] == popup and 'heading "Popup page"' in shown["text"], dump(shown)
+        # Its console and network are logged like any tab's.
+        said = await agent.act("lomi_browser_click", {"snapshotId": shown["snapshotId"], "elementRef": ref(shown, 'button "Say hi"')})
+        assert said["state"] == "succeeded" and said["result"]["tabId"] == popup, dump(said)
+        deadline = time.monotonic() + 10
+        while True:
+            console = await session.ok("lomi_browser_console", {"panelId": agent.panel})
+            network = await session.ok("lomi_browser_network", {"panelId": agent.panel})
+            said_hi = [e for e in console["entries"] if e["text"] == "popup says hi" and e["tabId"] == popup]
+            pinged = [e for e in network["entries"] if "/ping?from=popup" in e["url"] and e["tabId"] == popup and e["status"] == 200]
+            if said_hi and pinged:
+                break
+            assert time.monotonic() < deadline, dump({"console": console, "network": network})
+            await anyio.sleep(0.05)
+
+        closed = await agent.act("lomi_browser_tab_close", {"tabId": popup})
+        assert closed["state"] == "succeeded", dump(closed)
+        assert [(t["tabId"], t["active"]) for t in closed["result"]["tabs"]] == [(opener, True)], dump(closed)
+        assert 'heading "Opener page"' in (await agent.snapshot())["text"]
+
+        # A target=_blank link (no opener for the page) is adopted too, and a popup that
+        # closes itself leaves the list.
+        snap = await agent.snapshot()
+        followed = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'link "Open link"')})
+        assert followed["state"] == "succeeded", dump(followed)
+        tabs = await tabs_until(session, agent.panel, 2, "/popup?via=link")
+        assert tabs[1]["openerTabId"] == opener and not tabs[1]["active"], dump(tabs)
+        switched = await agent.act("lomi_browser_tab_switch", {"tabId": tabs[1]["tabId"]})
+        assert switched["state"] == "succeeded", dump(switched)
+        shown = await agent.snapshot()
+        bye = await agent.act("lomi_browser_click", {"snapshotId": shown["snapshotId"], "elementRef": ref(shown, 'button "Close me"')})
+        assert bye["state"] in ("succeeded", "outcome_unknown"), dump(bye)
+        deadline = time.monotonic() + 10
+        while True:
+            tabs = (await session.ok("lomi_browser_tab_list", {"panelId": agent.panel}))["tabs"]
+            if [(t["tabId"], t["active"]) for t in tabs] == [(opener, True)]:
+                break
+            assert time.monotonic() < deadline, dump(tabs)
+            await anyio.sleep(0.05)
+        assert 'heading "Opener page"' in (await agent.snapshot())["text"]
+        await agent.close()
+
+
+async def kept_state(agent: Agent, site: Site) -> str:
+    """What the keeper page finds in the browser's storage: `stored=… cookie=…`."""
+    await agent.navigate(site.url("/keeper"))
+    found = re.search(r"stored=\w+ cookie=[\w=]+", (await agent.snapshot(find="stored="))["text"])
+    assert found, dump(await agent.snapshot())
+    return found.group(0)
+
+
+async def test_a_persistent_profile_is_the_persons_choice_and_one_browser_at_a_time(lomi, workspaces, mcp, site):
+    a, _ = workspaces
+    ws = a["workspaceId"]
+    fresh = lomi.cli("browser", "profile", ws)
+    assert fresh["persistent"] is False and fresh["exists"] is False, dump(fresh)
+    chosen = lomi.cli("browser", "profile", ws, "--persistent")
+    assert chosen["persistent"] is True and chosen["path"].endswith(f"/browser-profiles/{ws}"), dump(chosen)
+    profile = Path(chosen["path"])
+    token = lomi.create_token(ws)["token"]
+    async with mcp.session(token=token) as session:
+        agent = await agent_for(lomi, workspaces, session)
+        await agent.create()
+        assert await kept_state(agent, site) == "stored=none cookie=none"
+        snap = await agent.snapshot()
+        kept = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'button "Remember"')})
+        assert kept["state"] == "succeeded", dump(kept)
+        assert "stored=yes cookie=kept=yes" in (await agent.snapshot(find="stored="))["text"]
+        assert profile.is_dir()
+
+        # A second browser on the same profile is refused, saying which panel holds it and what to do.
+        second = await agent.op("lomi_browser_create", {"workspaceId": ws, "title": "Second", "expectedRevision": await agent.revision()})
+        assert second["state"] == "failed" and second["effectState"] == "none", dump(second)
+        assert second["error"]["code"] == "RESOURCE_EXHAUSTED", dump(second)
+        assert agent.panel in second["error"]["message"] and "lomi_browser_close" in second["error"]["message"], dump(second)
+        assert second["result"]["details"]["panelId"] == agent.panel, dump(second)
+        # Nor can the person delete the folder under a running browser.
+        refused = lomi.cli_fails("browser", "profile", ws, "--fresh", "--delete")
+        assert "close" in refused, refused
+        assert lomi.cli("browser", "profile", ws)["persistent"] is True
+
+        # Closed and created again (the start also sweeps abandoned temp profiles): still there.
+        await agent.close()
+        await agent.create()
+        assert await kept_state(agent, site) == "stored=yes cookie=kept=yes"
+        await agent.close()
+
+        # Turned off: a fresh profile each time, and browsers side by side again; the folder stays.
+        off = lomi.cli("browser", "profile", ws, "--fresh")
+        assert off["persistent"] is False and off["exists"] is True and off["deleted"] is False, dump(off)
+        await agent.create()
+        assert await kept_state(agent, site) == "stored=none cookie=none"
+        other = Agent(session, ws, agent.epoch)
+        other.keys = 1000
+        await other.create()
+        await other.close()
+        await agent.close()
+    deleted = lomi.cli("browser", "profile", ws, "--fresh", "--delete")
+    assert deleted["deleted"] is True and not profile.exists(), dump(deleted)
 
 
 async def test_captures_are_pngs_of_the_size_asked_for(lomi, workspaces, mcp, site, tmp_path):

@@ -25,6 +25,10 @@ pub struct Workspace {
     pub revision: DomainRevision,
     pub projects: Vec<Project>,
     pub panel_order: Vec<PanelId>,
+    /// The person chose that this workspace's browser panels keep one persistent Chromium
+    /// profile (`browser-profiles/<workspaceId>` in the data dir) instead of a fresh one each.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub persistent_browser_profile: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

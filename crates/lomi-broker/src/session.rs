@@ -2,7 +2,7 @@
 //! the workspace mutation, receipts, cancellation, the event feed, store status, and the
 //! person's own workspace and operation commands.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use lomi_protocol::tools::operations::{
     EventPage, EventsReadInput, OperationEvent, OperationGetInput, OperationView, StoreStatusView,
@@ -23,6 +23,8 @@ use crate::{Broker, RETRY_EPOCH_LIFETIME, store_error};
 
 /// Default and largest page of `lomi_events_read`.
 const DEFAULT_EVENTS: u32 = 100;
+/// The folder in the data dir that holds the persistent browser profiles, one per workspace.
+pub const BROWSER_PROFILES_DIR: &str = "browser-profiles";
 const MAX_EVENTS: u32 = 500;
 
 impl Broker {
@@ -542,6 +544,7 @@ impl Broker {
                 root,
             }],
             panel_order: Vec::new(),
+            persistent_browser_profile: false,
         };
         let added = workspace.clone();
         self.update_domain(|domain| {
@@ -676,6 +679,37 @@ impl Broker {
     }
 
     /// Marks a tool as needing the person's decision before it runs (or clears the mark).
+    /// Where a workspace's persistent browser profile lives (whether or not it is chosen).
+    pub fn browser_profile_dir(&self, workspace: &WorkspaceId) -> PathBuf {
+        self.data_dir()
+            .join(BROWSER_PROFILES_DIR)
+            .join(workspace.to_string())
+    }
+
+    /// The persistent browser profile of a workspace, when the person chose one.
+    pub fn persistent_browser_profile(&self, workspace: &WorkspaceId) -> Option<PathBuf> {
+        let chosen = self
+            .domain()
+            .workspaces
+            .iter()
+            .any(|w| &w.id == workspace && w.persistent_browser_profile);
+        chosen.then(|| self.browser_profile_dir(workspace))
+    }
+
+    /// The person's choice: the workspace's browser panels created from now on keep a
+    /// persistent profile (`true`) or get a fresh one each (`false`). Running browsers keep
+    /// the profile they started with; the folder is never removed here.
+    pub fn set_persistent_browser_profile(
+        &self,
+        workspace: &WorkspaceId,
+        persistent: bool,
+    ) -> Result<(), ToolError> {
+        self.update_domain(|domain| {
+            person_workspace(domain, workspace)?.persistent_browser_profile = persistent;
+            Ok(())
+        })
+    }
+
     pub fn set_confirmation(&self, tool: &str, confirm: bool) -> Result<(), ToolError> {
         if lomi_protocol::catalog::tool(tool)
             .is_none_or(|t| t.kind != lomi_protocol::catalog::ToolKind::Mutation)

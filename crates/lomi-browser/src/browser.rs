@@ -1,12 +1,15 @@
 //! One browser: a Chromium process, the chromiumoxide connection to it, its tabs (one active),
 //! its console and network logs, and whether it is still alive. Cheap to clone.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use chromiumoxide::cdp::browser_protocol::target::CreateTargetParams;
+use chromiumoxide::cdp::browser_protocol::target::{
+    CreateTargetParams, EventAttachedToTarget, EventTargetCreated, EventTargetDestroyed, TargetInfo,
+};
+use chromiumoxide::listeners::EventStream;
 use futures_util::StreamExt;
 use lomi_protocol::tools::browser::{ConsoleEntry, NetworkEntry, TabView};
 use serde_json::json;
@@ -22,6 +25,8 @@ pub struct BrowserOptions {
     pub chromium: PathBuf,
     pub width: u32,
     pub height: u32,
+    /// A persistent profile folder the person chose; None for a fresh profile.
+    pub profile: Option<PathBuf>,
 }
 
 impl Default for BrowserOptions {
@@ -30,6 +35,7 @@ impl Default for BrowserOptions {
             chromium: crate::chromium_path(),
             width: 1280,
             height: 720,
+            profile: None,
         }
     }
 }
@@ -42,6 +48,9 @@ pub enum Exit {
     /// It ended on its own or was killed by someone else.
     Crashed(String),
 }
+
+/// How long a tab list waits for popups Chromium announced but Lomi has not finished adopting.
+const ADOPT_WAIT: Duration = Duration::from_secs(5);
 
 /// Entries kept per log; older ones are dropped (a read says so).
 const LOG_KEEP: usize = 2000;
@@ -123,6 +132,8 @@ struct Inner {
     /// None while alive; how it ended afterwards.
     exit: watch::Receiver<Option<Exit>>,
     end: Mutex<Option<oneshot::Sender<()>>>,
+    /// Popups (target ids) Chromium announced whose tab is not ready yet.
+    adopting: watch::Sender<HashSet<String>>,
 }
 
 /// A running browser. All clones are the same browser.
@@ -137,7 +148,13 @@ impl Browser {
         options: BrowserOptions,
         generation: String,
     ) -> Result<Browser, BrowserError> {
-        let mut process = Process::start(&options.chromium, options.width, options.height).await?;
+        let mut process = Process::start(
+            &options.chromium,
+            options.width,
+            options.height,
+            options.profile.as_deref(),
+        )
+        .await?;
         let pid = process.pid();
         let (cdp, mut handler) = match chromiumoxide::Browser::connect(process.ws_url.clone()).await
         {
@@ -188,8 +205,13 @@ impl Browser {
                 logs: Arc::default(),
                 exit: exit_rx,
                 end: Mutex::new(Some(end_tx)),
+                adopting: watch::Sender::new(HashSet::new()),
             }),
         };
+        if let Err(error) = browser.follow_targets().await {
+            browser.close().await;
+            return Err(error);
+        }
         let first = match browser.open_tab().await {
             Ok(tab) => tab,
             Err(error) => {
@@ -273,8 +295,16 @@ impl Browser {
         self.tabs_lock().iter().find(|t| t.id == id).cloned()
     }
 
-    /// The tabs, in the order they were opened.
+    /// The tabs, in the order they were opened (popups Chromium already announced included).
     pub async fn tab_views(&self) -> Vec<TabView> {
+        let mut adopting = self.inner.adopting.subscribe();
+        let waited = tokio::time::timeout(ADOPT_WAIT, async {
+            adopting.wait_for(HashSet::is_empty).await.is_ok()
+        })
+        .await;
+        if waited != Ok(true) {
+            tracing::debug!("listing tabs while popups are still being adopted");
+        }
         let tabs: Vec<Tab> = self.tabs_lock().clone();
         let active = self.active_tab().ok().map(|t| t.id);
         let mut views = Vec::with_capacity(tabs.len());
@@ -285,6 +315,7 @@ impl Browser {
                 tab_id: tab.id.clone(),
                 url,
                 title,
+                opener_tab_id: tab.opener.clone(),
             });
         }
         views
@@ -301,7 +332,7 @@ impl Browser {
             .new_page(CreateTargetParams::new("about:blank"))
             .await
             .map_err(|e| self.failure(cdp_error(e)))?;
-        let tab = Tab::attach(self.clone(), page).await?;
+        let tab = Tab::attach(self.clone(), page, None).await?;
         self.tabs_lock().push(tab.clone());
         self.activate(&tab.id).await?;
         Ok(tab)
@@ -342,6 +373,83 @@ impl Browser {
             *active = self.tabs_lock().last().map(|t| t.id.clone());
         }
         Ok(())
+    }
+
+    /// Follows Chromium's page targets: a page opened by a page of one of this browser's tabs
+    /// (`window.open`, a `target=_blank` link) becomes a tab of its own, without becoming
+    /// active; a page that closed itself leaves the tab list.
+    async fn follow_targets(&self) -> Result<(), BrowserError> {
+        let cdp = &self.inner.cdp;
+        let fail = |e| self.failure(cdp_error(e));
+        let created = cdp
+            .event_listener::<EventTargetCreated>()
+            .await
+            .map_err(fail)?;
+        let attached = cdp
+            .event_listener::<EventAttachedToTarget>()
+            .await
+            .map_err(fail)?;
+        let destroyed = cdp
+            .event_listener::<EventTargetDestroyed>()
+            .await
+            .map_err(fail)?;
+        // Weak, so that the follower does not keep a closed browser alive.
+        tokio::spawn(follow(
+            Arc::downgrade(&self.inner),
+            created,
+            attached,
+            destroyed,
+        ));
+        Ok(())
+    }
+
+    /// The opener tab of a page target this browser should adopt as a popup, if it is one.
+    fn popup_opener(&self, info: &TargetInfo) -> Option<String> {
+        let opener = info.opener_id.as_ref()?.as_ref().to_owned();
+        (info.r#type == "page"
+            && self.tab(&opener).is_some()
+            && self.tab(info.target_id.as_ref()).is_none())
+        .then_some(opener)
+    }
+
+    /// Makes a popup's page a tab: Lomi's world, binding and logs, as for any tab.
+    async fn adopt(&self, id: String, opener: String) {
+        let attached = match self
+            .inner
+            .cdp
+            .get_page(id.clone().into())
+            .await
+            .map_err(cdp_error)
+        {
+            Ok(page) => Tab::attach(self.clone(), page, Some(opener)).await,
+            Err(error) => Err(error),
+        };
+        // Under the tab lock, so that a popup that closed meanwhile is not listed.
+        let mut tabs = self.tabs_lock();
+        let mut waiting = false;
+        self.inner
+            .adopting
+            .send_modify(|set| waiting = set.remove(&id));
+        match attached {
+            Ok(tab) if waiting => tabs.push(tab),
+            Ok(_) => {}
+            Err(error) => tracing::debug!("popup {id} was not adopted: {error}"),
+        }
+    }
+
+    /// A page target is gone (closed by its page, or by Lomi): it is no longer a tab.
+    fn forget(&self, id: &str) {
+        {
+            let mut tabs = self.tabs_lock();
+            self.inner.adopting.send_modify(|set| {
+                set.remove(id);
+            });
+            tabs.retain(|t| t.id != id);
+        }
+        let mut active = self.inner.active.lock().unwrap_or_else(|e| e.into_inner());
+        if active.as_deref() == Some(id) {
+            *active = self.tabs_lock().last().map(|t| t.id.clone());
+        }
     }
 
     /// Closes the targets Chromium opened by itself (its first about:blank window).
@@ -385,5 +493,45 @@ impl Browser {
             let _sent = end.send(());
         }
         self.exited().await
+    }
+}
+
+/// The target follower of one browser (see `Browser::follow_targets`); ends with the
+/// connection or the browser.
+async fn follow(
+    inner: Weak<Inner>,
+    mut created: EventStream<EventTargetCreated>,
+    mut attached: EventStream<EventAttachedToTarget>,
+    mut destroyed: EventStream<EventTargetDestroyed>,
+) {
+    loop {
+        tokio::select! {
+            Some(event) = created.next() => {
+                let Some(inner) = inner.upgrade() else { break };
+                let browser = Browser { inner };
+                if browser.popup_opener(&event.target_info).is_some() {
+                    let id = event.target_info.target_id.as_ref().to_owned();
+                    browser.inner.adopting.send_modify(|set| {
+                        set.insert(id);
+                    });
+                }
+            }
+            Some(event) = attached.next() => {
+                let Some(inner) = inner.upgrade() else { break };
+                let browser = Browser { inner };
+                if let Some(opener) = browser.popup_opener(&event.target_info) {
+                    let id = event.target_info.target_id.as_ref().to_owned();
+                    browser.inner.adopting.send_modify(|set| {
+                        set.insert(id.clone());
+                    });
+                    tokio::spawn(async move { browser.adopt(id, opener).await });
+                }
+            }
+            Some(event) = destroyed.next() => {
+                let Some(inner) = inner.upgrade() else { break };
+                Browser { inner }.forget(event.target_id.as_ref());
+            }
+            else => break,
+        }
     }
 }

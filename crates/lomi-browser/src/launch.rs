@@ -1,5 +1,6 @@
 //! Starting and ending one Chromium process: Debian's `/usr/bin/chromium`, headless, with a
-//! fresh profile (and temp dir) per browser that is removed when it ends. The process is bound
+//! fresh profile (and temp dir) per browser that is removed when it ends, or a persistent
+//! profile folder the person chose (only its temp dir is removed then). The process is bound
 //! to Lomi's life: it gets SIGKILL when the thread that started it dies (`setpriv
 //! --pdeathsig`), and it leads its own process group so that ending it ends its helpers too.
 
@@ -59,18 +60,55 @@ pub struct Process {
     child: Child,
     pid: u32,
     pub ws_url: String,
-    /// The profile and temp dir; removed when this is dropped.
+    /// The profile and temp dir; removed when this is dropped. With a persistent profile,
+    /// only the temp dir is in it.
     _profile: tempfile::TempDir,
+    /// Chromium uses a persistent profile: let it finish writing before signalling it.
+    persistent: bool,
+}
+
+/// How long a browser with a persistent profile may take to quit by itself (after
+/// `Browser.close`) before it is signalled, so that it can write its cookies and storage.
+const PERSISTENT_QUIT_LIMIT: Duration = Duration::from_secs(5);
+
+/// Makes a persistent profile folder (private to the user) if it is not there yet.
+fn make_profile_dir(dir: &Path) -> Result<(), BrowserError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| {
+            BrowserError::Launch(format!(
+                "cannot make the browser profile folder {}: {e}",
+                dir.display()
+            ))
+        })
 }
 
 impl Process {
-    /// Starts Chromium with a fresh profile and waits for its DevTools address.
-    pub async fn start(chromium: &Path, width: u32, height: u32) -> Result<Process, BrowserError> {
+    /// Starts Chromium with a fresh profile, or with `persistent` as its profile folder, and
+    /// waits for its DevTools address.
+    pub async fn start(
+        chromium: &Path,
+        width: u32,
+        height: u32,
+        persistent: Option<&Path>,
+    ) -> Result<Process, BrowserError> {
+        // Only temp folders named lomi-chromium-* are ever removed here; a persistent
+        // profile lives in Lomi's data dir and is never touched.
         remove_abandoned_profiles();
         let profile = tempfile::Builder::new()
             .prefix("lomi-chromium-")
             .tempdir()
             .map_err(|e| BrowserError::Launch(format!("cannot make a profile directory: {e}")))?;
+        let user_data_dir = match persistent {
+            Some(dir) => {
+                make_profile_dir(dir)?;
+                dir.to_path_buf()
+            }
+            None => profile.path().join("profile"),
+        };
         let tmp = profile.path().join("tmp");
         std::fs::create_dir(&tmp)
             .map_err(|e| BrowserError::Launch(format!("cannot make a temp directory: {e}")))?;
@@ -81,10 +119,7 @@ impl Process {
             .arg("--")
             .arg(chromium)
             .args(FLAGS)
-            .arg(format!(
-                "--user-data-dir={}",
-                profile.path().join("profile").display()
-            ))
+            .arg(format!("--user-data-dir={}", user_data_dir.display()))
             .arg(format!("--window-size={width},{height}"))
             .arg("--remote-debugging-address=127.0.0.1")
             .arg("--remote-debugging-port=0")
@@ -146,6 +181,7 @@ impl Process {
             pid,
             ws_url,
             _profile: profile,
+            persistent: persistent.is_some(),
         })
     }
 
@@ -160,6 +196,10 @@ impl Process {
 
     /// Ends the process group: SIGTERM, then SIGKILL after `grace`; reaps the process.
     pub async fn end(&mut self, grace: Duration) {
+        if self.persistent && self.child.try_wait().ok().flatten().is_none() {
+            // Asked to quit already (Browser.close): it writes its profile on the way out.
+            let _quit = tokio::time::timeout(PERSISTENT_QUIT_LIMIT, self.child.wait()).await;
+        }
         if self.child.try_wait().ok().flatten().is_none() {
             if let Err(error) = killpg(Pid::from_raw(self.pid as i32), Signal::SIGTERM) {
                 tracing::debug!("SIGTERM to Chromium's group {}: {error}", self.pid);
@@ -205,6 +245,34 @@ fn remove_abandoned_profiles() {
         if !alive && let Err(error) = std::fs::remove_dir_all(entry.path()) {
             tracing::debug!("cannot remove {}: {error}", entry.path().display());
         }
+    }
+}
+
+/// The Chromium process using a profile folder, from the `SingletonLock` Chromium keeps in
+/// it (`<host>-<pid>`), if that process is alive.
+pub fn profile_user(dir: &Path) -> Option<u32> {
+    let lock = std::fs::read_link(dir.join("SingletonLock")).ok()?;
+    let pid: i32 = lock.to_str()?.rsplit_once('-')?.1.parse().ok()?;
+    let alive = match nix::sys::signal::kill(Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        Err(errno) => errno != nix::errno::Errno::ESRCH,
+    };
+    alive.then_some(pid as u32)
+}
+
+/// Removes a persistent profile folder at the person's request; refused while a Chromium
+/// uses it. Returns whether there was a folder to remove.
+pub fn delete_profile(dir: &Path) -> Result<bool, String> {
+    if let Some(pid) = profile_user(dir) {
+        return Err(format!(
+            "Chromium (pid {pid}) is using the profile {}; close its browser panel first",
+            dir.display()
+        ));
+    }
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(format!("cannot remove {}: {error}", dir.display())),
     }
 }
 

@@ -12,7 +12,7 @@ mod tab;
 
 pub use browser::{Browser, BrowserOptions, Exit};
 pub use confine::{confined_existing_file, write_confined};
-pub use launch::{FLAGS, chromium_path};
+pub use launch::{FLAGS, chromium_path, delete_profile, profile_user};
 pub use snapshot::{SnapshotOptions, SnapshotText};
 pub use tab::{ActionError, ActionResult, CaptureArea, Tab, Target};
 

@@ -54,6 +54,8 @@ pub struct BrowserRuntime {
     pub workspace_id: WorkspaceId,
     pub project_id: ProjectId,
     pub root: PathBuf,
+    /// The workspace's persistent profile folder this browser runs with; None for a fresh one.
+    pub profile: Option<PathBuf>,
 }
 
 type Outcome = Pin<Box<dyn Future<Output = Result<ActionResult, ActionError>> + Send>>;
@@ -95,6 +97,21 @@ pub fn tool_error(error: BrowserError) -> ToolError {
         ),
         other => ToolError::internal(other.to_string()),
     }
+}
+
+/// The refusal of a second browser on a workspace's persistent profile: Chromium runs one
+/// process per profile, and Lomi does not fall back to a fresh one behind the person's back.
+fn profile_in_use(workspace: &WorkspaceId, holder: &PanelId) -> ToolError {
+    ToolError::new(
+        ErrorCode::ResourceExhausted,
+        format!(
+            "workspace {workspace} keeps a persistent browser profile, and browser panel {holder} is using it \
+             (Chromium opens a profile once): drive that panel, or close it with lomi_browser_close first; \
+             for separate fresh browsers, ask the person to turn the persistent profile off \
+             (`lomi browser profile {workspace} --fresh`)"
+        ),
+    )
+    .with_details(json!({ "reason": "browserProfileInUse", "panelId": holder }))
 }
 
 fn settle(
@@ -294,6 +311,14 @@ impl BrowserPanels {
         self.runtimes().values().map(|r| r.browser.pid()).collect()
     }
 
+    /// The panel whose running browser uses a persistent profile folder, if one does.
+    pub fn profile_holder(&self, dir: &std::path::Path) -> Option<PanelId> {
+        self.runtimes()
+            .iter()
+            .find(|(_, r)| r.profile.as_deref() == Some(dir) && r.browser.exit().is_none())
+            .map(|(panel, _)| panel.clone())
+    }
+
     /// `lomi_browser_create`.
     pub async fn create(
         &self,
@@ -352,6 +377,20 @@ impl BrowserPanels {
                             error,
                         };
                     }
+                    // The person's choice at the time the browser starts.
+                    let profile = context.broker.persistent_browser_profile(&workspace_id);
+                    if let Some(dir) = &profile
+                        && let Some(holder) = panels.profile_holder(dir)
+                    {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error: profile_in_use(&workspace_id, &holder),
+                        };
+                    }
+                    let options = BrowserOptions {
+                        profile: profile.clone(),
+                        ..options
+                    };
                     let generation = format!("bg_{}", hex_id(&context.broker));
                     let browser = match Browser::launch(options, generation.clone()).await {
                         Ok(browser) => browser,
@@ -389,6 +428,7 @@ impl BrowserPanels {
                             workspace_id: workspace_id.clone(),
                             project_id,
                             root,
+                            profile,
                         },
                     );
                     let revision =

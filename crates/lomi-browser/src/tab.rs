@@ -141,6 +141,8 @@ struct State {
 #[derive(Clone)]
 pub struct Tab {
     pub id: String,
+    /// The tab whose page opened this one (a popup), if any.
+    pub opener: Option<String>,
     browser: Browser,
     page: Page,
     state: Arc<Mutex<State>>,
@@ -176,11 +178,17 @@ struct Resolved {
 
 impl Tab {
     /// Prepares a new page: Lomi's world and binding in every frame, and the event pump.
-    pub(crate) async fn attach(browser: Browser, page: Page) -> Result<Tab, BrowserError> {
+    /// `opener` is the tab whose page opened it (a popup).
+    pub(crate) async fn attach(
+        browser: Browser,
+        page: Page,
+        opener: Option<String>,
+    ) -> Result<Tab, BrowserError> {
         let id = page.target_id().as_ref().to_owned();
         let (changed, _) = watch::channel(0u64);
         let tab = Tab {
             id: id.clone(),
+            opener,
             browser,
             page,
             state: Arc::new(Mutex::new(State {

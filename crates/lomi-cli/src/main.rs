@@ -38,6 +38,25 @@ enum TerminalCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum BrowserCommand {
+    /// Show or choose a workspace's browser profile: `--persistent` keeps one profile (cookies,
+    /// storage, logins) for its browser panels in Lomi's data dir; `--fresh` gives each browser
+    /// a new one again (add `--delete` to remove the kept folder). Applies to browsers started
+    /// from now on.
+    Profile {
+        workspace_id: lomi_protocol::WorkspaceId,
+        #[arg(long, conflicts_with = "fresh")]
+        persistent: bool,
+        #[arg(long)]
+        fresh: bool,
+        #[arg(long, requires = "fresh")]
+        delete: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum Command {
     /// Run the broker and its MCP endpoint.
     Serve {
@@ -104,6 +123,11 @@ enum Command {
         tool: String,
         #[arg(long)]
         off: bool,
+    },
+    /// Browser panels: the profile a workspace's browsers use.
+    Browser {
+        #[command(subcommand)]
+        command: BrowserCommand,
     },
     /// Android devices: the attach decisions Lomi remembers for you.
     Android {
@@ -323,11 +347,44 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
             false,
             person::render_operation,
         ),
+        Command::Browser {
+            command:
+                BrowserCommand::Profile {
+                    workspace_id,
+                    persistent,
+                    fresh,
+                    delete,
+                    json,
+                },
+        } => (
+            ControlRequest::BrowserProfile {
+                workspace_id,
+                persistent: (persistent || fresh).then_some(persistent),
+                delete,
+            },
+            json,
+            render_browser_profile,
+        ),
         Command::Serve { .. }
         | Command::Catalog
         | Command::Store { .. }
         | Command::Android { .. }
         | Command::Mcp { .. }
         | Command::Terminal { .. } => (ControlRequest::Status {}, false, person::render_operation),
+    }
+}
+
+fn render_browser_profile(v: &serde_json::Value) {
+    let workspace = v["workspaceId"].as_str().unwrap_or_default();
+    let path = v["path"].as_str().unwrap_or_default();
+    if v["persistent"] == true {
+        println!("{workspace}: browser panels keep a persistent profile in {path}");
+    } else {
+        println!("{workspace}: each browser panel gets a fresh profile");
+        if v["deleted"] == true {
+            println!("removed {path}");
+        } else if v["exists"] == true {
+            println!("the kept profile is still in {path} (`--fresh --delete` removes it)");
+        }
     }
 }

@@ -100,6 +100,17 @@ pub enum ControlRequest {
     },
     /// Bring the window of the running Lomi to the front (a second launch of the app).
     ShowWindow {},
+    /// A workspace's browser profile. With `persistent`, the person's choice for the browser
+    /// panels created from now on: one persistent profile in the data dir, or a fresh one
+    /// each. `delete` (only with `persistent: false`) also removes the folder, refused while
+    /// a browser uses it. Without either, just reads the setting.
+    BrowserProfile {
+        workspace_id: WorkspaceId,
+        #[serde(default)]
+        persistent: Option<bool>,
+        #[serde(default)]
+        delete: bool,
+    },
 }
 
 /// `lomi store status` as JSON, the same whether the broker or the command opened the store.
@@ -197,6 +208,9 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
         ControlRequest::PanelList { workspace_id } => Ok(json!(broker.panels_for_person(&workspace_id))),
         ControlRequest::DecisionList {} => Ok(json!(broker.awaiting_decisions())),
         ControlRequest::Feed { limit } => feed(broker, limit.clamp(1, 500)),
+        ControlRequest::BrowserProfile { workspace_id, persistent, delete } => {
+            browser_profile(broker, &workspace_id, persistent, delete)
+        }
         ControlRequest::ShowWindow {} => match &front.show_window {
             Some(window) => window
                 .send(())
@@ -263,6 +277,47 @@ fn feed(broker: &Broker, limit: usize) -> Result<Value, ToolError> {
     Ok(json!(items))
 }
 
+/// `browserProfile`: reads or changes a workspace's browser profile choice (see the variant).
+fn browser_profile(
+    broker: &Broker,
+    workspace: &WorkspaceId,
+    persistent: Option<bool>,
+    delete: bool,
+) -> Result<Value, ToolError> {
+    if !broker.workspaces().iter().any(|w| &w.id == workspace) {
+        return Err(ToolError::not_found(format!(
+            "no workspace {workspace}; see `lomi workspace list`"
+        )));
+    }
+    if delete && persistent != Some(false) {
+        return Err(ToolError::invalid(
+            "delete removes the profile folder when the persistent profile is turned off; ask for both (`--fresh --delete`)",
+        ));
+    }
+    let dir = broker.browser_profile_dir(workspace);
+    if delete && let Some(pid) = lomi_browser::profile_user(&dir) {
+        return Err(ToolError::invalid(format!(
+            "a browser (Chromium pid {pid}) is using the profile {}; close the workspace's browser panel first, nothing was changed",
+            dir.display()
+        )));
+    }
+    if let Some(persistent) = persistent {
+        broker.set_persistent_browser_profile(workspace, persistent)?;
+    }
+    let deleted = if delete {
+        lomi_browser::delete_profile(&dir).map_err(ToolError::internal)?
+    } else {
+        false
+    };
+    Ok(json!({
+        "workspaceId": workspace,
+        "persistent": broker.persistent_browser_profile(workspace).is_some(),
+        "path": dir.display().to_string(),
+        "exists": dir.is_dir(),
+        "deleted": deleted,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,6 +354,78 @@ mod tests {
             .is_err(),
             "snake_case fields are refused"
         );
+    }
+
+    #[test]
+    fn the_browser_profile_choice_is_the_persons_and_survives_a_restart() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let project = dir.path().join("project");
+        std::fs::create_dir(&project).expect("project");
+        let front = Front {
+            http_url: "http://127.0.0.1:1/mcp".into(),
+            show_window: None,
+        };
+        let workspace = {
+            let broker = broker(&dir.path().join("data"));
+            let workspace = broker.workspace_add("W", &project).expect("workspace").id;
+            let request: ControlRequest = serde_json::from_value(json!({
+                "browserProfile": {"workspaceId": workspace, "persistent": true}
+            }))
+            .expect("camelCase request");
+            let reply = handle(&broker, &front, request);
+            assert_eq!(reply["data"]["persistent"], true, "{reply}");
+            let refused = handle(
+                &broker,
+                &front,
+                ControlRequest::BrowserProfile {
+                    workspace_id: workspace.clone(),
+                    persistent: None,
+                    delete: true,
+                },
+            );
+            assert_eq!(refused["code"], "INVALID_ARGUMENT", "{refused}");
+            workspace
+        };
+        let broker = broker(&dir.path().join("data"));
+        let expected = dir
+            .path()
+            .join("data")
+            .join("browser-profiles")
+            .join(workspace.to_string());
+        assert_eq!(
+            broker.persistent_browser_profile(&workspace),
+            Some(expected.clone())
+        );
+        let read = handle(
+            &broker,
+            &front,
+            ControlRequest::BrowserProfile {
+                workspace_id: workspace.clone(),
+                persistent: None,
+                delete: false,
+            },
+        );
+        assert_eq!(read["data"]["persistent"], true, "{read}");
+        std::fs::create_dir_all(expected.join("Default")).expect("a profile");
+        let off = handle(
+            &broker,
+            &front,
+            ControlRequest::BrowserProfile {
+                workspace_id: workspace.clone(),
+                persistent: Some(false),
+                delete: true,
+            },
+        );
+        assert_eq!(
+            (
+                off["data"]["persistent"].clone(),
+                off["data"]["deleted"].clone()
+            ),
+            (json!(false), json!(true)),
+            "{off}"
+        );
+        assert!(!expected.exists());
+        assert_eq!(broker.persistent_browser_profile(&workspace), None);
     }
 
     #[tokio::test]

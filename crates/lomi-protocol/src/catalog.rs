@@ -595,7 +595,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             "List tabs",
             Read,
             READ,
-            "The browser's tabs; actions and snapshots go to the active one.",
+            "The browser's tabs; actions and snapshots go to the active one. Pages a tab opened (popups) are listed with their openerTabId, not made active.",
         ),
         ToolSpec::new::<BrowserTabInput, OperationView>(
             "lomi_browser_tab_open",

@@ -330,6 +330,8 @@ pub struct TabView {
     pub title: String,
     /// Actions and snapshots go to the active tab.
     pub active: bool,
+    /// The tab whose page opened this one (`window.open`, a `target=_blank` link): a popup.
+    pub opener_tab_id: Option<String>,
 }
 
 /// `lomi_browser_tab_list` output.
