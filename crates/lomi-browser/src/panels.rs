@@ -1196,8 +1196,10 @@ impl BrowserPanels {
             return Err(tool_error(gone));
         }
         let tab = runtime.browser.active_tab().map_err(tool_error)?;
+        // A capture kept in the project is compressed as far as Chromium goes; one only looked
+        // at is compressed for speed (an image costs an agent by its pixels, not its bytes).
         let png = tab
-            .capture(&area, f64::from(scale))
+            .capture(&area, f64::from(scale), input.save.is_none())
             .await
             .map_err(tool_error)?;
         let options = lomi_capture::CaptureOptions {
