@@ -15,6 +15,7 @@ export interface Workspace {
   domainRevision: string;
   projects: Project[];
   panelOrder: string[];
+  persistentBrowserProfile: boolean;
 }
 
 export interface Pairing {

@@ -9,6 +9,7 @@ const workspaces: Workspace[] = [
     domainRevision: "1",
     projects: [{ projectId: "pr_a", name: "alpha", root: "/home/p/alpha" }],
     panelOrder: [],
+    persistentBrowserProfile: false,
   },
   {
     workspaceId: "ws_b",
@@ -16,6 +17,7 @@ const workspaces: Workspace[] = [
     domainRevision: "3",
     projects: [{ projectId: "pr_b", name: "beta", root: "/home/p/beta" }],
     panelOrder: [],
+    persistentBrowserProfile: false,
   },
 ];
 

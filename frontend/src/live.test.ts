@@ -8,6 +8,7 @@ const workspace: Workspace = {
   domainRevision: "2",
   projects: [],
   panelOrder: ["pn_1"],
+  persistentBrowserProfile: false,
 };
 
 describe("live view", () => {

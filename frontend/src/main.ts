@@ -167,6 +167,8 @@ function render(): void {
           addProject: (workspaceId) => void addProject(workspaceId),
           removeProject: (workspaceId, projectId) =>
             act("Remove project", { projectRemove: { workspaceId, projectId } }),
+          setBrowserProfile: (workspaceId, persistent) =>
+            act("Browser profile", { browserProfile: { workspaceId, persistent } }),
           revoke: (pairingId) => act("Revoke", { pairingRevoke: { pairingId } }),
           setConfirm: (tool, confirm) => act("Policy", { confirm: { tool, confirm } }),
           copy: (text) => void copy(text),

@@ -9,6 +9,7 @@ const workspaces: Workspace[] = [
     domainRevision: "1",
     projects: [{ projectId: "pr_a", name: "alpha", root: "/home/p/alpha" }],
     panelOrder: [],
+    persistentBrowserProfile: false,
   },
 ];
 
@@ -33,6 +34,7 @@ function actions(): SettingsActions {
     removeWorkspace: vi.fn(),
     addProject: vi.fn(),
     removeProject: vi.fn(),
+    setBrowserProfile: vi.fn(),
     revoke: vi.fn(),
     setConfirm: vi.fn(),
     copy: vi.fn(),
@@ -140,6 +142,20 @@ describe("settings", () => {
     expect(act.addProject).toHaveBeenCalledWith("ws_a");
     (view.querySelector(".remove-workspace") as HTMLElement).click();
     expect(act.removeWorkspace).toHaveBeenCalledWith("ws_a");
+  });
+
+  it("shows and changes each workspace's browser profile choice", () => {
+    const act = actions();
+    const kept: Workspace = { ...workspaces[0], workspaceId: "ws_b", persistentBrowserProfile: true };
+    const view = settingsView(state({ workspaces: [workspaces[0], kept] }), act);
+    document.body.replaceChildren(view);
+    const fresh = view.querySelector<HTMLInputElement>('[data-workspace-id="ws_a"] .persistent-profile')!;
+    const persistent = view.querySelector<HTMLInputElement>('[data-workspace-id="ws_b"] .persistent-profile')!;
+    expect([fresh.checked, persistent.checked]).toEqual([false, true]);
+    fresh.click();
+    expect(act.setBrowserProfile).toHaveBeenCalledWith("ws_a", true);
+    persistent.click();
+    expect(act.setBrowserProfile).toHaveBeenCalledWith("ws_b", false);
   });
 
   it("shows store status and puts reconcile behind a confirmation", () => {

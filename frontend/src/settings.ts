@@ -31,6 +31,7 @@ export interface SettingsActions {
   removeWorkspace(workspaceId: string): void;
   addProject(workspaceId: string): void;
   removeProject(workspaceId: string, projectId: string): void;
+  setBrowserProfile(workspaceId: string, persistent: boolean): void;
   revoke(pairingId: string): void;
   setConfirm(tool: string, confirm: boolean): void;
   copy(text: string): void;
@@ -97,6 +98,18 @@ export function settingsView(state: SettingsState, actions: SettingsActions): HT
                 "button",
                 { class: "remove-workspace danger small", onclick: () => actions.removeWorkspace(w.workspaceId) },
                 "Remove",
+              ),
+              h(
+                "label",
+                { class: "browser-profile" },
+                h("input", {
+                  type: "checkbox",
+                  class: "persistent-profile",
+                  checked: w.persistentBrowserProfile,
+                  onchange: (event: Event) =>
+                    actions.setBrowserProfile(w.workspaceId, (event.target as HTMLInputElement).checked),
+                }),
+                " Keep browser sign-ins: new browser panels share one saved profile",
               ),
               h(
                 "ul",

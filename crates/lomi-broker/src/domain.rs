@@ -135,6 +135,7 @@ impl Workspace {
             domain_revision: self.revision,
             projects: self.projects.iter().map(Project::view).collect(),
             panel_order: self.panel_order.clone(),
+            persistent_browser_profile: self.persistent_browser_profile,
         }
     }
 }

@@ -57,6 +57,9 @@ pub struct WorkspaceView {
     pub projects: Vec<ProjectView>,
     /// Panel ids in layout order.
     pub panel_order: Vec<PanelId>,
+    /// The person's choice for browser panels created from now on: one persistent profile
+    /// (cookies, storage and sign-ins kept across panels) when true, a fresh one each when false.
+    pub persistent_browser_profile: bool,
 }
 
 /// `lomi_workspace_list` output: only the workspaces granted to this pairing.
