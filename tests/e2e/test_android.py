@@ -411,6 +411,7 @@ async def test_a_denied_attach_fails_user_denied_and_is_remembered(lomi, workspa
         again = await android.agent.ok("lomi_android_attach", await android.attach_args(phone.serial))
         settled = await android.agent.settle(again["operationId"])
         assert settled["state"] == "failed" and settled["error"]["code"] == "USER_DENIED", dump(settled)
+        assert f"lomi android forget {phone.serial}" in settled["error"]["message"], dump(settled)
         assert lomi.cli("android", "choices") == {phone.serial: False}
         # The person forgets the decision: the next attach waits for them again.
         assert lomi.run("android", "forget", phone.serial).returncode == 0

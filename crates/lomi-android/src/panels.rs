@@ -395,7 +395,10 @@ impl AndroidPanels {
             }
         }
         let confirmation = match self.remembered(&serial)? {
-            Some(allowed) => Confirmation::Decided(allowed),
+            Some(true) => Confirmation::Allowed,
+            Some(false) => Confirmation::Declined(format!(
+                "the person declined attaching `{serial}` earlier and Lomi remembers that choice; only they can change it (`lomi android forget {serial}`, then attach again to be asked)"
+            )),
             None => {
                 let panels = self.clone();
                 let serial = serial.clone();

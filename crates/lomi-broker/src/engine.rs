@@ -59,8 +59,11 @@ pub enum Confirmation {
     /// Always ask (`awaiting_user`); `remember` is called with the person's answer, so the
     /// caller can keep it for later requests of the same kind.
     Ask { remember: Option<Remember> },
-    /// The person already decided (a remembered choice): run at once, or fail USER_DENIED.
-    Decided(bool),
+    /// The person already allowed this (a remembered choice): run at once.
+    Allowed,
+    /// The person already declined this (a remembered choice): fail USER_DENIED with no
+    /// effect and this message, which says how the person can change the choice.
+    Declined(String),
 }
 
 /// Called once with the person's decision (true: approved).
@@ -70,7 +73,7 @@ pub type Remember = Box<dyn FnOnce(bool) + Send>;
 enum Gate {
     Open,
     Ask(oneshot::Receiver<bool>, Option<Remember>),
-    Denied,
+    Denied(String),
 }
 
 /// What an effect gets: the broker, and a token that fires when cancellation is requested.
@@ -169,9 +172,9 @@ impl Broker {
             Confirmation::Policy if self.domain().policy.confirm_tools.contains(mutation.tool) => {
                 (Gate::Ask(decision_rx, None), Some(decision_tx))
             }
-            Confirmation::Policy | Confirmation::Decided(true) => (Gate::Open, None),
+            Confirmation::Policy | Confirmation::Allowed => (Gate::Open, None),
             Confirmation::Ask { remember } => (Gate::Ask(decision_rx, remember), Some(decision_tx)),
-            Confirmation::Decided(false) => (Gate::Denied, None),
+            Confirmation::Declined(message) => (Gate::Denied(message), None),
         };
         let request = decision.is_some().then(|| AwaitingDecision {
             operation_id: receipt.operation_id.clone(),
@@ -272,11 +275,8 @@ impl Broker {
         cancel: CancellationToken,
         effect: Effect,
     ) {
-        if let Gate::Denied = gate {
-            let error = ToolError::new(
-                ErrorCode::UserDenied,
-                "the person declined this earlier and Lomi remembers that choice; only they can change it",
-            );
+        if let Gate::Denied(message) = gate {
+            let error = ToolError::new(ErrorCode::UserDenied, message);
             let _recorded = self.step(
                 &id,
                 OperationState::Queued,

@@ -1186,7 +1186,7 @@ async fn a_tool_asks_the_person_itself_and_follows_a_remembered_choice() {
         .submit_confirmed(
             &pairing,
             mutation,
-            Confirmation::Decided(true),
+            Confirmation::Allowed,
             |_| Ok(()),
             effect,
         )
@@ -1208,12 +1208,17 @@ async fn a_tool_asks_the_person_itself_and_follows_a_remembered_choice() {
         .submit_confirmed(
             &pairing,
             mutation,
-            Confirmation::Decided(false),
+            Confirmation::Declined("declined earlier; `forget` changes it".to_owned()),
             |_| Ok(()),
             effect,
         )
         .expect("submit");
-    assert_failed(&wait_settled(&broker, &id).await, ErrorCode::UserDenied);
+    let denied = wait_settled(&broker, &id).await;
+    assert_failed(&denied, ErrorCode::UserDenied);
+    assert_eq!(
+        denied.error.as_ref().map(|e| e.message.as_str()),
+        Some("declined earlier; `forget` changes it")
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert_eq!(remembered.lock().expect("lock").len(), 2);
 }
