@@ -332,7 +332,12 @@ impl Tab {
         let logs = self.browser.logs();
         tokio::spawn(async move {
             loop {
+                // Each event kind has its own channel, filled in the order Chromium sent the
+                // events; polling them in a fixed order (a request before its response, its
+                // finish or its failure) keeps that order where it matters. Unbiased, `select!`
+                // could take a response first and find no request to attach it to.
                 tokio::select! {
+                    biased;
                     Some(e) = created.next() => {
                         if e.context.name == WORLD
                             && let Some(frame) = e.context.aux_data.as_ref().and_then(|a| a["frameId"].as_str())
