@@ -216,10 +216,10 @@ mod tests {
         assert!(schema.get("$schema").is_none());
         let ok = schema["oneOf"]
             .as_array()
-            .unwrap()
+            .expect("an ok and an error variant")
             .iter()
             .find(|variant| variant["properties"]["status"]["const"] == "ok")
-            .unwrap();
+            .expect("the ok variant");
         let data = &ok["properties"]["data"];
         assert_eq!(
             data["properties"],
@@ -231,7 +231,7 @@ mod tests {
             })
         );
         assert!(data.get("description").is_none());
-        let text = serde_json::to_string(&schema).unwrap();
+        let text = serde_json::to_string(&schema).expect("json");
         assert!(
             !text.contains("maxLength") && !text.contains("Fine."),
             "{text}"
@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn input_schemas_keep_their_prose_and_limits() {
-        let text = serde_json::to_string(&input_schema::<Page>()).unwrap();
+        let text = serde_json::to_string(&input_schema::<Page>()).expect("json");
         for kept in ["maxLength", "^[a-z]+$", "The page's title.", "Fine."] {
             assert!(text.contains(kept), "{kept} missing from {text}");
         }
