@@ -246,13 +246,25 @@ async fn captures_have_the_sizes_asked_for() {
     let browser = browser().await;
     let tab = open(&browser, &format!("http://127.0.0.1:{port}/c")).await;
     let viewport = tab
-        .capture(&CaptureArea::Viewport, 1.0)
+        .capture(&CaptureArea::Viewport, 1.0, true)
         .await
         .expect("viewport");
     assert!(viewport.starts_with(b"\x89PNG\r\n\x1a\n"));
     assert_eq!(png_size(&viewport), (1280, 720));
+    // Compressed for size, the same pixels take fewer bytes.
+    let compact = tab
+        .capture(&CaptureArea::Viewport, 1.0, false)
+        .await
+        .expect("viewport, compact");
+    assert_eq!(png_size(&compact), (1280, 720));
+    assert!(
+        compact.len() <= viewport.len(),
+        "{} > {}",
+        compact.len(),
+        viewport.len()
+    );
     let half = tab
-        .capture(&CaptureArea::Viewport, 0.5)
+        .capture(&CaptureArea::Viewport, 0.5, true)
         .await
         .expect("scaled");
     assert_eq!(png_size(&half), (640, 360));
@@ -261,7 +273,7 @@ async fn captures_have_the_sizes_asked_for() {
         snapshot_id: snap.snapshot_id.clone(),
         element_ref: ref_of(&snap.text, "img \"Box\""),
     };
-    let element = tab.capture(&area, 1.0).await.expect("element");
+    let element = tab.capture(&area, 1.0, true).await.expect("element");
     assert_eq!(png_size(&element), (200, 120));
     let clip = lomi_protocol::tools::browser::ClipRect {
         x: 10.0,
@@ -270,12 +282,12 @@ async fn captures_have_the_sizes_asked_for() {
         height: 100.0,
     };
     let clipped = tab
-        .capture(&CaptureArea::Clip(clip), 1.0)
+        .capture(&CaptureArea::Clip(clip), 1.0, true)
         .await
         .expect("clip");
     assert_eq!(png_size(&clipped), (300, 100));
     let full = tab
-        .capture(&CaptureArea::FullPage, 1.0)
+        .capture(&CaptureArea::FullPage, 1.0, false)
         .await
         .expect("full page");
     assert_eq!(png_size(&full), (1280, 3000));
