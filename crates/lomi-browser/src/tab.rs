@@ -1467,7 +1467,13 @@ impl Tab {
 
     /// `Page.captureScreenshot`: the image, base64.
     async fn screenshot(&self, params: Value) -> Result<String, BrowserError> {
+        let started = std::time::Instant::now();
         let mut answer = self.raw("Page.captureScreenshot", params).await?;
+        tracing::debug!(
+            "tab {}: Page.captureScreenshot took {:?}",
+            self.id,
+            started.elapsed()
+        );
         match answer["data"].take() {
             Value::String(data) => Ok(data),
             _ => Err(BrowserError::Cdp("Chromium returned no image".to_owned())),
