@@ -139,7 +139,17 @@ class Session:
         except WebDriverError as error:
             return f"(page unreadable: {error})"
 
+    def painted(self) -> None:
+        """Returns once the page has rendered twice since the call: a screenshot taken at once
+        after a DOM change can show an older frame when the machine is busy."""
+        self.cmd("POST", "/execute/async", {
+            "script": "const done = arguments[arguments.length - 1];"
+                      " requestAnimationFrame(() => requestAnimationFrame(() => done(true)));",
+            "args": [],
+        })
+
     def screenshot(self, path: Path) -> bytes:
+        self.painted()
         png = base64.b64decode(self.cmd("GET", "/screenshot"))
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(png)
