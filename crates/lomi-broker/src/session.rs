@@ -23,9 +23,9 @@ use crate::{Broker, RETRY_EPOCH_LIFETIME, store_error};
 
 /// Default and largest page of `lomi_events_read`.
 const DEFAULT_EVENTS: u32 = 100;
+const MAX_EVENTS: u32 = 500;
 /// The folder in the data dir that holds the persistent browser profiles, one per workspace.
 pub const BROWSER_PROFILES_DIR: &str = "browser-profiles";
-const MAX_EVENTS: u32 = 500;
 
 impl Broker {
     fn not_granted(workspace: &WorkspaceId) -> ToolError {
@@ -678,7 +678,6 @@ impl Broker {
         self.domain().policy.confirm_tools.clone()
     }
 
-    /// Marks a tool as needing the person's decision before it runs (or clears the mark).
     /// Where a workspace's persistent browser profile lives (whether or not it is chosen).
     pub fn browser_profile_dir(&self, workspace: &WorkspaceId) -> PathBuf {
         self.data_dir()
@@ -710,6 +709,7 @@ impl Broker {
         })
     }
 
+    /// Marks a tool as needing the person's decision before it runs (or clears the mark).
     pub fn set_confirmation(&self, tool: &str, confirm: bool) -> Result<(), ToolError> {
         if lomi_protocol::catalog::tool(tool)
             .is_none_or(|t| t.kind != lomi_protocol::catalog::ToolKind::Mutation)
