@@ -244,6 +244,14 @@ def e2e_module(name: str):
     return module
 
 
+def one_workspace_agent(desktop: Desktop, workspace: str, agent: str, project: Path):
+    """A workspace on `project`, a bearer token for `agent` granted it, and an MCP factory."""
+    lomi = desktop.lomi
+    added = lomi.add_workspace(workspace, project)
+    token = lomi.create_token(added["workspaceId"], name=agent)["token"]
+    return added, token, support.McpFactory(lomi, lomi.transcript)
+
+
 def android_support():
     """tests/e2e/test_android.py's private adb server and device fixture."""
     return e2e_module("test_android")
@@ -260,12 +268,9 @@ async def test_an_android_attach_is_decided_in_the_window_and_the_panel_shows_it
     try:
         adb.connect(phone.serial)
         desktop.start("--adb-server", adb.address)
-        lomi = desktop.lomi
         window = desktop.window
         assert window is not None
-        a = lomi.add_workspace("Phone workspace", tmp_path / "project-a")
-        token = lomi.create_token(a["workspaceId"], name="Android agent")["token"]
-        mcp = support.McpFactory(lomi, lomi.transcript)
+        a, token, mcp = one_workspace_agent(desktop, "Phone workspace", "Android agent", tmp_path / "project-a")
         async with mcp.session(token=token) as agent:
             epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
             revision = (await agent.ok("lomi_panel_list", {"workspaceId": a["workspaceId"]}))["domainRevision"]
@@ -327,12 +332,9 @@ async def test_a_browser_panel_shows_its_address_and_a_live_view_of_the_page(des
     site = browser.Site({"/a": PAGE_A, "/b": PAGE_B})
     try:
         desktop.start()
-        lomi = desktop.lomi
         window = desktop.window
         assert window is not None
-        a = lomi.add_workspace("Web workspace", tmp_path / "project-a")
-        token = lomi.create_token(a["workspaceId"], name="Browser agent")["token"]
-        mcp = support.McpFactory(lomi, lomi.transcript)
+        a, token, mcp = one_workspace_agent(desktop, "Web workspace", "Browser agent", tmp_path / "project-a")
         async with mcp.session(token=token) as session:
             epoch = (await session.connect(a["workspaceId"]))["retryEpoch"]
             agent = browser.Agent(session, a["workspaceId"], epoch)
