@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import type { BrowserView, FeedItem, Workspace } from "./api";
-import { PanelsView, feedView } from "./live";
+import { PanelsView, feedView, inOrder } from "./live";
 
 const workspace: Workspace = {
   workspaceId: "ws_a",
@@ -92,5 +92,43 @@ describe("live view", () => {
     // A new browser generation in the panel gets a new view.
     view.update([workspace], { ws_a: [{ ...panel, generation: "g2" }] });
     expect(browser).toHaveBeenCalledTimes(2);
+  });
+
+  it("sends keystrokes one call at a time, in the order typed, even when calls finish out of order", async () => {
+    const sent: string[] = [];
+    let inFlight = 0;
+    let most = 0;
+    let delay = 7;
+    const send = vi.fn(async (data: string) => {
+      inFlight += 1;
+      most = Math.max(most, inFlight);
+      // Later calls would finish first if they ran together.
+      delay = delay === 0 ? 7 : delay - 1;
+      await new Promise((done) => setTimeout(done, delay));
+      sent.push(data);
+      inFlight -= 1;
+    });
+    const type = inOrder(send);
+    for (const key of "echo person-$((7*6))\r") type(key);
+    await vi.waitFor(() => expect(sent.join("")).toBe("echo person-$((7*6))\r"));
+    expect(most).toBe(1);
+    // Keys typed while a call was in flight went together in the next one.
+    expect(send.mock.calls.length).toBeLessThan("echo person-$((7*6))\r".length);
+  });
+
+  it("keeps sending after a refused keystroke", async () => {
+    const sent: string[] = [];
+    const send = vi.fn(async (data: string) => {
+      if (data === "x") throw new Error("no terminal");
+      sent.push(data);
+    });
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const type = inOrder(send);
+    type("x");
+    await vi.waitFor(() => expect(send).toHaveBeenCalledTimes(1));
+    type("y");
+    await vi.waitFor(() => expect(sent).toEqual(["y"]));
+    expect(warn).toHaveBeenCalled();
+    warn.mockRestore();
   });
 });

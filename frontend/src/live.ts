@@ -42,6 +42,33 @@ export function feedView(items: FeedItem[], now: Date = new Date()): HTMLElement
   );
 }
 
+/**
+ * Keystrokes in the order they were typed. Each send is a separate call into the backend, and
+ * calls in flight together may reach the terminal in any order; so one send at a time, and
+ * whatever is typed meanwhile goes next, joined into one write.
+ */
+export function inOrder(send: (data: string) => Promise<void>): (data: string) => void {
+  let waiting = "";
+  let sending = false;
+  const drain = async () => {
+    sending = true;
+    while (waiting) {
+      const data = waiting;
+      waiting = "";
+      try {
+        await send(data);
+      } catch (error) {
+        console.warn("terminal input", error);
+      }
+    }
+    sending = false;
+  };
+  return (data) => {
+    waiting += data;
+    if (!sending) void drain();
+  };
+}
+
 export interface TerminalHooks {
   attach(panelId: string, onBytes: (bytes: Uint8Array) => void): Promise<boolean>;
   input(panelId: string, data: string): Promise<void>;
@@ -149,9 +176,7 @@ export class PanelsView {
       );
       const terminal = new Terminal({ rows: 24, cols: 80, convertEol: false, fontSize: 13 });
       terminal.open(screen);
-      terminal.onData((data) => {
-        this.hooks.input(panel.panelId, data).catch((error) => console.warn("terminal input", error));
-      });
+      terminal.onData(inOrder((data) => this.hooks.input(panel.panelId, data)));
       this.hooks
         .attach(panel.panelId, (bytes) => terminal.write(bytes))
         .catch((error) => console.warn("terminal attach", error));
