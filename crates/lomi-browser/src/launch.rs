@@ -43,6 +43,10 @@ pub const FLAGS: &[&str] = &[
     "--in-process-gpu",
     "--enable-features=NetworkServiceInProcess2",
     "--renderer-process-limit=4",
+    // A page left behind is gone, not kept alive for Back: every navigation gets a fresh
+    // document, and a browser driven through hundreds of navigations stays at its size
+    // (docs/decisions.md, Browser panels).
+    "--disable-back-forward-cache",
 ];
 
 /// How long Chromium may take to print its DevTools address.

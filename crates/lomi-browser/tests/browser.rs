@@ -1,6 +1,7 @@
 //! The browser runtime against Debian's real Chromium, with pages served on 127.0.0.1 by the
 //! test itself: snapshots (iframes of two origins included), confirmed actions, stale refs
-//! refused, captures checked by decoding them, and a killed browser noticed.
+//! refused, captures checked by decoding them, a killed browser noticed, and pages left behind
+//! not kept for Back.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -367,4 +368,46 @@ async fn a_dialog_is_reported_and_answered() {
     let after = snapshot(&tab).await;
     assert!(after.text.contains("\"yes\""), "{}", after.text);
     browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_left_behind_is_ended_not_kept_for_back() {
+    const SHOWS: &str = r#"<!doctype html><title>A</title><p>A</p>
+<script>
+addEventListener('pageshow', (e) => {
+  sessionStorage.shows = (sessionStorage.shows || '') + (e.persisted ? 'cache ' : 'load ');
+});
+</script>"#;
+    let port = serve(vec![
+        ("/a", SHOWS.to_owned()),
+        ("/b", "<!doctype html><title>B</title><p>B</p>".to_owned()),
+    ]);
+    let browser = browser().await;
+    let tab = open(&browser, &format!("http://127.0.0.1:{port}/a")).await;
+    tab.navigate(
+        &format!("http://127.0.0.1:{port}/b"),
+        "load",
+        Duration::from_secs(20),
+    )
+    .await
+    .expect("navigate to b");
+    tab.evaluate("history.back()").await.expect("back");
+    // Back is asynchronous: poll until page a has shown itself a second time.
+    let mut shows = serde_json::Value::Null;
+    for _ in 0..200 {
+        if let Ok((value, _, None)) = tab
+            .evaluate("location.pathname === '/a' ? sessionStorage.shows : null")
+            .await
+            && value
+                .as_str()
+                .is_some_and(|s| s.split_whitespace().count() == 2)
+        {
+            shows = value;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A page kept in the back/forward cache would show itself again as "cache".
+    assert_eq!(shows, "load load ", "page a was not loaded again on Back");
+    assert_eq!(browser.close().await, Exit::Closed);
 }
