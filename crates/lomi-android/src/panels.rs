@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use lomi_broker::{
-    Broker, Confirmation, EffectOutcome, LeasedInput, Mutation, PanelRecord, persist,
+    Broker, Confirmation, EffectOutcome, LeasedInput, Mutation, PanelRecord, PanelRemoval, persist,
 };
 use lomi_protocol::tools::android::{
     AndroidAction, AndroidAttachInput, AndroidAttached, AndroidBounds, AndroidCaptureInput,
@@ -547,67 +547,44 @@ impl AndroidPanels {
         }))
     }
 
-    /// `lomi_android_detach`.
+    /// `lomi_android_detach`: forgets the panel's device connection and removes the panel
+    /// (the device itself is left as it is).
     pub async fn detach(
         &self,
         caller: &PairingId,
         input: AndroidDetachInput,
     ) -> Result<OperationView, ToolError> {
-        let workspace_id = input.workspace_id.clone();
-        let expected = input.expected_revision;
-        let panel_id = input.panel_id.clone();
-        let mutation = Mutation {
+        let removal = PanelRemoval {
             tool: "lomi_android_detach",
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
+            workspace_id: input.workspace_id.clone(),
+            panel_id: input.panel_id.clone(),
+            expected: input.expected_revision,
             payload: to_value(&input),
-            generation: None,
-            revision: Some(expected.to_string()),
-            permit_key: format!("workspace:{workspace_id}"),
         };
-        if let Some(prior) = self.broker.prior(caller, &mutation)? {
-            return self.broker.answer(caller, &prior).await;
-        }
-        let runtime = self.runtime(caller, &panel_id)?;
-        if runtime.workspace_id != workspace_id {
-            return Err(ToolError::not_found(format!(
-                "no panel {panel_id} in workspace {workspace_id}"
-            )));
-        }
-        let check_workspace = workspace_id.clone();
-        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
         let panels = self.clone();
-        let id = self.broker.submit(
-            caller,
-            mutation,
-            precheck,
-            Box::new(move |context| {
-                Box::pin(async move {
-                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error,
-                        };
+        let panel_id = input.panel_id;
+        let wanted = panel_id.clone();
+        self.broker
+            .remove_panel(
+                caller,
+                removal,
+                || {
+                    let runtime = self.runtime(caller, &wanted)?;
+                    Ok((runtime.workspace_id.clone(), ()))
+                },
+                move |()| async move {
+                    panels.runtimes().remove(&panel_id);
+                    move |revision| {
+                        to_value(&AndroidDetached {
+                            panel_id,
+                            domain_revision: revision,
+                        })
                     }
-                    match context.broker.panel_remove(&panel_id, Some(expected)) {
-                        Ok(revision) => {
-                            panels.runtimes().remove(&panel_id);
-                            EffectOutcome::Succeeded(to_value(&AndroidDetached {
-                                panel_id,
-                                domain_revision: revision,
-                            }))
-                        }
-                        Err(error) => EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error,
-                        },
-                    }
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &id).await
+                },
+            )
+            .await
     }
 
     /// The mutation of a lease-guarded device command (launch, shell), keyed by its input and

@@ -30,7 +30,7 @@ pub use engine::{
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};
 pub use pairings::{CreatedPairing, PairingSummary};
-pub use panels::{LeasedInput, PanelRecord};
+pub use panels::{LeasedInput, PanelRecord, PanelRemoval};
 
 /// The file in the data dir that holds the person's domain.
 pub const DOMAIN_FILE: &str = "domain.json";

@@ -6,16 +6,16 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 
-use lomi_protocol::tools::operations::PanelEvent;
+use lomi_protocol::tools::operations::{OperationView, PanelEvent};
 use lomi_protocol::tools::session::{PanelKind, PanelView};
 use lomi_protocol::tools::terminal::{LeaseReleased, LeaseView};
 use lomi_protocol::{
-    DomainRevision, ErrorCode, LeaseId, PairingId, PanelId, ProjectId, Timestamp, ToolError,
-    WorkspaceId,
+    DomainRevision, EffectState, ErrorCode, LeaseId, PairingId, PanelId, ProjectId, RequestKey,
+    RetryEpoch, Timestamp, ToolError, WorkspaceId,
 };
 use serde_json::Value;
 
-use crate::Broker;
+use crate::{Broker, EffectOutcome, Mutation};
 
 /// How many earlier inputs a lease remembers for duplicate detection.
 const SEQUENCE_MEMORY: usize = 256;
@@ -41,6 +41,19 @@ impl PanelRecord {
             generation: self.generation.clone(),
         }
     }
+}
+
+/// A tool that ends a panel's runtime and removes the panel from its workspace (terminal and
+/// browser close, Android detach), compared by the workspace's revision.
+pub struct PanelRemoval {
+    pub tool: &'static str,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+    pub workspace_id: WorkspaceId,
+    pub panel_id: PanelId,
+    pub expected: DomainRevision,
+    /// The tool's whole input, for the receipt's fingerprint.
+    pub payload: Value,
 }
 
 /// One ordered input under a lease, as `lease_input` checks it.
@@ -535,5 +548,81 @@ fn lease_view(id: &LeaseId, lease: &Lease) -> LeaseView {
         generation: lease.generation.clone(),
         last_input_sequence: lease.last_sequence.to_string(),
         acquired_at: lease.acquired_at,
+    }
+}
+
+impl Broker {
+    /// Runs a [`PanelRemoval`] as one operation, keyed by its input alone so that a retry after
+    /// the panel is gone still finds its receipt. `find` looks the panel's runtime up and says
+    /// which workspace the panel is in; in the effect the revision is checked again, `end` ends
+    /// the runtime and answers how to make the result from the new revision, and then the panel
+    /// is removed. If that fails, the effect is `partial`: the runtime has already ended.
+    pub async fn remove_panel<R, End, Ended, Done>(
+        &self,
+        caller: &PairingId,
+        removal: PanelRemoval,
+        find: impl FnOnce() -> Result<(WorkspaceId, R), ToolError>,
+        end: End,
+    ) -> Result<OperationView, ToolError>
+    where
+        R: Send + 'static,
+        End: FnOnce(R) -> Ended + Send + 'static,
+        Ended: Future<Output = Done> + Send + 'static,
+        Done: FnOnce(DomainRevision) -> Value + Send + 'static,
+    {
+        let PanelRemoval {
+            tool,
+            retry_epoch,
+            request_key,
+            workspace_id,
+            panel_id,
+            expected,
+            payload,
+        } = removal;
+        let mutation = Mutation {
+            tool,
+            retry_epoch,
+            request_key,
+            workspace_id: workspace_id.clone(),
+            project_id: None,
+            payload,
+            generation: None,
+            revision: Some(expected.to_string()),
+            permit_key: format!("workspace:{workspace_id}"),
+        };
+        if let Some(prior) = self.prior(caller, &mutation)? {
+            return self.answer(caller, &prior).await;
+        }
+        let (owner, runtime) = find()?;
+        if owner != workspace_id {
+            return Err(ToolError::not_found(format!(
+                "no panel {panel_id} in workspace {workspace_id}"
+            )));
+        }
+        let check_workspace = workspace_id.clone();
+        let id = self.submit(
+            caller,
+            mutation,
+            move |broker| broker.check_revision(&check_workspace, expected),
+            Box::new(move |context| {
+                Box::pin(async move {
+                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error,
+                        };
+                    }
+                    let done = end(runtime).await;
+                    match context.broker.panel_remove(&panel_id, Some(expected)) {
+                        Ok(revision) => EffectOutcome::Succeeded(done(revision)),
+                        Err(error) => EffectOutcome::Failed {
+                            effect: EffectState::Partial,
+                            error,
+                        },
+                    }
+                })
+            }),
+        )?;
+        self.answer(caller, &id).await
     }
 }

@@ -1,7 +1,7 @@
 //! Integration tests of the broker over a real store in a temp data dir, driven the way the MCP
 //! layer drives it: pairings and grants, retries, privacy of receipts, restarts, epoch expiry,
-//! the person's decisions (by policy, asked by a tool, remembered), concurrency, the event feed
-//! and failed domain saves.
+//! the person's decisions (by policy, asked by a tool, remembered), concurrency, the event feed,
+//! failed domain saves and the removal of a panel.
 
 use std::fmt::Debug;
 use std::path::PathBuf;
@@ -1354,4 +1354,111 @@ async fn the_person_adds_and_removes_projects_and_workspaces() {
         broker.authorize(&pairing).expect("still approved"),
         Vec::<WorkspaceId>::new()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_a_panel_is_compared_by_revision_and_answered_again_after_it_is_gone() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use lomi_broker::PanelRemoval;
+    use lomi_protocol::PanelId;
+
+    let setup = setup();
+    let broker = setup.start(51);
+    let workspace = setup.workspace(&broker, "Closing");
+    let other = setup.workspace(&broker, "Other");
+    let agent = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &agent, &workspace);
+    let panel = PanelId::parse("pn_closing").expect("panel id");
+    broker
+        .panel_add(
+            DomainRevision(1),
+            panel.clone(),
+            terminal_record(&workspace),
+        )
+        .expect("add panel");
+    let ended = Arc::new(AtomicUsize::new(0));
+    let removal = |key: &str, workspace: &WorkspaceId, expected: u64| PanelRemoval {
+        tool: "lomi_terminal_close",
+        retry_epoch: epoch.clone(),
+        request_key: RequestKey::parse(key).expect("request key"),
+        workspace_id: workspace.clone(),
+        panel_id: panel.clone(),
+        expected: DomainRevision(expected),
+        payload: serde_json::json!({ "panelId": panel.to_string(), "key": key, "revision": expected }),
+    };
+    let remove =
+        |removal: PanelRemoval| remove_counted(&broker, &agent, &workspace, removal, ended.clone());
+
+    // A stale revision is refused before anything ends.
+    expect_error(
+        "stale revision",
+        remove(removal("stale", &workspace, 1)).await,
+        ErrorCode::RevisionMismatch,
+    );
+    // The runtime's panel is in another workspace than the one named: not found.
+    expect_error(
+        "other workspace",
+        remove_counted(
+            &broker,
+            &agent,
+            &other,
+            removal("elsewhere", &workspace, 2),
+            ended.clone(),
+        )
+        .await,
+        ErrorCode::NotFound,
+    );
+    assert_eq!(ended.load(Ordering::SeqCst), 0);
+
+    let closed = remove(removal("close", &workspace, 2))
+        .await
+        .expect("close");
+    assert_eq!(closed.state, OperationState::Succeeded, "{closed:#?}");
+    assert_eq!(closed.effect_state, EffectState::Complete, "{closed:#?}");
+    let result = closed.result.clone().expect("a result");
+    assert_eq!(result["domainRevision"], "3", "{result}");
+    assert_eq!(ended.load(Ordering::SeqCst), 1);
+    expect_error(
+        "the panel is gone",
+        broker.panel(&agent, &panel),
+        ErrorCode::NotFound,
+    );
+    assert_eq!(workspace_state(&broker, &workspace).1, DomainRevision(3));
+
+    // The retry finds the receipt, though the panel (and its runtime) are gone.
+    let retried = remove(removal("close", &workspace, 2))
+        .await
+        .expect("retry");
+    assert_eq!(retried.operation_id, closed.operation_id);
+    assert_eq!(ended.load(Ordering::SeqCst), 1, "the runtime ended once");
+}
+
+/// `Broker::remove_panel` for a panel of `owner` whose runtime counts its endings in `ended`.
+async fn remove_counted(
+    broker: &Broker,
+    agent: &PairingId,
+    owner: &WorkspaceId,
+    removal: lomi_broker::PanelRemoval,
+    ended: Arc<std::sync::atomic::AtomicUsize>,
+) -> Result<OperationView, ToolError> {
+    let panel = removal.panel_id.clone();
+    let owner = owner.clone();
+    broker
+        .remove_panel(
+            agent,
+            removal,
+            move || Ok((owner, "the runtime")),
+            move |runtime| async move {
+                assert_eq!(runtime, "the runtime");
+                ended.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                move |revision: DomainRevision| {
+                    serde_json::json!({
+                        "panelId": panel.to_string(),
+                        "domainRevision": revision.to_string(),
+                    })
+                }
+            },
+        )
+        .await
 }

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lomi_broker::{Broker, EffectOutcome, Mutation, PanelRecord};
+use lomi_broker::{Broker, EffectOutcome, Mutation, PanelRecord, PanelRemoval};
 use lomi_protocol::tools::browser::{
     Action, ActionCommon, ActionDone, ActionTarget, BrowserCaptureInput, BrowserClickInput,
     BrowserCloseInput, BrowserClosed, BrowserCreateInput, BrowserCreated, BrowserDialogInput,
@@ -1302,61 +1302,38 @@ impl BrowserPanels {
         caller: &PairingId,
         input: BrowserCloseInput,
     ) -> Result<OperationView, ToolError> {
-        let workspace_id = input.workspace_id.clone();
-        let expected = input.expected_revision;
-        let panel_id = input.panel_id.clone();
-        let mutation = Mutation {
+        let removal = PanelRemoval {
             tool: "lomi_browser_close",
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
+            workspace_id: input.workspace_id.clone(),
+            panel_id: input.panel_id.clone(),
+            expected: input.expected_revision,
             payload: to_value(&input),
-            generation: None,
-            revision: Some(expected.to_string()),
-            permit_key: format!("workspace:{workspace_id}"),
         };
-        if let Some(prior) = self.broker.prior(caller, &mutation)? {
-            return self.broker.answer(caller, &prior).await;
-        }
-        let (record, runtime) = self.runtime(caller, &input.panel_id)?;
-        if record.workspace_id != input.workspace_id {
-            return Err(ToolError::not_found(format!(
-                "no panel {} in workspace {}",
-                input.panel_id, input.workspace_id
-            )));
-        }
-        let check_workspace = workspace_id.clone();
-        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
         let panels = self.clone();
-        let id = self.broker.submit(
-            caller,
-            mutation,
-            precheck,
-            Box::new(move |context| {
-                Box::pin(async move {
-                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error,
-                        };
-                    }
+        let panel_id = input.panel_id;
+        let wanted = panel_id.clone();
+        self.broker
+            .remove_panel(
+                caller,
+                removal,
+                || {
+                    let (record, runtime) = self.runtime(caller, &wanted)?;
+                    Ok((record.workspace_id, runtime))
+                },
+                move |runtime| async move {
                     runtime.browser.close().await;
                     panels.runtimes().remove(&panel_id);
-                    match context.broker.panel_remove(&panel_id, Some(expected)) {
-                        Ok(revision) => EffectOutcome::Succeeded(to_value(&BrowserClosed {
+                    move |revision| {
+                        to_value(&BrowserClosed {
                             panel_id,
                             domain_revision: revision,
-                        })),
-                        Err(error) => EffectOutcome::Failed {
-                            effect: EffectState::Partial,
-                            error,
-                        },
+                        })
                     }
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &id).await
+                },
+            )
+            .await
     }
 
     /// Ends every browser (the broker is stopping).
