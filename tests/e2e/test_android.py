@@ -505,7 +505,7 @@ async def test_a_device_lost_mid_input_settles_honestly_and_returns_with_a_new_g
             await anyio.to_thread.run_sync(lambda: phone.wait_for_service("'input' 'swipe'"))
             phone.kill()
         lost = answers["swipe"]
-        assert lost["status"] == "error", dump(lost)
+        assert lost["status"] == "error" and lost["code"] == "RUNTIME_UNAVAILABLE", dump(lost)
         assert lost["details"]["effectState"] == "unknown" and lost["details"]["deviceGone"] is True, dump(lost)
         # The panel stays; its runtime ended, and with it the lease.
         panels = await agent.ok("lomi_panel_list", {"workspaceId": android.ws})
@@ -660,7 +660,7 @@ async def test_shell_by_policy_a_busy_ui_and_a_device_lost_mid_command(lomi, wor
         # Busy past the retries: it says so instead of answering with a partial tree.
         await shell("setprop lomi.fixture.busy_dumps 3")
         busy = await android.agent.error(
-            "lomi_android_ui_snapshot", {"panelId": android.panel}, "INTERNAL"
+            "lomi_android_ui_snapshot", {"panelId": android.panel}, "RUNTIME_UNAVAILABLE"
         )
         assert "never became idle in 3" in busy["message"], dump(busy)
 

@@ -534,7 +534,7 @@ async def test_a_persistent_profile_is_the_persons_choice_and_one_browser_at_a_t
         # A second browser on the same profile is refused, saying which panel holds it and what to do.
         second = await agent.op("lomi_browser_create", {"workspaceId": ws, "title": "Second", "expectedRevision": await agent.revision()})
         assert second["state"] == "failed" and second["effectState"] == "none", dump(second)
-        assert second["error"]["code"] == "RESOURCE_EXHAUSTED", dump(second)
+        assert second["error"]["code"] == "RESOURCE_BUSY", dump(second)
         assert agent.panel in second["error"]["message"] and "lomi_browser_close" in second["error"]["message"], dump(second)
         assert second["result"]["details"]["panelId"] == agent.panel, dump(second)
         # Nor can the person delete the folder under a running browser.

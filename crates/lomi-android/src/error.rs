@@ -101,15 +101,16 @@ impl AndroidError {
             AndroidError::DeviceNotFound { .. } => ErrorCode::NotFound,
             AndroidError::InvalidInput(_) => ErrorCode::InvalidArgument,
             AndroidError::DeviceNotReady { .. } => ErrorCode::Unsupported,
-            AndroidError::OutputTooLarge { .. } => ErrorCode::ResourceExhausted,
+            AndroidError::OutputTooLarge { .. } => ErrorCode::Unsupported,
+            // The device or adb is gone or busy, not Lomi at fault (docs/errors.md).
             AndroidError::ServerUnreachable { .. }
             | AndroidError::DeviceLost { .. }
             | AndroidError::OutcomeUnknown { .. }
             | AndroidError::ConnectFailed { .. }
-            | AndroidError::CommandFailed { .. }
             | AndroidError::TimedOut { .. }
+            | AndroidError::UiNotIdle { .. } => ErrorCode::RuntimeUnavailable,
+            AndroidError::CommandFailed { .. }
             | AndroidError::BadCapture { .. }
-            | AndroidError::UiNotIdle { .. }
             | AndroidError::BadUiDump { .. } => ErrorCode::Internal,
         }
     }
@@ -132,5 +133,16 @@ mod tests {
             state: "offline".into(),
         };
         assert_eq!(offline.code(), ErrorCode::Unsupported);
+        let lost = AndroidError::DeviceLost {
+            serial: "x".into(),
+            command: "input tap 1 1".into(),
+            detail: "connection reset".into(),
+        };
+        assert_eq!(lost.code(), ErrorCode::RuntimeUnavailable);
+        let busy = AndroidError::UiNotIdle {
+            serial: "x".into(),
+            attempts: 3,
+        };
+        assert_eq!(busy.code(), ErrorCode::RuntimeUnavailable);
     }
 }

@@ -103,7 +103,7 @@ pub fn tool_error(error: BrowserError) -> ToolError {
 /// process per profile, and Lomi does not fall back to a fresh one behind the person's back.
 fn profile_in_use(workspace: &WorkspaceId, holder: &PanelId) -> ToolError {
     ToolError::new(
-        ErrorCode::ResourceExhausted,
+        ErrorCode::ResourceBusy,
         format!(
             "workspace {workspace} keeps a persistent browser profile, and browser panel {holder} is using it \
              (Chromium opens a profile once): drive that panel, or close it with lomi_browser_close first; \

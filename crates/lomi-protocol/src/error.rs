@@ -23,6 +23,8 @@ pub enum ErrorCode {
     SequenceConflict,
     SequenceGap,
     ResourceExhausted,
+    ResourceBusy,
+    RuntimeUnavailable,
     StoreUnavailable,
     UserDenied,
     Unsupported,
@@ -31,7 +33,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 23] = [
         ErrorCode::PairingRequired,
         ErrorCode::PairingDenied,
         ErrorCode::PairingRevoked,
@@ -48,6 +50,8 @@ impl ErrorCode {
         ErrorCode::SequenceConflict,
         ErrorCode::SequenceGap,
         ErrorCode::ResourceExhausted,
+        ErrorCode::ResourceBusy,
+        ErrorCode::RuntimeUnavailable,
         ErrorCode::StoreUnavailable,
         ErrorCode::UserDenied,
         ErrorCode::Unsupported,
@@ -74,6 +78,8 @@ impl ErrorCode {
             ErrorCode::SequenceConflict => "SEQUENCE_CONFLICT",
             ErrorCode::SequenceGap => "SEQUENCE_GAP",
             ErrorCode::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            ErrorCode::ResourceBusy => "RESOURCE_BUSY",
+            ErrorCode::RuntimeUnavailable => "RUNTIME_UNAVAILABLE",
             ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
             ErrorCode::UserDenied => "USER_DENIED",
             ErrorCode::Unsupported => "UNSUPPORTED",
@@ -82,7 +88,8 @@ impl ErrorCode {
         }
     }
 
-    /// What the code means and what the caller should do about it (documentation copy).
+    /// What the code means and what the caller should do about it (docs/errors.md holds the
+    /// same words, checked by a test).
     pub fn meaning(self) -> &'static str {
         match self {
             ErrorCode::PairingRequired => {
@@ -128,6 +135,12 @@ impl ErrorCode {
             }
             ErrorCode::ResourceExhausted => {
                 "A cap is reached (e.g. 4,096 receipts); the person must run maintenance (`lomi store reconcile`)."
+            }
+            ErrorCode::ResourceBusy => {
+                "Something the call needs is held by another panel (e.g. a workspace's persistent browser profile); `details` name it. Use or close that one first."
+            }
+            ErrorCode::RuntimeUnavailable => {
+                "The runtime behind the panel cannot be reached or cannot answer now (a device went away, the adb server stopped, a device's UI stays busy); `details.effectState` says what became of the effect. Look at the panel before trying again."
             }
             ErrorCode::StoreUnavailable => {
                 "Lomi could not write its private store; the effect was not started."
@@ -206,5 +219,20 @@ mod tests {
             let back: ErrorCode = serde_json::from_value(json).expect("deserialize");
             assert_eq!(back, code);
         }
+    }
+
+    #[test]
+    fn docs_list_every_code_with_its_meaning() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/errors.md");
+        let docs = std::fs::read_to_string(path).expect("read docs/errors.md");
+        let table = ErrorCode::ALL
+            .iter()
+            .map(|code| format!("| `{}` | {} |", code.as_str(), code.meaning()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            docs.contains(&table),
+            "docs/errors.md must list every code in this order, with these words:\n{table}"
+        );
     }
 }
