@@ -2,7 +2,8 @@
 """Prints Lomi's browser targets as ratios against the better peer of the same run.
 
 Reads the newest lomi-*, lomi-bounded-*, playwright-* and chrome-devtools-* result JSONs of
-bench/peers/mcp_bench.py in RESULTS_DIR (the ones `bench/browser` just wrote). Medians only;
+bench/peers/mcp_bench.py in RESULTS_DIR (the ones `bench/browser` just wrote), and the newest
+capture-settled-*.json of bench/capture_settled.py. Medians only;
 "better peer" is whichever peer has the lower median for that figure."""
 
 import json
@@ -67,6 +68,22 @@ def main() -> None:
     bounded_bytes = median(bounded, "fixtures", "large", "steps", "snapshot", "text_bytes")
     if bounded_bytes is not None:
         print(f"| large snapshot bytes, bounded (maxBytes 8192) | {bounded_bytes:,.0f} | | | | ≤ 8,192 | {'yes' if bounded_bytes <= 8192 else 'NO'} |")
+    settled = sorted(results.glob("capture-settled-*.json"), key=lambda p: p.stat().st_mtime)
+    if settled:
+        servers = json.loads(settled[-1].read_text())["servers"]
+        for fixture in ("form", "large"):
+            def settled_median(name: str) -> float | None:
+                return servers.get(name, {}).get("fixtures", {}).get(fixture, {}).get("median")
+
+            mine = settled_median("lomi")
+            theirs = [settled_median("playwright"), settled_median("chrome-devtools")]
+            known = [v for v in theirs if v]
+            if mine is None or not known:
+                continue
+            ratio = mine / min(known)
+            cells = [f"{v:,.0f}" if v is not None else "n/a" for v in (mine, *theirs)]
+            print(f"| capture ms, settled page ({fixture}) | {' | '.join(cells)} | {ratio:.2f}× | ≤ 1.0× | "
+                  f"{'yes' if ratio <= 1.0 else 'NO'} |")
     tools = lomi.get("tools_list_bytes")
     print(f"\ntools/list: {lomi.get('tool_count')} tools, {tools:,} bytes" if tools else "")
 
