@@ -274,6 +274,38 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                 json,
                 person::render_workspaces,
             ),
+            WorkspaceCommand::Remove { workspace_id, json } => (
+                ControlRequest::WorkspaceRemove { workspace_id },
+                json,
+                person::render_workspace_change,
+            ),
+            WorkspaceCommand::AddProject {
+                workspace_id,
+                project,
+                json,
+            } => {
+                let project = std::path::absolute(&project).unwrap_or(project);
+                (
+                    ControlRequest::ProjectAdd {
+                        workspace_id,
+                        project,
+                    },
+                    json,
+                    person::render_workspace_change,
+                )
+            }
+            WorkspaceCommand::RemoveProject {
+                workspace_id,
+                project_id,
+                json,
+            } => (
+                ControlRequest::ProjectRemove {
+                    workspace_id,
+                    project_id,
+                },
+                json,
+                person::render_workspace_change,
+            ),
         },
         Command::Pairing { command } => match command {
             PairingCommand::List { json } => (

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use lomi_mcp::control::ControlRequest;
-use lomi_protocol::{OperationId, PairingId, WorkspaceId};
+use lomi_protocol::{OperationId, PairingId, ProjectId, WorkspaceId};
 use serde_json::Value;
 
 #[derive(Debug, Subcommand)]
@@ -22,6 +22,27 @@ pub enum WorkspaceCommand {
     },
     /// List workspaces with their projects and revisions.
     List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a workspace and every pairing's grant of it (refused while it has panels).
+    Remove {
+        workspace_id: WorkspaceId,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add another project directory to a workspace.
+    AddProject {
+        workspace_id: WorkspaceId,
+        /// The project's root directory.
+        project: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a project from its workspace (a workspace keeps at least one; its files stay).
+    RemoveProject {
+        workspace_id: WorkspaceId,
+        project_id: ProjectId,
         #[arg(long)]
         json: bool,
     },
@@ -130,6 +151,22 @@ pub fn render_workspace(w: &Value) {
             text(&p["projectId"]),
             text(&p["root"])
         );
+    }
+}
+
+/// What a removal or an added project left: the answer names what changed.
+pub fn render_workspace_change(v: &Value) {
+    let workspace = text(&v["workspaceId"]);
+    if let Some(project) = v.get("project") {
+        println!(
+            "workspace {workspace}: project {} added  {}",
+            text(&project["projectId"]),
+            text(&project["root"])
+        );
+    } else if let Some(project) = v.get("projectId") {
+        println!("workspace {workspace}: project {} removed", text(project));
+    } else {
+        println!("workspace {workspace} removed");
     }
 }
 
