@@ -17,7 +17,7 @@ import {
   watch,
 } from "./api";
 import { decisionDialog, pairingDialog } from "./approval";
-import { h } from "./dom";
+import { h, morph, show } from "./dom";
 import { PanelsView, feedView } from "./live";
 import { type StoreStatus, reconcileDialog, settingsView } from "./settings";
 
@@ -73,12 +73,15 @@ function renderTabs(): void {
       },
       label,
     );
-  tabs.replaceChildren(
+  // Morphed, not replaced: a click on a tab that began before the overview changed still lands.
+  const next = tabs.cloneNode(false) as HTMLElement;
+  next.append(
     h("span", { class: "brand" }, "Lomi"),
     button("live", "Live"),
     button("settings", "Settings"),
     h("span", { class: "endpoint" }, info.url, pending ? h("span", { class: "pending" }, ` · ${pending} waiting`) : null),
   );
+  morph(tabs, next);
 }
 
 function renderDialogs(): void {
@@ -151,7 +154,9 @@ function render(): void {
     const typing = document.getElementById("workspace-name") as HTMLInputElement | null;
     const draft = typing?.value ?? "";
     const focused = typing !== null && document.activeElement === typing;
-    content.replaceChildren(
+    // Morphed, not replaced: a click that began before the overview changed still lands.
+    show(
+      content,
       settingsView(
         {
           url: info.url,

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import type { Pairing, Workspace } from "./api";
+import { show } from "./dom";
 import { clientConfigs, portOf, reconcileDialog, settingsView, type SettingsActions, type SettingsState } from "./settings";
 
 const workspaces: Workspace[] = [
@@ -188,5 +189,23 @@ describe("settings", () => {
     expect(confirm).not.toHaveBeenCalled();
     (dialog.querySelector("#reconcile-confirm") as HTMLElement).click();
     expect(confirm).toHaveBeenCalled();
+  });
+
+  it("keeps the Revoke button under the pointer when an agent's activity re-renders the view", () => {
+    const act = actions();
+    const container = document.createElement("div");
+    const render = (lastActiveAt: string) =>
+      show(
+        container,
+        settingsView(state({ pairings: [pairing("pa_1", "approved", { grants: ["ws_a"], lastActiveAt })] }), act),
+      );
+    render("2026-12-03T06:09:30Z");
+    const revoke = container.querySelector<HTMLElement>('.pairing-row[data-pairing-id="pa_1"] .revoke')!;
+    render("2026-12-03T06:09:55Z");
+    expect(container.querySelector('.pairing-row[data-pairing-id="pa_1"] .revoke')).toBe(revoke);
+    expect(container.querySelector(".last-active")!.textContent).toBe("5 s ago");
+    revoke.click();
+    expect(act.revoke).toHaveBeenCalledTimes(1);
+    expect(act.revoke).toHaveBeenCalledWith("pa_1");
   });
 });

@@ -158,11 +158,11 @@ async def test_approve_decide_take_over_and_revoke_in_the_window(desktop: Deskto
         assert window.text_of(f"{row} .last-active") != "never"
         # The person keeps browser sign-ins for Alpha: new browser panels share one profile.
         keep = f'.workspace[data-workspace-id="{a["workspaceId"]}"] input.persistent-profile'
-        assert not window.selected(window.wait_for(keep))
+        assert not window.selected_of(keep)
         window.click_on(keep)
         wait_until(lambda: lomi.cli("browser", "profile", a["workspaceId"])["persistent"] is True,
                    "the browser profile choice is saved")
-        wait_until(lambda: window.selected(window.wait_for(keep)), "the choice shows checked")
+        wait_until(lambda: window.selected_of(keep), "the choice shows checked")
         desktop.screenshot("settings.png")
         window.click_on(f"{row} .revoke")
         wait_until(lambda: lomi.pairing(pairing)["state"] == "revoked", "the pairing is revoked")

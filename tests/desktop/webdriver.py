@@ -6,9 +6,11 @@ from __future__ import annotations
 import base64
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import httpx
+
+T = TypeVar("T")
 
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 
@@ -48,8 +50,18 @@ class Session:
 
     # ---- elements ----
 
-    def find_all(self, css: str) -> list[str]:
-        found = self.cmd("POST", "/elements", {"using": "css selector", "value": css})
+    def find_all(self, css: str, deadline: float = 5.0) -> list[str]:
+        """The elements matching `css`. WebKitWebDriver answers a find that races the page
+        removing a matching node with "stale element"; the find is then simply made again."""
+        end = time.monotonic() + deadline
+        while True:
+            try:
+                found = self.cmd("POST", "/elements", {"using": "css selector", "value": css})
+                break
+            except WebDriverError as error:
+                if "stale element" not in str(error) or time.monotonic() > end:
+                    raise
+            time.sleep(0.05)
         ids = []
         for reference in found:
             if ELEMENT not in reference:
@@ -84,31 +96,30 @@ class Session:
                 raise WebDriverError(f"{css!r} still shown after {deadline}s; page:\n{self.page_text()}")
             time.sleep(0.1)
 
-    def click_on(self, css: str, deadline: float = 20.0) -> None:
-        """Clicks the visible element matching `css`, finding it again if the page re-rendered
-        it in between (a stale reference)."""
+    def on_fresh(self, css: str, use: Callable[[str], T], deadline: float = 20.0) -> T:
+        """`use` on the visible element matching `css`, found again if the page re-rendered it
+        in between (a stale reference)."""
         end = time.monotonic() + deadline
         while True:
             element = self.wait_for(css, deadline)
             try:
-                self.click(element)
-                return
+                return use(element)
             except WebDriverError as error:
                 if "stale element" not in str(error) or time.monotonic() > end:
                     raise
             time.sleep(0.05)
 
+    def click_on(self, css: str, deadline: float = 20.0) -> None:
+        """Clicks the visible element matching `css`."""
+        self.on_fresh(css, self.click, deadline)
+
     def text_of(self, css: str, deadline: float = 20.0) -> str:
-        """The text of the visible element matching `css`, read again if it went stale."""
-        end = time.monotonic() + deadline
-        while True:
-            element = self.wait_for(css, deadline)
-            try:
-                return self.text(element)
-            except WebDriverError as error:
-                if "stale element" not in str(error) or time.monotonic() > end:
-                    raise
-            time.sleep(0.05)
+        """The text of the visible element matching `css`."""
+        return self.on_fresh(css, self.text, deadline)
+
+    def selected_of(self, css: str, deadline: float = 20.0) -> bool:
+        """Whether the visible element matching `css` is checked."""
+        return self.on_fresh(css, self.selected, deadline)
 
     def text(self, element: str) -> str:
         return self.cmd("GET", f"/element/{element}/text")
