@@ -11,12 +11,17 @@ import sys
 from pathlib import Path
 
 
-def newest(results: Path, name: str) -> dict | None:
+def newest_file(results: Path, name: str) -> Path | None:
     files = sorted(
         (p for p in results.glob(f"{name}-*.json") if not p.name.startswith(f"{name}-bounded")),
         key=lambda p: p.stat().st_mtime,
     )
-    return json.loads(files[-1].read_text()) if files else None
+    return files[-1] if files else None
+
+
+def newest(results: Path, name: str) -> dict | None:
+    path = newest_file(results, name)
+    return json.loads(path.read_text()) if path else None
 
 
 def median(result: dict | None, *path: str) -> float | None:
@@ -52,6 +57,7 @@ def main() -> None:
     peers = {"@playwright/mcp": newest(results, "playwright"), "chrome-devtools-mcp": newest(results, "chrome-devtools")}
     if lomi is None:
         raise SystemExit(f"no lomi-*.json in {results}")
+    lomi_mtime = newest_file(results, "lomi").stat().st_mtime
     print()
     print("| target | Lomi | @playwright/mcp | chrome-devtools-mcp | ratio vs better peer | limit | met |")
     print("|---|---|---|---|---|---|---|")
@@ -68,7 +74,11 @@ def main() -> None:
     bounded_bytes = median(bounded, "fixtures", "large", "steps", "snapshot", "text_bytes")
     if bounded_bytes is not None:
         print(f"| large snapshot bytes, bounded (maxBytes 8192) | {bounded_bytes:,.0f} | | | | ≤ 8,192 | {'yes' if bounded_bytes <= 8192 else 'NO'} |")
-    settled = sorted(results.glob("capture-settled-*.json"), key=lambda p: p.stat().st_mtime)
+    # The settled-page capture of the same bench run: written after the harness's lomi-*.json.
+    settled = [
+        p for p in sorted(results.glob("capture-settled-*.json"), key=lambda p: p.stat().st_mtime)
+        if p.stat().st_mtime >= lomi_mtime
+    ]
     if settled:
         servers = json.loads(settled[-1].read_text())["servers"]
         for fixture in ("form", "large"):

@@ -88,7 +88,12 @@ def main() -> None:
     }
     for path in args.adapter:
         adapter = mcp_bench.load_adapter(path)
-        figures = asyncio.run(measure(adapter, overrides, args.repeat))
+        try:
+            figures = asyncio.run(measure(adapter, overrides, args.repeat))
+        except Exception as error:  # noqa: BLE001  (one server failing leaves the others' figures)
+            results["servers"][adapter["name"]] = {"label": adapter["label"], "error": repr(error)[:500]}
+            print(f"{adapter['label']:<22} failed: {error!r}"[:300], flush=True)
+            continue
         results["servers"][adapter["name"]] = figures
         for fixture, s in figures["fixtures"].items():
             print(f"{adapter['label']:<22} {fixture:<5} capture on a settled page ms "

@@ -81,6 +81,10 @@ function same(a: Node, b: Node): boolean {
  * Makes `current` show what `next` shows, keeping every node the two share. A re-render then
  * leaves the button under the person's pointer, the focused field and its text where they are:
  * replacing them would drop a click that started before the re-render.
+ *
+ * A kept node gets the listeners of its new render, but stays the node of the old one: so a
+ * listener must read the page through its event (`event.target`, `event.currentTarget`), never
+ * through an element its own render created.
  */
 export function morph(current: Element, next: Element): void {
   for (const name of current.getAttributeNames()) {

@@ -208,4 +208,18 @@ describe("settings", () => {
     expect(act.revoke).toHaveBeenCalledTimes(1);
     expect(act.revoke).toHaveBeenCalledWith("pa_1");
   });
+
+  it("adds the workspace typed in the field on screen after the view was updated in place", () => {
+    const act = actions();
+    const container = document.createElement("div");
+    document.body.append(container);
+    show(container, settingsView(state(), act));
+    const field = container.querySelector<HTMLInputElement>("#workspace-name")!;
+    field.value = "Gamma";
+    show(container, settingsView(state({ now: new Date("2026-12-03T06:10:15Z") }), act));
+    expect(container.querySelector("#workspace-name")).toBe(field);
+    container.querySelector<HTMLFormElement>("#workspace-add")!.requestSubmit();
+    expect(act.addWorkspace).toHaveBeenCalledWith("Gamma");
+    container.remove();
+  });
 });

@@ -151,7 +151,10 @@ export function settingsView(state: SettingsState, actions: SettingsActions): HT
         id: "workspace-add",
         onsubmit: (event: Event) => {
           event.preventDefault();
-          const value = name.value.trim();
+          // Read from the form on screen: after an in-place update (`morph`) it holds the field
+          // the person typed in, not the `name` of this render.
+          const field = (event.currentTarget as HTMLFormElement).querySelector<HTMLInputElement>("#workspace-name");
+          const value = (field?.value ?? "").trim();
           if (value) actions.addWorkspace(value);
         },
       },

@@ -539,7 +539,7 @@ async def test_a_persistent_profile_is_the_persons_choice_and_one_browser_at_a_t
         assert second["result"]["details"]["panelId"] == agent.panel, dump(second)
         # Nor can the person delete the folder under a running browser.
         refused = lomi.cli_fails("browser", "profile", ws, "--fresh", "--delete")
-        assert "close" in refused, refused
+        assert "RESOURCE_BUSY" in refused and "close" in refused, refused
         assert lomi.cli("browser", "profile", ws)["persistent"] is True
 
         # Closed and created again (the start also sweeps abandoned temp profiles): still there.

@@ -562,6 +562,8 @@ impl AndroidPanels {
             panel_id: input.panel_id.clone(),
             expected: input.expected_revision,
             payload: to_value(&input),
+            // The device connection is only forgotten once the panel is gone.
+            effect_if_kept: EffectState::None,
         };
         let panels = self.clone();
         let panel_id = input.panel_id;
@@ -575,8 +577,8 @@ impl AndroidPanels {
                     Ok((runtime.workspace_id.clone(), ()))
                 },
                 move |()| async move {
-                    panels.runtimes().remove(&panel_id);
                     move |revision| {
+                        panels.runtimes().remove(&panel_id);
                         to_value(&AndroidDetached {
                             panel_id,
                             domain_revision: revision,

@@ -54,6 +54,9 @@ pub struct PanelRemoval {
     pub expected: DomainRevision,
     /// The tool's whole input, for the receipt's fingerprint.
     pub payload: Value,
+    /// What has happened if the panel cannot be removed after `end` ran: `partial` when `end`
+    /// ended a runtime, `none` when it left everything as it was.
+    pub effect_if_kept: EffectState,
 }
 
 /// One ordered input under a lease, as `lease_input` checks it.
@@ -555,8 +558,8 @@ impl Broker {
     /// Runs a [`PanelRemoval`] as one operation, keyed by its input alone so that a retry after
     /// the panel is gone still finds its receipt. `find` looks the panel's runtime up and says
     /// which workspace the panel is in; in the effect the revision is checked again, `end` ends
-    /// the runtime and answers how to make the result from the new revision, and then the panel
-    /// is removed. If that fails, the effect is `partial`: the runtime has already ended.
+    /// the runtime (or not) and answers what to do once the panel is removed: make the result
+    /// from the new revision. If the removal fails, the effect is `effect_if_kept`.
     pub async fn remove_panel<R, End, Ended, Done>(
         &self,
         caller: &PairingId,
@@ -578,6 +581,7 @@ impl Broker {
             panel_id,
             expected,
             payload,
+            effect_if_kept,
         } = removal;
         let mutation = Mutation {
             tool,
@@ -616,7 +620,7 @@ impl Broker {
                     match context.broker.panel_remove(&panel_id, Some(expected)) {
                         Ok(revision) => EffectOutcome::Succeeded(done(revision)),
                         Err(error) => EffectOutcome::Failed {
-                            effect: EffectState::Partial,
+                            effect: effect_if_kept,
                             error,
                         },
                     }

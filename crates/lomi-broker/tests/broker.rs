@@ -1386,6 +1386,7 @@ async fn removing_a_panel_is_compared_by_revision_and_answered_again_after_it_is
         panel_id: panel.clone(),
         expected: DomainRevision(expected),
         payload: serde_json::json!({ "panelId": panel.to_string(), "key": key, "revision": expected }),
+        effect_if_kept: EffectState::Partial,
     };
     let remove =
         |removal: PanelRemoval| remove_counted(&broker, &agent, &workspace, removal, ended.clone());

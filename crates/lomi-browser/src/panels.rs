@@ -1310,6 +1310,8 @@ impl BrowserPanels {
             panel_id: input.panel_id.clone(),
             expected: input.expected_revision,
             payload: to_value(&input),
+            // The browser has ended by then.
+            effect_if_kept: EffectState::Partial,
         };
         let panels = self.clone();
         let panel_id = input.panel_id;

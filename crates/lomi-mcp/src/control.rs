@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use lomi_broker::Broker;
-use lomi_protocol::{OperationId, PairingId, Reply, ToolError, WorkspaceId};
+use lomi_protocol::{ErrorCode, OperationId, PairingId, Reply, ToolError, WorkspaceId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
@@ -296,10 +296,13 @@ fn browser_profile(
     }
     let dir = broker.browser_profile_dir(workspace);
     if delete && let Some(pid) = lomi_browser::profile_user(&dir) {
-        return Err(ToolError::invalid(format!(
-            "a browser (Chromium pid {pid}) is using the profile {}; close the workspace's browser panel first, nothing was changed",
-            dir.display()
-        )));
+        return Err(ToolError::new(
+            ErrorCode::ResourceBusy,
+            format!(
+                "a browser (Chromium pid {pid}) is using the profile {}; close the workspace's browser panel first, nothing was changed",
+                dir.display()
+            ),
+        ));
     }
     if let Some(persistent) = persistent {
         broker.set_persistent_browser_profile(workspace, persistent)?;

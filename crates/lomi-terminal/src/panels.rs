@@ -478,6 +478,8 @@ impl TerminalPanels {
             panel_id: input.panel_id.clone(),
             expected: input.expected_revision,
             payload: to_value(&input),
+            // The terminal has ended by then.
+            effect_if_kept: EffectState::Partial,
         };
         let panels = self.clone();
         let panel_id = input.panel_id;
