@@ -95,6 +95,10 @@ pub fn tool_error(error: BrowserError) -> ToolError {
             ErrorCode::GenerationMismatch,
             format!("{error}; relaunch it with lomi_browser_create and this panelId"),
         ),
+        BrowserError::Timeout(_) => ToolError::new(
+            ErrorCode::RuntimeUnavailable,
+            format!("{error}; the browser may be busy: look at the panel before trying again"),
+        ),
         other => ToolError::internal(other.to_string()),
     }
 }
@@ -1419,4 +1423,36 @@ fn page_of<T: Clone>(
             cursor(e).parse().unwrap_or(since)
         });
     Ok((entries, since + 1 < first, next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn browser_failures_answer_with_the_code_the_caller_can_act_on() {
+        let code = |error: BrowserError| tool_error(error).code;
+        assert_eq!(
+            code(BrowserError::Stale("gone".into())),
+            ErrorCode::SnapshotStale
+        );
+        assert_eq!(
+            code(BrowserError::Invalid("bad".into())),
+            ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            code(BrowserError::Gone("killed".into())),
+            ErrorCode::GenerationMismatch
+        );
+        assert_eq!(
+            code(BrowserError::Timeout(
+                "Chromium did not answer in time".into()
+            )),
+            ErrorCode::RuntimeUnavailable
+        );
+        assert_eq!(
+            code(BrowserError::Cdp("no such method".into())),
+            ErrorCode::Internal
+        );
+    }
 }

@@ -140,7 +140,7 @@ impl ErrorCode {
                 "Something the call needs is held by another panel (e.g. a workspace's persistent browser profile); `details` name it. Use or close that one first."
             }
             ErrorCode::RuntimeUnavailable => {
-                "The runtime behind the panel stopped answering during the call (an Android device went away or timed out, the adb server cannot be reached, a device's UI stays busy). What became of the effect is in `details.effectState`, or in the receipt's `effectState`. Look at the panel before trying again."
+                "The runtime behind the panel stopped answering during the call (an Android device went away or timed out, the adb server cannot be reached, a device's UI stays busy, Chromium did not answer in time). For a mutation, what became of its effect is in `details.effectState` or in the receipt's `effectState`. Look at the panel before trying again."
             }
             ErrorCode::StoreUnavailable => {
                 "Lomi could not write its private store; the effect was not started."
