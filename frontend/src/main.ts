@@ -150,11 +150,8 @@ function render(): void {
       content.replaceChildren(panels.element, feed);
     }
   } else {
-    // Keep what the person is typing across re-renders (the overview changes while agents work).
-    const typing = document.getElementById("workspace-name") as HTMLInputElement | null;
-    const draft = typing?.value ?? "";
-    const focused = typing !== null && document.activeElement === typing;
-    // Morphed, not replaced: a click that began before the overview changed still lands.
+    // Morphed, not replaced: a click that began before the overview changed still lands, and
+    // the field the person is typing in keeps its text and focus.
     show(
       content,
       settingsView(
@@ -182,11 +179,6 @@ function render(): void {
         },
       ),
     );
-    const input = document.getElementById("workspace-name") as HTMLInputElement | null;
-    if (input) {
-      input.value = draft;
-      if (focused) input.focus();
-    }
   }
 }
 
