@@ -50,18 +50,24 @@ class Session:
 
     # ---- elements ----
 
-    def find_all(self, css: str, deadline: float = 5.0) -> list[str]:
-        """The elements matching `css`. WebKitWebDriver answers a find that races the page
-        removing a matching node with "stale element"; the find is then simply made again."""
+    @staticmethod
+    def again_if_stale(attempt: Callable[[], T], deadline: float) -> T:
+        """`attempt()`, made again while WebDriver answers "stale element": the page replaced a
+        node between finding it and using it (or while a find ran)."""
         end = time.monotonic() + deadline
         while True:
             try:
-                found = self.cmd("POST", "/elements", {"using": "css selector", "value": css})
-                break
+                return attempt()
             except WebDriverError as error:
                 if "stale element" not in str(error) or time.monotonic() > end:
                     raise
             time.sleep(0.05)
+
+    def find_all(self, css: str, deadline: float = 5.0) -> list[str]:
+        """The elements matching `css`."""
+        found = self.again_if_stale(
+            lambda: self.cmd("POST", "/elements", {"using": "css selector", "value": css}), deadline
+        )
         ids = []
         for reference in found:
             if ELEMENT not in reference:
@@ -99,15 +105,7 @@ class Session:
     def on_fresh(self, css: str, use: Callable[[str], T], deadline: float = 20.0) -> T:
         """`use` on the visible element matching `css`, found again if the page re-rendered it
         in between (a stale reference)."""
-        end = time.monotonic() + deadline
-        while True:
-            element = self.wait_for(css, deadline)
-            try:
-                return use(element)
-            except WebDriverError as error:
-                if "stale element" not in str(error) or time.monotonic() > end:
-                    raise
-            time.sleep(0.05)
+        return self.again_if_stale(lambda: use(self.wait_for(css, deadline)), deadline)
 
     def click_on(self, css: str, deadline: float = 20.0) -> None:
         """Clicks the visible element matching `css`."""
