@@ -566,17 +566,15 @@ impl AndroidPanels {
             effect_if_kept: EffectState::None,
         };
         let panels = self.clone();
-        let panel_id = input.panel_id;
-        let wanted = panel_id.clone();
         self.broker
             .remove_panel(
                 caller,
                 removal,
-                || {
-                    let runtime = self.runtime(caller, &wanted)?;
+                |panel| {
+                    let runtime = self.runtime(caller, panel)?;
                     Ok((runtime.workspace_id.clone(), ()))
                 },
-                move |()| async move {
+                move |(), panel_id| async move {
                     move |revision| {
                         panels.runtimes().remove(&panel_id);
                         to_value(&AndroidDetached {

@@ -559,17 +559,18 @@ impl Broker {
     /// the panel is gone still finds its receipt. `find` looks the panel's runtime up and says
     /// which workspace the panel is in; in the effect the revision is checked again, `end` ends
     /// the runtime (or not) and answers what to do once the panel is removed: make the result
-    /// from the new revision. If the removal fails, the effect is `effect_if_kept`.
+    /// from the new revision. If the removal fails, the effect is `effect_if_kept`. Both are
+    /// given the panel's id.
     pub async fn remove_panel<R, End, Ended, Done>(
         &self,
         caller: &PairingId,
         removal: PanelRemoval,
-        find: impl FnOnce() -> Result<(WorkspaceId, R), ToolError>,
+        find: impl FnOnce(&PanelId) -> Result<(WorkspaceId, R), ToolError>,
         end: End,
     ) -> Result<OperationView, ToolError>
     where
         R: Send + 'static,
-        End: FnOnce(R) -> Ended + Send + 'static,
+        End: FnOnce(R, PanelId) -> Ended + Send + 'static,
         Ended: Future<Output = Done> + Send + 'static,
         Done: FnOnce(DomainRevision) -> Value + Send + 'static,
     {
@@ -597,7 +598,7 @@ impl Broker {
         if let Some(prior) = self.prior(caller, &mutation)? {
             return self.answer(caller, &prior).await;
         }
-        let (owner, runtime) = find()?;
+        let (owner, runtime) = find(&panel_id)?;
         if owner != workspace_id {
             return Err(ToolError::not_found(format!(
                 "no panel {panel_id} in workspace {workspace_id}"
@@ -616,7 +617,7 @@ impl Broker {
                             error,
                         };
                     }
-                    let done = end(runtime).await;
+                    let done = end(runtime, panel_id.clone()).await;
                     match context.broker.panel_remove(&panel_id, Some(expected)) {
                         Ok(revision) => EffectOutcome::Succeeded(done(revision)),
                         Err(error) => EffectOutcome::Failed {

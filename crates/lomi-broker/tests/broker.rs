@@ -1449,8 +1449,8 @@ async fn remove_counted(
         .remove_panel(
             agent,
             removal,
-            move || Ok((owner, "the runtime")),
-            move |runtime| async move {
+            move |_| Ok((owner, "the runtime")),
+            move |runtime, _| async move {
                 assert_eq!(runtime, "the runtime");
                 ended.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 move |revision: DomainRevision| {

@@ -1318,17 +1318,15 @@ impl BrowserPanels {
             effect_if_kept: EffectState::Partial,
         };
         let panels = self.clone();
-        let panel_id = input.panel_id;
-        let wanted = panel_id.clone();
         self.broker
             .remove_panel(
                 caller,
                 removal,
-                || {
-                    let (record, runtime) = self.runtime(caller, &wanted)?;
+                |panel| {
+                    let (record, runtime) = self.runtime(caller, panel)?;
                     Ok((record.workspace_id, runtime))
                 },
-                move |runtime| async move {
+                move |runtime, panel_id| async move {
                     runtime.browser.close().await;
                     panels.runtimes().remove(&panel_id);
                     move |revision| {
