@@ -50,27 +50,32 @@ TARGETS = [
 ]
 
 
+def print_row(label: str, mine: float | None, theirs: list[float | None], limit: float) -> None:
+    """One table row: Lomi, @playwright/mcp, chrome-devtools-mcp, and Lomi's ratio against the
+    better (lower) peer."""
+    known = [v for v in theirs if v]
+    cells = [f"{v:,.0f}" if v is not None else "n/a" for v in (mine, *theirs)]
+    if mine is None or not known:
+        print(f"| {label} | {' | '.join(cells)} | n/a | ≤ {limit}× | ? |")
+        return
+    ratio = mine / min(known)
+    print(f"| {label} | {' | '.join(cells)} | {ratio:.2f}× | ≤ {limit}× | {'yes' if ratio <= limit else 'NO'} |")
+
+
 def main() -> None:
     results = Path(sys.argv[1] if len(sys.argv) > 1 else "bench/peers/results")
-    lomi = newest(results, "lomi")
+    lomi_file = newest_file(results, "lomi")
+    lomi = json.loads(lomi_file.read_text()) if lomi_file else None
     bounded = newest(results, "lomi-bounded")
     peers = {"@playwright/mcp": newest(results, "playwright"), "chrome-devtools-mcp": newest(results, "chrome-devtools")}
     if lomi is None:
         raise SystemExit(f"no lomi-*.json in {results}")
-    lomi_mtime = newest_file(results, "lomi").stat().st_mtime
+    lomi_mtime = lomi_file.stat().st_mtime
     print()
     print("| target | Lomi | @playwright/mcp | chrome-devtools-mcp | ratio vs better peer | limit | met |")
     print("|---|---|---|---|---|---|---|")
     for label, path, limit in TARGETS:
-        mine = median(lomi, *path)
-        theirs = {name: median(r, *path) for name, r in peers.items()}
-        known = [v for v in theirs.values() if v]
-        if mine is None or not known:
-            print(f"| {label} | {mine} | {theirs['@playwright/mcp']} | {theirs['chrome-devtools-mcp']} | n/a | ≤ {limit}× | ? |")
-            continue
-        ratio = mine / min(known)
-        cells = [f"{v:,.0f}" if v is not None else "n/a" for v in (mine, *theirs.values())]
-        print(f"| {label} | {' | '.join(cells)} | {ratio:.2f}× | ≤ {limit}× | {'yes' if ratio <= limit else 'NO'} |")
+        print_row(label, median(lomi, *path), [median(r, *path) for r in peers.values()], limit)
     bounded_bytes = median(bounded, "fixtures", "large", "steps", "snapshot", "text_bytes")
     if bounded_bytes is not None:
         print(f"| large snapshot bytes, bounded (maxBytes 8192) | {bounded_bytes:,.0f} | | | | ≤ 8,192 | {'yes' if bounded_bytes <= 8192 else 'NO'} |")
@@ -82,18 +87,11 @@ def main() -> None:
     if settled:
         servers = json.loads(settled[-1].read_text())["servers"]
         for fixture in ("form", "large"):
-            def settled_median(name: str) -> float | None:
-                return servers.get(name, {}).get("fixtures", {}).get(fixture, {}).get("median")
-
-            mine = settled_median("lomi")
-            theirs = [settled_median("playwright"), settled_median("chrome-devtools")]
-            known = [v for v in theirs if v]
-            if mine is None or not known:
-                continue
-            ratio = mine / min(known)
-            cells = [f"{v:,.0f}" if v is not None else "n/a" for v in (mine, *theirs)]
-            print(f"| capture ms, settled page ({fixture}) | {' | '.join(cells)} | {ratio:.2f}× | ≤ 1.0× | "
-                  f"{'yes' if ratio <= 1.0 else 'NO'} |")
+            mine, *theirs = (
+                servers.get(name, {}).get("fixtures", {}).get(fixture, {}).get("median")
+                for name in ("lomi", "playwright", "chrome-devtools")
+            )
+            print_row(f"capture ms, settled page ({fixture})", mine, theirs, 1.0)
     tools = lomi.get("tools_list_bytes")
     print(f"\ntools/list: {lomi.get('tool_count')} tools, {tools:,} bytes" if tools else "")
 
