@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use lomi_broker::{
-    Broker, Confirmation, EffectOutcome, LeasedInput, Mutation, PanelRecord, PanelRemoval, persist,
+    Broker, Confirmation, EffectOutcome, InputFailure, LeasedInput, Mutation, PanelRecord,
+    PanelRemoval, Permit, persist,
 };
 use lomi_protocol::tools::android::{
     AndroidAction, AndroidAttachInput, AndroidAttached, AndroidBounds, AndroidCaptureInput,
@@ -22,7 +23,7 @@ use lomi_protocol::tools::android::{
 };
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::{PanelKind, PanelListInput};
-use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, ToolError, WorkspaceId};
+use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, Tool, ToolError, WorkspaceId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::Digest;
@@ -354,7 +355,7 @@ impl AndroidPanels {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let mutation = Mutation {
-            tool: "lomi_android_attach",
+            tool: Tool::AndroidAttach,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
@@ -362,38 +363,15 @@ impl AndroidPanels {
             payload: to_value(&input),
             generation: None,
             revision: Some(expected.to_string()),
-            permit_key: format!("workspace:{workspace_id}"),
+            permit: Permit::Workspace(workspace_id.clone()),
         };
-        if let Some(prior) = self.broker.prior(caller, &mutation)? {
-            return self.broker.answer(caller, &prior).await;
-        }
-        self.broker.panel_list(
-            caller,
-            &PanelListInput {
-                workspace_id: workspace_id.clone(),
-            },
-        )?;
         let serial = input.serial.clone();
         if serial.is_empty() || serial.len() > 256 || serial.chars().any(char::is_control) {
             return Err(ToolError::invalid(
                 "serial must have 1 to 256 characters and no control characters",
             ));
         }
-        // A serial the adb server does not list is refused before anything is recorded,
-        // unless it is an address Lomi can connect to.
         let tcp_address: Option<SocketAddrV4> = serial.parse().ok();
-        if tcp_address.is_none() {
-            let server = self.server;
-            let listed = blocking(move || server.devices())
-                .await
-                .map_err(|error| device_error(&error))?;
-            if !listed.iter().any(|device| device.serial == serial) {
-                return Err(ToolError::not_found(format!(
-                    "the adb server at {} lists no device `{serial}`; see lomi_android_devices (a device reached over Wi-Fi is attached by HOST:PORT)",
-                    self.server.address()
-                )));
-            }
-        }
         let confirmation = match self.remembered(&serial)? {
             Some(true) => Confirmation::Allowed,
             Some(false) => Confirmation::Declined(format!(
@@ -408,30 +386,60 @@ impl AndroidPanels {
             }
         };
         let check_workspace = workspace_id.clone();
-        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
         let panels = self.clone();
         let creator = caller.clone();
         let title = input.title.clone();
-        let id = self.broker.submit_confirmed(
-            caller,
-            mutation,
-            confirmation,
-            precheck,
-            Box::new(move |context| {
-                Box::pin(async move {
-                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error,
-                        };
+        let listed_serial = serial.clone();
+        let listed_workspace = workspace_id.clone();
+        self.broker
+            .operate(
+                caller,
+                mutation,
+                confirmation,
+                async {
+                    self.broker.panel_list(
+                        caller,
+                        &PanelListInput {
+                            workspace_id: listed_workspace,
+                        },
+                    )?;
+                    // A serial the adb server does not list is refused before anything is
+                    // recorded, unless it is an address Lomi can connect to.
+                    if tcp_address.is_none() {
+                        let server = self.server;
+                        let listed = blocking(move || server.devices())
+                            .await
+                            .map_err(|error| device_error(&error))?;
+                        if !listed.iter().any(|device| device.serial == listed_serial) {
+                            return Err(ToolError::not_found(format!(
+                                "the adb server at {} lists no device `{listed_serial}`; see lomi_android_devices (a device reached over Wi-Fi is attached by HOST:PORT)",
+                                self.server.address()
+                            )));
+                        }
                     }
-                    panels
-                        .attach_effect(&creator, workspace_id, expected, serial, tcp_address, title)
-                        .await
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &id).await
+                    Ok(())
+                },
+                move |broker, ()| broker.check_revision(&check_workspace, expected),
+                move |(), context| async move {
+                    let attached = panels.attach_effect(
+                        &creator,
+                        workspace_id,
+                        expected,
+                        serial,
+                        tcp_address,
+                        title,
+                    );
+                    tokio::select! {
+                        outcome = attached => outcome,
+                        // Cancelled while the device was reached: nothing was added to the
+                        // workspace; `adb connect` may have added the device to adb's list.
+                        () = context.cancel.cancelled() => EffectOutcome::Cancelled {
+                            effect: if tcp_address.is_some() { EffectState::Partial } else { EffectState::None },
+                        },
+                    }
+                },
+            )
+            .await
     }
 
     async fn attach_effect(
@@ -555,7 +563,7 @@ impl AndroidPanels {
         input: AndroidDetachInput,
     ) -> Result<OperationView, ToolError> {
         let removal = PanelRemoval {
-            tool: "lomi_android_detach",
+            tool: Tool::AndroidDetach,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: input.workspace_id.clone(),
@@ -592,7 +600,7 @@ impl AndroidPanels {
     fn device_mutation(
         &self,
         caller: &PairingId,
-        tool: &'static str,
+        tool: Tool,
         input: &impl Serialize,
         (retry_epoch, request_key): (&lomi_protocol::RetryEpoch, &lomi_protocol::RequestKey),
         panel: &PanelId,
@@ -608,7 +616,7 @@ impl AndroidPanels {
             payload: to_value(input),
             generation: Some(generation.to_owned()),
             revision: None,
-            permit_key: format!("panel:{panel}"),
+            permit: Permit::Panel(panel.clone()),
         })
     }
 
@@ -616,16 +624,15 @@ impl AndroidPanels {
     fn guarded(
         &self,
         caller: &PairingId,
-        mutation: &Mutation,
+        workspace: &WorkspaceId,
         panel: &PanelId,
         lease: &lomi_protocol::LeaseId,
         generation: &str,
     ) -> Result<Device, ToolError> {
         let record = self.broker.lease_check(caller, lease, panel, generation)?;
-        if record.workspace_id != mutation.workspace_id {
+        if &record.workspace_id != workspace {
             return Err(ToolError::invalid(format!(
-                "panel {panel} is not in this retry epoch's workspace {}",
-                mutation.workspace_id
+                "panel {panel} is not in this retry epoch's workspace {workspace}"
             )));
         }
         let runtime = self.runtime(caller, panel)?;
@@ -659,15 +666,12 @@ impl AndroidPanels {
     ) -> Result<OperationView, ToolError> {
         let mutation = self.device_mutation(
             caller,
-            "lomi_android_launch",
+            Tool::AndroidLaunch,
             &input,
             (&input.retry_epoch, &input.request_key),
             &input.panel_id,
             &input.generation,
         )?;
-        if let Some(prior) = self.broker.prior(caller, &mutation)? {
-            return self.broker.answer(caller, &prior).await;
-        }
         let target = match (&input.component, &input.intent) {
             (Some(component), None) => Launch::Component(component.clone()),
             (None, Some(intent)) => Launch::Intent {
@@ -681,28 +685,30 @@ impl AndroidPanels {
                 ));
             }
         };
-        let device = self.guarded(
-            caller,
-            &mutation,
-            &input.panel_id,
-            &input.lease_id,
-            &input.generation,
-        )?;
+        let workspace_id = mutation.workspace_id.clone();
         let panels = self.clone();
         let panel_id = input.panel_id.clone();
         let generation = input.generation.clone();
-        let id = self.broker.submit(
-            caller,
-            mutation,
-            |_| Ok(()),
-            Box::new(move |_context| {
-                Box::pin(async move {
-                    if let Err(error) = panels.still_current(&panel_id, &generation) {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error,
-                        };
-                    }
+        let (check_panel, check_generation) = (panel_id.clone(), generation.clone());
+        self.broker
+            .operate(
+                caller,
+                mutation,
+                Confirmation::Policy,
+                async {
+                    self.guarded(
+                        caller,
+                        &workspace_id,
+                        &input.panel_id,
+                        &input.lease_id,
+                        &input.generation,
+                    )
+                },
+                {
+                    let panels = self.clone();
+                    move |_, _| panels.still_current(&check_panel, &check_generation)
+                },
+                move |device, _context| async move {
                     let launched = blocking(move || match target {
                         Launch::Component(component) => device.launch(&component),
                         Launch::Intent {
@@ -724,10 +730,9 @@ impl AndroidPanels {
                             failed_outcome(&error)
                         }
                     }
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &id).await
+                },
+            )
+            .await
     }
 
     /// `lomi_android_shell`: waits for the person unless their policy says otherwise.
@@ -738,15 +743,12 @@ impl AndroidPanels {
     ) -> Result<OperationView, ToolError> {
         let mutation = self.device_mutation(
             caller,
-            "lomi_android_shell",
+            Tool::AndroidShell,
             &input,
             (&input.retry_epoch, &input.request_key),
             &input.panel_id,
             &input.generation,
         )?;
-        if let Some(prior) = self.broker.prior(caller, &mutation)? {
-            return self.broker.answer(caller, &prior).await;
-        }
         if input.command.trim().is_empty()
             || input.command.len() > MAX_SHELL_COMMAND
             || input.command.contains('\0')
@@ -761,30 +763,40 @@ impl AndroidPanels {
                 "maxBytes must be 1 to {MAX_SHELL_BYTES}"
             )));
         }
-        let device = self.guarded(
-            caller,
-            &mutation,
-            &input.panel_id,
-            &input.lease_id,
-            &input.generation,
-        )?;
+        let workspace_id = mutation.workspace_id.clone();
         let panels = self.clone();
         let panel_id = input.panel_id.clone();
         let generation = input.generation.clone();
+        let (check_panel, check_generation) = (panel_id.clone(), generation.clone());
         let command = input.command.clone();
-        let id = self.broker.submit(
-            caller,
-            mutation,
-            |_| Ok(()),
-            Box::new(move |_context| {
-                Box::pin(async move {
-                    if let Err(error) = panels.still_current(&panel_id, &generation) {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error,
-                        };
-                    }
-                    let ran = blocking(move || device.shell(&command, max_bytes as usize)).await;
+        self.broker
+            .operate(
+                caller,
+                mutation,
+                Confirmation::Policy,
+                async {
+                    self.guarded(
+                        caller,
+                        &workspace_id,
+                        &input.panel_id,
+                        &input.lease_id,
+                        &input.generation,
+                    )
+                },
+                {
+                    let panels = self.clone();
+                    move |_, _| panels.still_current(&check_panel, &check_generation)
+                },
+                move |device, context| async move {
+                    let ran = blocking(move || device.shell(&command, max_bytes as usize));
+                    // adb cannot stop a command it started: on cancellation Lomi stops
+                    // waiting; the command started, and may still run on the device.
+                    let ran = tokio::select! {
+                        ran = ran => ran,
+                        () = context.cancel.cancelled() => {
+                            return EffectOutcome::Cancelled { effect: EffectState::Partial };
+                        }
+                    };
                     match ran {
                         Ok((output, truncated)) => {
                             EffectOutcome::Succeeded(to_value(&AndroidShellResult {
@@ -799,10 +811,9 @@ impl AndroidPanels {
                             failed_outcome(&error)
                         }
                     }
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &id).await
+                },
+            )
+            .await
     }
 
     /// `lomi_android_input`: ordered by lease and inputSequence.
@@ -844,9 +855,7 @@ impl AndroidPanels {
                 ..
             } => {}
         }
-        let fingerprint = hex::encode(sha2::Sha256::digest(
-            serde_json::to_vec(&input.action).unwrap_or_default(),
-        ));
+        let payload = to_value(&input.action);
         let sequence = input.input_sequence;
         let panels = self.clone();
         let panel_id = input.panel_id.clone();
@@ -861,7 +870,7 @@ impl AndroidPanels {
                     panel: &input.panel_id,
                     generation: &input.generation,
                     sequence,
-                    fingerprint,
+                    payload,
                 },
                 || async move {
                     let dispatched = panels.dispatch(&panel_id, &generation, action).await?;
@@ -879,27 +888,35 @@ impl AndroidPanels {
         Ok(accepted)
     }
 
-    /// Sends one input to the device (under the lease's order); returns what was run.
+    /// Sends one input to the device (under the lease's order); returns what was run. A
+    /// failure once the command went to the device leaves its effect unknown.
     async fn dispatch(
         &self,
         panel: &PanelId,
         generation: &str,
         action: AndroidAction,
-    ) -> Result<String, ToolError> {
+    ) -> Result<String, InputFailure> {
         let runtime = self
             .runtimes()
             .get(panel)
             .cloned()
-            .ok_or_else(|| ToolError::not_found(format!("panel {panel} was detached")))?;
-        Self::live_generation(panel, &runtime, Some(generation))?;
+            .ok_or_else(|| ToolError::not_found(format!("panel {panel} was detached")))
+            .map_err(InputFailure::NotSent)?;
+        Self::live_generation(panel, &runtime, Some(generation)).map_err(InputFailure::NotSent)?;
         let device = runtime.device.clone();
         let command = match action {
             AndroidAction::Tap(point) => {
-                let (x, y) = self.resolve(panel, &runtime, point).await?;
+                let (x, y) = self
+                    .resolve(panel, &runtime, point)
+                    .await
+                    .map_err(InputFailure::NotSent)?;
                 Command::Tap(x, y)
             }
             AndroidAction::LongPress { point, duration_ms } => {
-                let (x, y) = self.resolve(panel, &runtime, point).await?;
+                let (x, y) = self
+                    .resolve(panel, &runtime, point)
+                    .await
+                    .map_err(InputFailure::NotSent)?;
                 Command::Swipe(SwipeArguments {
                     from_x: x,
                     from_y: y,
@@ -931,7 +948,7 @@ impl AndroidPanels {
             }
             Err(error) => {
                 self.note_failure(panel, generation, &error);
-                Err(device_error(&error))
+                Err(InputFailure::Unknown(device_error(&error)))
             }
         }
     }

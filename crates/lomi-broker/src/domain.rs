@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use lomi_protocol::tools::session::{PairingState, ProjectView, WorkspaceView};
-use lomi_protocol::{DomainRevision, PairingId, PanelId, ProjectId, Timestamp, WorkspaceId};
+use lomi_protocol::{DomainRevision, PairingId, PanelId, ProjectId, Timestamp, Tool, WorkspaceId};
 use serde::{Deserialize, Serialize};
 
 /// Everything in `domain.json`.
@@ -78,17 +78,36 @@ impl Pairing {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Policy {
-    pub confirm_tools: BTreeSet<String>,
+    #[serde(deserialize_with = "known_tools")]
+    pub confirm_tools: BTreeSet<Tool>,
     /// The tools of [`CONFIRMED_BY_DEFAULT`] already applied to this policy, so a default that
     /// a newer Lomi adds reaches an existing data dir once, and a tool the person turned off
     /// stays off.
-    #[serde(default = "defaults_before_tracking")]
-    pub applied_defaults: BTreeSet<String>,
+    #[serde(default = "defaults_before_tracking", deserialize_with = "known_tools")]
+    pub applied_defaults: BTreeSet<Tool>,
+}
+
+/// The tools named in `domain.json` that this Lomi has; a name an older or newer Lomi wrote
+/// for a tool this one does not serve is dropped, not an error that would lose the domain.
+fn known_tools<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeSet<Tool>, D::Error> {
+    let names = Vec::<String>::deserialize(deserializer)?;
+    Ok(names
+        .iter()
+        .filter_map(|name| {
+            let tool = Tool::from_name(name);
+            if tool.is_none() {
+                tracing::warn!("domain.json names a tool this Lomi does not have: {name}");
+            }
+            tool
+        })
+        .collect())
 }
 
 /// What `CONFIRMED_BY_DEFAULT` held before policies recorded which defaults they had applied.
-fn defaults_before_tracking() -> BTreeSet<String> {
-    BTreeSet::from(["lomi_file_delete".to_owned()])
+fn defaults_before_tracking() -> BTreeSet<Tool> {
+    BTreeSet::from([Tool::FileDelete])
 }
 
 impl Policy {
@@ -96,8 +115,8 @@ impl Policy {
     pub fn apply_new_defaults(&mut self) -> bool {
         let mut changed = false;
         for tool in CONFIRMED_BY_DEFAULT {
-            if self.applied_defaults.insert((*tool).to_owned()) {
-                self.confirm_tools.insert((*tool).to_owned());
+            if self.applied_defaults.insert(*tool) {
+                self.confirm_tools.insert(*tool);
                 changed = true;
             }
         }
@@ -108,18 +127,12 @@ impl Policy {
 /// Tools that wait for the person unless they say otherwise: deleting files cannot be undone;
 /// a shell command on a phone can do anything the device's shell user can; JavaScript in a
 /// browser page can do anything the page can.
-pub const CONFIRMED_BY_DEFAULT: &[&str] = &[
-    "lomi_file_delete",
-    "lomi_android_shell",
-    "lomi_browser_evaluate",
-];
+pub const CONFIRMED_BY_DEFAULT: &[Tool] =
+    &[Tool::FileDelete, Tool::AndroidShell, Tool::BrowserEvaluate];
 
 impl Default for Policy {
     fn default() -> Self {
-        let defaults: BTreeSet<String> = CONFIRMED_BY_DEFAULT
-            .iter()
-            .map(|t| (*t).to_owned())
-            .collect();
+        let defaults: BTreeSet<Tool> = CONFIRMED_BY_DEFAULT.iter().copied().collect();
         Policy {
             confirm_tools: defaults.clone(),
             applied_defaults: defaults,
@@ -177,11 +190,11 @@ mod tests {
         let mut old: Policy =
             serde_json::from_str(r#"{"confirmTools": []}"#).expect("an old policy parses");
         assert!(old.apply_new_defaults());
-        assert!(old.confirm_tools.contains("lomi_android_shell"));
-        assert!(!old.confirm_tools.contains("lomi_file_delete"));
-        old.confirm_tools.remove("lomi_android_shell");
+        assert!(old.confirm_tools.contains(&Tool::AndroidShell));
+        assert!(!old.confirm_tools.contains(&Tool::FileDelete));
+        old.confirm_tools.remove(&Tool::AndroidShell);
         assert!(!old.apply_new_defaults());
-        assert!(!old.confirm_tools.contains("lomi_android_shell"));
+        assert!(!old.confirm_tools.contains(&Tool::AndroidShell));
         assert!(!Policy::default().apply_new_defaults());
     }
 }

@@ -2,13 +2,16 @@
 //! dispatched under a per-target permit, and settled honestly. Nothing is ever re-dispatched.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use futures_util::FutureExt;
+
 use lomi_protocol::tools::operations::{OperationError, OperationView};
 use lomi_protocol::{
-    EffectState, ErrorCode, OperationId, OperationState, PairingId, ProjectId, RequestKey,
-    RetryEpoch, ToolError, ToolName, WorkspaceId,
+    EffectState, ErrorCode, OperationId, OperationState, PairingId, PanelId, ProjectId, RequestKey,
+    RetryEpoch, Tool, ToolError, WorkspaceId,
 };
 use lomi_store::{Outcome, OutcomeError, Receipt, ReceiptKey, ReservationRequest, StoreError};
 use serde_json::Value;
@@ -17,9 +20,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{Broker, store_error};
 
-/// One mutation as a tool hands it to the engine.
+/// One mutation as a tool hands it to the engine: its identity (the receipt key), what its
+/// fingerprint binds, and where it waits its turn.
 pub struct Mutation {
-    pub tool: &'static str,
+    pub tool: Tool,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
     pub workspace_id: WorkspaceId,
@@ -30,8 +34,27 @@ pub struct Mutation {
     pub generation: Option<String>,
     /// The revision the request was made against, if any.
     pub revision: Option<String>,
-    /// Mutations with the same permit key run one at a time (waiting ones read `queued`).
-    pub permit_key: String,
+    /// Mutations with the same permit run one at a time (waiting ones read `queued`).
+    pub permit: Permit,
+}
+
+/// What a mutation holds while its effect runs: changes to one workspace's layout, one
+/// project's files, or one panel's runtime go one at a time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Permit {
+    Workspace(WorkspaceId),
+    Project(ProjectId),
+    Panel(PanelId),
+}
+
+impl Permit {
+    fn key(&self) -> String {
+        match self {
+            Permit::Workspace(id) => format!("workspace:{id}"),
+            Permit::Project(id) => format!("project:{id}"),
+            Permit::Panel(id) => format!("panel:{id}"),
+        }
+    }
 }
 
 /// What an effect really reached.
@@ -83,7 +106,7 @@ pub struct EffectContext {
     pub cancel: CancellationToken,
 }
 
-pub type Effect =
+type Effect =
     Box<dyn FnOnce(EffectContext) -> Pin<Box<dyn Future<Output = EffectOutcome> + Send>> + Send>;
 
 /// Whose operation it is, where it acts, and which permit it waits for.
@@ -107,7 +130,7 @@ pub(crate) struct LiveOperation {
 #[serde(rename_all = "camelCase")]
 pub struct AwaitingDecision {
     pub operation_id: OperationId,
-    pub tool: &'static str,
+    pub tool: Tool,
     pub pairing_id: PairingId,
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
@@ -117,40 +140,71 @@ pub struct AwaitingDecision {
 }
 
 impl Broker {
-    /// Admits a mutation: returns the prior operation for a retry, or reserves a new receipt
-    /// and dispatches `effect`. `precheck` runs only for a new request, before reservation,
-    /// so a retry of a request that already changed the revision still finds its receipt.
-    pub fn submit(
-        &self,
-        caller: &PairingId,
-        mutation: Mutation,
-        precheck: impl FnOnce(&Broker) -> Result<(), ToolError>,
-        effect: Effect,
-    ) -> Result<OperationId, ToolError> {
-        self.submit_confirmed(caller, mutation, Confirmation::Policy, precheck, effect)
-    }
-
-    /// [`Broker::submit`] with the tool's own rule for asking the person first.
-    pub fn submit_confirmed(
+    /// Runs one mutation in the engine's order, the same for every tool: the prior receipt
+    /// of an identical request first (so a retry after the target is gone still finds it),
+    /// then `find` (the live target) and `check` (liveness, revisions), then the durable
+    /// reservation, the person's decision where policy asks for one, the permit, `check`
+    /// again under it, and the effect with its cancel token; the receipt settles with what
+    /// the effect really reached. A panicking effect settles `outcome_unknown`. Answers the
+    /// operation, waiting (bounded) for it to settle.
+    pub async fn operate<L, Find, Check, Run, Fut>(
         &self,
         caller: &PairingId,
         mutation: Mutation,
         confirmation: Confirmation,
-        precheck: impl FnOnce(&Broker) -> Result<(), ToolError>,
-        effect: Effect,
-    ) -> Result<OperationId, ToolError> {
-        if let Some(prior) = self.prior(caller, &mutation)? {
-            return Ok(prior);
-        }
+        find: Find,
+        check: Check,
+        run: Run,
+    ) -> Result<OperationView, ToolError>
+    where
+        L: Send + 'static,
+        Find: Future<Output = Result<L, ToolError>>,
+        Check: Fn(&Broker, &L) -> Result<(), ToolError> + Send + 'static,
+        Run: FnOnce(L, EffectContext) -> Fut + Send + 'static,
+        Fut: Future<Output = EffectOutcome> + Send + 'static,
+    {
+        let id = match self.prior(caller, &mutation)? {
+            Some(prior) => prior,
+            // `find` is a future: nothing of it runs before the prior receipt was looked for.
+            None => {
+                let found = match find.await {
+                    Ok(live) => check(self, &live).map(|()| live),
+                    Err(error) => Err(error),
+                };
+                self.admit(caller, mutation, confirmation, found, check, run)?
+            }
+        };
+        self.answer(caller, &id).await
+    }
+
+    fn admit<L, Check, Run, Fut>(
+        &self,
+        caller: &PairingId,
+        mutation: Mutation,
+        confirmation: Confirmation,
+        found: Result<L, ToolError>,
+        check: Check,
+        run: Run,
+    ) -> Result<OperationId, ToolError>
+    where
+        L: Send + 'static,
+        Check: Fn(&Broker, &L) -> Result<(), ToolError> + Send + 'static,
+        Run: FnOnce(L, EffectContext) -> Fut + Send + 'static,
+        Fut: Future<Output = EffectOutcome> + Send + 'static,
+    {
         let (key, fingerprint) = receipt_key(caller, &mutation);
-        if let Err(error) = precheck(self) {
+        let live = match found {
+            Ok(live) => live,
             // An identical request admitted since the lookup above may be what changed the
-            // revision: then its operation is this request's answer, not a mismatch.
-            return match self.inner.store.lookup(&key).map_err(store_error)? {
-                Some(prior) => same_request(prior, &fingerprint),
-                None => Err(error),
-            };
-        }
+            // target (a revision, a closed panel): then its operation is this request's
+            // answer, not a refusal.
+            Err(error) => {
+                return match self.inner.store.lookup(&key).map_err(store_error)? {
+                    Some(prior) => same_request(prior, &fingerprint),
+                    None => Err(error),
+                };
+            }
+        };
         let reservation = self
             .inner
             .store
@@ -165,11 +219,24 @@ impl Broker {
         if !reservation.created {
             return Ok(receipt.operation_id);
         }
+        let effect: Effect = Box::new(move |context: EffectContext| {
+            Box::pin(async move {
+                // Checked again under the permit: the target may have changed while the
+                // operation waited for it or for the person.
+                if let Err(error) = check(&context.broker, &live) {
+                    return EffectOutcome::Failed {
+                        effect: EffectState::None,
+                        error,
+                    };
+                }
+                run(live, context).await
+            })
+        });
         let cancel = CancellationToken::new();
         let (settled_tx, settled_rx) = watch::channel(false);
         let (decision_tx, decision_rx) = oneshot::channel();
         let (gate, decision) = match confirmation {
-            Confirmation::Policy if self.domain().policy.confirm_tools.contains(mutation.tool) => {
+            Confirmation::Policy if self.domain().policy.confirm_tools.contains(&mutation.tool) => {
                 (Gate::Ask(decision_rx, None), Some(decision_tx))
             }
             Confirmation::Policy | Confirmation::Allowed => (Gate::Open, None),
@@ -199,7 +266,7 @@ impl Broker {
         let target = Target {
             pairing: caller.clone(),
             workspace: mutation.workspace_id.clone(),
-            permit_key: mutation.permit_key,
+            permit_key: mutation.permit.key(),
         };
         let task = tokio::spawn(async move {
             broker.run(id.clone(), target, gate, cancel, effect).await;
@@ -371,32 +438,15 @@ impl Broker {
             operation_id: id.clone(),
             cancel,
         };
-        let outcome = effect(context).await;
-        let (to, effect_state, recorded) = match outcome {
-            EffectOutcome::Succeeded(result) => (
-                OperationState::Succeeded,
-                EffectState::Complete,
-                Outcome {
-                    result: Some(result),
-                    error: None,
-                },
-            ),
-            EffectOutcome::Failed { effect, error } => {
-                (OperationState::Failed, effect, error_outcome(&error))
-            }
-            EffectOutcome::Cancelled { effect } => {
-                (OperationState::Cancelled, effect, Outcome::default())
-            }
-            EffectOutcome::Unknown { effect, message } => (
-                OperationState::OutcomeUnknown,
-                if effect == EffectState::Partial {
-                    effect
-                } else {
-                    EffectState::Unknown
-                },
-                error_outcome(&ToolError::internal(message)),
-            ),
+        // A panic in an effect must not leave the receipt running: what it did is unknown.
+        let outcome = match AssertUnwindSafe(effect(context)).catch_unwind().await {
+            Ok(outcome) => outcome,
+            Err(_) => EffectOutcome::Unknown {
+                effect: EffectState::Unknown,
+                message: "the effect stopped abnormally; inspect the real resource".to_owned(),
+            },
         };
+        let (to, effect_state, recorded) = settlement(outcome);
         // The receipt is running, or cancelling if cancellation was asked for meanwhile.
         let first = self.step(
             &id,
@@ -530,7 +580,7 @@ fn receipt_key(caller: &PairingId, mutation: &Mutation) -> (ReceiptKey, String) 
         pairing_id: caller.clone(),
         retry_epoch: mutation.retry_epoch.clone(),
         project_id: mutation.project_id.clone(),
-        tool: ToolName(mutation.tool.to_owned()),
+        tool: mutation.tool.tool_name(),
         request_key: mutation.request_key.clone(),
     };
     let fingerprint = lomi_store::fingerprint(
@@ -562,6 +612,62 @@ fn error_outcome(error: &ToolError) -> Outcome {
     }
 }
 
+/// The state, effect and recorded outcome an effect's outcome settles as. Failed and
+/// cancelled operations that were dispatched cannot carry an unknown effect
+/// (`OperationState::can_become`): an effect that cannot say what it reached settles
+/// `outcome_unknown`, keeping its error's code.
+fn settlement(outcome: EffectOutcome) -> (OperationState, EffectState, Outcome) {
+    match outcome {
+        EffectOutcome::Succeeded(result) => (
+            OperationState::Succeeded,
+            EffectState::Complete,
+            Outcome {
+                result: Some(result),
+                error: None,
+            },
+        ),
+        EffectOutcome::Failed {
+            effect: EffectState::Unknown,
+            error,
+        } => (
+            OperationState::OutcomeUnknown,
+            EffectState::Unknown,
+            error_outcome(&error),
+        ),
+        EffectOutcome::Failed { effect, error } => {
+            (OperationState::Failed, effect, error_outcome(&error))
+        }
+        EffectOutcome::Cancelled {
+            effect: EffectState::Unknown,
+        } => (
+            OperationState::OutcomeUnknown,
+            EffectState::Unknown,
+            error_outcome(&ToolError::new(
+                ErrorCode::OutcomeUnknown,
+                "cancelled while its effect was under way; what it did is unknown: inspect the real resource",
+            )),
+        ),
+        EffectOutcome::Cancelled { effect } => {
+            (OperationState::Cancelled, effect, Outcome::default())
+        }
+        EffectOutcome::Unknown { effect, message } => (
+            OperationState::OutcomeUnknown,
+            if effect == EffectState::Partial {
+                effect
+            } else {
+                EffectState::Unknown
+            },
+            error_outcome(&ToolError::new(ErrorCode::OutcomeUnknown, message)),
+        ),
+    }
+}
+
+/// What a receipt that reopen recovery marked `outcome_unknown` says to its agent.
+const RECOVERED_MESSAGE: &str = "Lomi stopped before this operation settled, and it was not run again: \
+     its effect may or may not have happened. Inspect the real resource (re-read the file, \
+     list the panels, read the terminal) before deciding anything; a deliberate new attempt \
+     uses a fresh requestKey.";
+
 /// A receipt as its connection sees it.
 pub fn view(receipt: &Receipt) -> OperationView {
     let mut error = receipt.error_code.as_ref().map(|code| OperationError {
@@ -571,9 +677,8 @@ pub fn view(receipt: &Receipt) -> OperationView {
     if error.is_none() && receipt.state == OperationState::OutcomeUnknown {
         // Reopen recovery records no reason of its own; say what happened and what to do.
         error = Some(OperationError {
-            code: ErrorCode::Internal,
-            message: "Lomi stopped before this operation settled; it was not run again. Inspect the                       real resource before deciding anything (see docs/recovery.md)."
-                .to_owned(),
+            code: ErrorCode::OutcomeUnknown,
+            message: RECOVERED_MESSAGE.to_owned(),
         });
     }
     OperationView {

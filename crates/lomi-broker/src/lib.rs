@@ -25,12 +25,13 @@ pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
     domain::check_name(what, name).map_err(ToolError::invalid)
 }
 pub use engine::{
-    AwaitingDecision, Confirmation, Effect, EffectContext, EffectOutcome, Mutation, Remember,
+    AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Permit, Remember,
 };
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};
 pub use pairings::{CreatedPairing, PairingSummary};
-pub use panels::{LeasedInput, PanelRecord, PanelRemoval};
+pub use panels::{InputFailure, LeasedInput, PanelRecord, PanelRemoval};
+pub use tokio_util::sync::CancellationToken;
 
 /// The file in the data dir that holds the person's domain.
 pub const DOMAIN_FILE: &str = "domain.json";

@@ -11,11 +11,11 @@ use lomi_protocol::tools::session::{PanelKind, PanelView};
 use lomi_protocol::tools::terminal::{LeaseReleased, LeaseView};
 use lomi_protocol::{
     DomainRevision, EffectState, ErrorCode, LeaseId, PairingId, PanelId, ProjectId, RequestKey,
-    RetryEpoch, Timestamp, ToolError, WorkspaceId,
+    RetryEpoch, Timestamp, Tool, ToolError, WorkspaceId,
 };
 use serde_json::Value;
 
-use crate::{Broker, EffectOutcome, Mutation};
+use crate::{Broker, Confirmation, EffectOutcome, Mutation, Permit};
 
 /// How many earlier inputs a lease remembers for duplicate detection.
 const SEQUENCE_MEMORY: usize = 256;
@@ -46,7 +46,7 @@ impl PanelRecord {
 /// A tool that ends a panel's runtime and removes the panel from its workspace (terminal and
 /// browser close, Android detach), compared by the workspace's revision.
 pub struct PanelRemoval {
-    pub tool: &'static str,
+    pub tool: Tool,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
     pub workspace_id: WorkspaceId,
@@ -65,8 +65,18 @@ pub struct LeasedInput<'a> {
     pub panel: &'a PanelId,
     pub generation: &'a str,
     pub sequence: u64,
-    /// Identifies the payload: the same sequence with another fingerprint is a conflict.
-    pub fingerprint: String,
+    /// The input's payload: the same sequence with another payload is a conflict. It is
+    /// fingerprinted with the generation by the same function as every receipt.
+    pub payload: Value,
+}
+
+/// Why an ordered input was not acknowledged.
+pub enum InputFailure {
+    /// Nothing reached the runtime: the sequence stays free, for this payload or another.
+    NotSent(ToolError),
+    /// It may have reached the runtime, in part or whole: the sequence is used, and a repeat
+    /// with the same payload answers this error again instead of sending a second time.
+    Unknown(ToolError),
 }
 
 /// One lease: who holds it, for which runtime, and the inputs it sent.
@@ -78,8 +88,9 @@ pub(crate) struct Lease {
     /// Why it ended, if it did.
     ended: Option<String>,
     last_sequence: u64,
-    /// sequence → (payload fingerprint, the answer given)
-    history: BTreeMap<u64, (String, Value)>,
+    /// sequence → (payload fingerprint, the answer given: an acknowledgement, or the error of
+    /// a dispatch whose effect is unknown)
+    history: BTreeMap<u64, (String, Result<Value, ToolError>)>,
     /// Held while an input is checked, sent and recorded, so one lease's inputs go in order.
     sending: Arc<tokio::sync::Mutex<()>>,
 }
@@ -392,9 +403,11 @@ impl Broker {
         }
     }
 
-    /// Sends one ordered input under a lease. `fingerprint` identifies the payload; `send`
-    /// runs only for the next sequence number, and its answer is remembered so that the
-    /// same sequence with the same payload gets that answer again instead of a second send.
+    /// Sends one ordered input under a lease. `send` runs only for the next sequence number,
+    /// and its answer is remembered so that the same sequence with the same payload gets that
+    /// answer again instead of a second send. That includes a send that failed part-way
+    /// ([`InputFailure::Unknown`]): its repeat is acknowledged with the same error, never
+    /// written again.
     pub async fn lease_input<F, Fut>(
         &self,
         caller: &PairingId,
@@ -403,15 +416,16 @@ impl Broker {
     ) -> Result<(Value, bool), ToolError>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Value, ToolError>>,
+        Fut: Future<Output = Result<Value, InputFailure>>,
     {
         let LeasedInput {
             lease,
             panel,
             generation,
             sequence,
-            fingerprint,
+            payload,
         } = input;
+        let fingerprint = lomi_store::fingerprint(&payload, Some(generation), None);
         let record = self.panel(caller, panel)?;
         let sending = held_lease(&self.panels(), caller, lease, panel)?
             .sending
@@ -424,7 +438,8 @@ impl Broker {
             check_live(held, lease, &record, generation)?;
             if sequence <= held.last_sequence {
                 return match held.history.get(&sequence) {
-                    Some((seen, answer)) if *seen == fingerprint => Ok((answer.clone(), true)),
+                    Some((seen, Ok(answer))) if *seen == fingerprint => Ok((answer.clone(), true)),
+                    Some((seen, Err(error))) if *seen == fingerprint => Err(error.clone()),
                     Some(_) => Err(ToolError::new(
                         ErrorCode::SequenceConflict,
                         format!(
@@ -450,7 +465,11 @@ impl Broker {
             }
             held.last_sequence
         };
-        let answer = send().await?;
+        let answer = match send().await {
+            Ok(answer) => Ok(answer),
+            Err(InputFailure::NotSent(error)) => return Err(error),
+            Err(InputFailure::Unknown(error)) => Err(error),
+        };
         let mut panels = self.panels();
         if let Some(held) = panels.leases.get_mut(lease) {
             held.last_sequence = last + 1;
@@ -459,7 +478,7 @@ impl Broker {
                 held.history.pop_first();
             }
         }
-        Ok((answer, false))
+        answer.map(|answer| (answer, false))
     }
 
     /// Checks that the caller holds a live lease on the panel's current generation (for
@@ -593,41 +612,33 @@ impl Broker {
             payload,
             generation: None,
             revision: Some(expected.to_string()),
-            permit_key: format!("workspace:{workspace_id}"),
+            permit: Permit::Workspace(workspace_id.clone()),
         };
-        if let Some(prior) = self.prior(caller, &mutation)? {
-            return self.answer(caller, &prior).await;
-        }
-        let (owner, runtime) = find(&panel_id)?;
-        if owner != workspace_id {
-            return Err(ToolError::not_found(format!(
-                "no panel {panel_id} in workspace {workspace_id}"
-            )));
-        }
-        let check_workspace = workspace_id.clone();
-        let id = self.submit(
+        self.operate(
             caller,
             mutation,
-            move |broker| broker.check_revision(&check_workspace, expected),
-            Box::new(move |context| {
-                Box::pin(async move {
-                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error,
-                        };
-                    }
-                    let done = end(runtime, panel_id.clone()).await;
-                    match context.broker.panel_remove(&panel_id, Some(expected)) {
-                        Ok(revision) => EffectOutcome::Succeeded(done(revision)),
-                        Err(error) => EffectOutcome::Failed {
-                            effect: effect_if_kept,
-                            error,
-                        },
-                    }
-                })
-            }),
-        )?;
-        self.answer(caller, &id).await
+            Confirmation::Policy,
+            async {
+                let (owner, runtime) = find(&panel_id)?;
+                if owner != workspace_id {
+                    return Err(ToolError::not_found(format!(
+                        "no panel {panel_id} in workspace {workspace_id}"
+                    )));
+                }
+                Ok((runtime, panel_id, workspace_id))
+            },
+            move |broker, (_, _, workspace)| broker.check_revision(workspace, expected),
+            move |(runtime, panel_id, _), context| async move {
+                let done = end(runtime, panel_id.clone()).await;
+                match context.broker.panel_remove(&panel_id, Some(expected)) {
+                    Ok(revision) => EffectOutcome::Succeeded(done(revision)),
+                    Err(error) => EffectOutcome::Failed {
+                        effect: effect_if_kept,
+                        error,
+                    },
+                }
+            },
+        )
+        .await
     }
 }

@@ -12,13 +12,13 @@ use lomi_protocol::tools::session::{
     WorkspaceUpdateInput, WorkspaceUpdateResult,
 };
 use lomi_protocol::{
-    ConnectionId, EffectState, ErrorCode, OperationId, PairingId, ProjectId, RetryEpoch, ToolError,
-    ToolName, WorkspaceId,
+    ConnectionId, EffectState, ErrorCode, OperationId, PairingId, ProjectId, RetryEpoch, Tool,
+    ToolError, WorkspaceId,
 };
 use lomi_store::{ReceiptKey, RetryEpochRecord};
 
 use crate::domain::{Project, Workspace, check_name};
-use crate::engine::{EffectOutcome, Mutation, view};
+use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit, view};
 use crate::{Broker, RETRY_EPOCH_LIFETIME, store_error};
 
 /// Default and largest page of `lomi_events_read`.
@@ -179,7 +179,7 @@ impl Broker {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let mutation = Mutation {
-            tool: "lomi_workspace_update",
+            tool: Tool::WorkspaceUpdate,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
@@ -188,27 +188,29 @@ impl Broker {
                 .map_err(|e| ToolError::internal(e.to_string()))?,
             generation: None,
             revision: Some(expected.to_string()),
-            permit_key: format!("workspace:{workspace_id}"),
+            permit: Permit::Workspace(workspace_id.clone()),
         };
         let check_id = workspace_id.clone();
         let layout = match &input.change {
             WorkspaceChange::Layout(layout) => Some(layout.panel_order.clone()),
             WorkspaceChange::Rename(_) => None,
         };
-        let precheck = move |broker: &Broker| {
+        let check = move |broker: &Broker, (): &()| {
             broker.check_revision(&check_id, expected)?;
-            match layout {
-                Some(order) => broker.check_panel_order(&check_id, &order),
+            match &layout {
+                Some(order) => broker.check_panel_order(&check_id, order),
                 None => Ok(()),
             }
         };
         let change = input.change;
-        let id = self.submit(
+        self.operate(
             caller,
             mutation,
-            precheck,
-            Box::new(move |context| {
-                Box::pin(async move {
+            Confirmation::Policy,
+            async { Ok(()) },
+            check,
+            move |(), context| {
+                async move {
                     let broker = context.broker;
                     let applied = broker.update_domain(|domain| {
                         let workspace = domain
@@ -244,10 +246,10 @@ impl Broker {
                         },
                         Err(error) => EffectOutcome::Failed { effect: EffectState::None, error },
                     }
-                })
-            }),
-        )?;
-        self.answer(caller, &id).await
+                }
+            },
+        )
+        .await
     }
 
     /// What a mutating tool answers: the operation once settled, or as it stands after the
@@ -356,11 +358,16 @@ impl Broker {
                 tool,
                 project_id,
             } => {
+                let tool = Tool::from_name(tool).ok_or_else(|| {
+                    ToolError::invalid(format!(
+                        "there is no tool {tool:?}; name the tool of the original request"
+                    ))
+                })?;
                 let key = ReceiptKey {
                     pairing_id: caller.clone(),
                     retry_epoch: retry_epoch.clone(),
                     project_id: project_id.clone(),
-                    tool: ToolName(tool.clone()),
+                    tool: tool.tool_name(),
                     request_key: request_key.clone(),
                 };
                 match self.inner.store.lookup(&key).map_err(store_error)? {
@@ -674,7 +681,7 @@ impl Broker {
     }
 
     /// The tools that wait for the person's decision before they run.
-    pub fn confirmation_policy(&self) -> std::collections::BTreeSet<String> {
+    pub fn confirmation_policy(&self) -> std::collections::BTreeSet<Tool> {
         self.domain().policy.confirm_tools.clone()
     }
 
@@ -710,19 +717,17 @@ impl Broker {
     }
 
     /// Marks a tool as needing the person's decision before it runs (or clears the mark).
-    pub fn set_confirmation(&self, tool: &str, confirm: bool) -> Result<(), ToolError> {
-        if lomi_protocol::catalog::tool(tool)
-            .is_none_or(|t| t.kind != lomi_protocol::catalog::ToolKind::Mutation)
-        {
-            return Err(ToolError::invalid(format!(
-                "{tool} is not a mutating tool of Lomi's catalog"
-            )));
-        }
+    pub fn set_confirmation(&self, name: &str, confirm: bool) -> Result<(), ToolError> {
+        let tool = Tool::from_name(name)
+            .filter(|t| t.kind() == lomi_protocol::catalog::ToolKind::Mutation)
+            .ok_or_else(|| {
+                ToolError::invalid(format!("{name} is not a mutating tool of Lomi's catalog"))
+            })?;
         self.update_domain(|domain| {
             if confirm {
-                domain.policy.confirm_tools.insert(tool.to_owned());
+                domain.policy.confirm_tools.insert(tool);
             } else {
-                domain.policy.confirm_tools.remove(tool);
+                domain.policy.confirm_tools.remove(&tool);
             }
             Ok(())
         })

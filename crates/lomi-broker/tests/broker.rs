@@ -16,7 +16,7 @@ use lomi_protocol::tools::session::{
 };
 use lomi_protocol::{
     DomainRevision, EffectState, ErrorCode, OperationId, OperationState, PairingId, RequestKey,
-    RetryEpoch, ToolError, WorkspaceId,
+    RetryEpoch, Tool, ToolError, WorkspaceId,
 };
 
 const UPDATE: &str = "lomi_workspace_update";
@@ -663,7 +663,11 @@ async fn awaiting_user_waits_for_the_persons_decision() {
     let asked = broker.awaiting_decisions();
     assert_eq!(asked.len(), 1, "{asked:#?}");
     assert_eq!(
-        (&asked[0].operation_id, asked[0].tool, &asked[0].pairing_id),
+        (
+            &asked[0].operation_id,
+            asked[0].tool.name(),
+            &asked[0].pairing_id
+        ),
         (&id, UPDATE, &pairing)
     );
     assert_eq!(asked[0].workspace_id, workspace);
@@ -1106,15 +1110,17 @@ async fn panels_do_not_survive_a_restart_and_their_leaving_is_a_new_revision() {
     assert_succeeded(&wait_settled(&broker, &view.operation_id).await);
 }
 
-/// A mutation of a tool that asks the person itself, with an effect that counts its runs.
-fn counted(
-    workspace: &WorkspaceId,
-    epoch: &RetryEpoch,
-    key: &str,
+/// Runs a mutation of a tool that asks the person itself, with an effect that counts its
+/// runs; answers its operation id.
+async fn counted(
+    broker: &Broker,
+    pairing: &PairingId,
+    confirmation: lomi_broker::Confirmation,
+    (workspace, epoch, key): (&WorkspaceId, &RetryEpoch, &str),
     runs: &Arc<std::sync::atomic::AtomicUsize>,
-) -> (lomi_broker::Mutation, lomi_broker::Effect) {
+) -> OperationId {
     let mutation = lomi_broker::Mutation {
-        tool: "lomi_android_attach",
+        tool: Tool::AndroidAttach,
         retry_epoch: epoch.clone(),
         request_key: RequestKey::parse(key).expect("request key"),
         workspace_id: workspace.clone(),
@@ -1122,16 +1128,24 @@ fn counted(
         payload: serde_json::json!({ "key": key }),
         generation: None,
         revision: None,
-        permit_key: format!("workspace:{workspace}"),
+        permit: lomi_broker::Permit::Workspace(workspace.clone()),
     };
     let runs = runs.clone();
-    let effect: lomi_broker::Effect = Box::new(move |_context| {
-        Box::pin(async move {
-            runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            lomi_broker::EffectOutcome::Succeeded(serde_json::json!({ "ran": true }))
-        })
-    });
-    (mutation, effect)
+    broker
+        .operate(
+            pairing,
+            mutation,
+            confirmation,
+            async { Ok(()) },
+            |_, ()| Ok(()),
+            move |(), _context| async move {
+                runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                lomi_broker::EffectOutcome::Succeeded(serde_json::json!({ "ran": true }))
+            },
+        )
+        .await
+        .expect("operate")
+        .operation_id
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1158,10 +1172,14 @@ async fn a_tool_asks_the_person_itself_and_follows_a_remembered_choice() {
     };
 
     // Asked: it waits for the person, runs once approved, and the answer is handed back.
-    let (mutation, effect) = counted(&workspace, &epoch, "ask-yes", &runs);
-    let id = broker
-        .submit_confirmed(&pairing, mutation, asking(), |_| Ok(()), effect)
-        .expect("submit");
+    let id = counted(
+        &broker,
+        &pairing,
+        asking(),
+        (&workspace, &epoch, "ask-yes"),
+        &runs,
+    )
+    .await;
     wait_state(&broker, &pairing, &id, OperationState::AwaitingUser).await;
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     broker.decide(&id, true).expect("approve");
@@ -1171,26 +1189,28 @@ async fn a_tool_asks_the_person_itself_and_follows_a_remembered_choice() {
     );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 
-    let (mutation, effect) = counted(&workspace, &epoch, "ask-no", &runs);
-    let id = broker
-        .submit_confirmed(&pairing, mutation, asking(), |_| Ok(()), effect)
-        .expect("submit");
+    let id = counted(
+        &broker,
+        &pairing,
+        asking(),
+        (&workspace, &epoch, "ask-no"),
+        &runs,
+    )
+    .await;
     wait_state(&broker, &pairing, &id, OperationState::AwaitingUser).await;
     broker.decide(&id, false).expect("deny");
     assert_failed(&wait_settled(&broker, &id).await, ErrorCode::UserDenied);
     assert_eq!(*remembered.lock().expect("lock"), [true, false]);
 
     // A remembered approval runs at once; there is nothing to decide.
-    let (mutation, effect) = counted(&workspace, &epoch, "allowed", &runs);
-    let id = broker
-        .submit_confirmed(
-            &pairing,
-            mutation,
-            Confirmation::Allowed,
-            |_| Ok(()),
-            effect,
-        )
-        .expect("submit");
+    let id = counted(
+        &broker,
+        &pairing,
+        Confirmation::Allowed,
+        (&workspace, &epoch, "allowed"),
+        &runs,
+    )
+    .await;
     assert_eq!(
         wait_settled(&broker, &id).await.state,
         OperationState::Succeeded
@@ -1203,16 +1223,14 @@ async fn a_tool_asks_the_person_itself_and_follows_a_remembered_choice() {
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 
     // A remembered denial fails USER_DENIED with no effect, without asking.
-    let (mutation, effect) = counted(&workspace, &epoch, "denied", &runs);
-    let id = broker
-        .submit_confirmed(
-            &pairing,
-            mutation,
-            Confirmation::Declined("declined earlier; `forget` changes it".to_owned()),
-            |_| Ok(()),
-            effect,
-        )
-        .expect("submit");
+    let id = counted(
+        &broker,
+        &pairing,
+        Confirmation::Declined("declined earlier; `forget` changes it".to_owned()),
+        (&workspace, &epoch, "denied"),
+        &runs,
+    )
+    .await;
     let denied = wait_settled(&broker, &id).await;
     assert_failed(&denied, ErrorCode::UserDenied);
     assert_eq!(
@@ -1379,7 +1397,7 @@ async fn removing_a_panel_is_compared_by_revision_and_answered_again_after_it_is
         .expect("add panel");
     let ended = Arc::new(AtomicUsize::new(0));
     let removal = |key: &str, workspace: &WorkspaceId, expected: u64| PanelRemoval {
-        tool: "lomi_terminal_close",
+        tool: Tool::TerminalClose,
         retry_epoch: epoch.clone(),
         request_key: RequestKey::parse(key).expect("request key"),
         workspace_id: workspace.clone(),

@@ -9,7 +9,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lomi_broker::{Broker, EffectOutcome, Mutation, PanelRecord, PanelRemoval};
+use lomi_broker::{
+    Broker, CancellationToken, Confirmation, EffectOutcome, Mutation, PanelRecord, PanelRemoval,
+    Permit,
+};
 use lomi_protocol::tools::browser::{
     Action, ActionCommon, ActionDone, ActionTarget, BrowserCaptureInput, BrowserClickInput,
     BrowserCloseInput, BrowserClosed, BrowserCreateInput, BrowserCreated, BrowserDialogInput,
@@ -22,7 +25,7 @@ use lomi_protocol::tools::browser::{
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::PanelKind;
 use lomi_protocol::{
-    EffectState, ErrorCode, PairingId, PanelId, ProjectId, ToolError, WorkspaceId,
+    EffectState, ErrorCode, PairingId, PanelId, ProjectId, Tool, ToolError, WorkspaceId,
 };
 use serde_json::{Value, json};
 
@@ -101,6 +104,22 @@ pub fn tool_error(error: BrowserError) -> ToolError {
         ),
         other => ToolError::internal(other.to_string()),
     }
+}
+
+/// The active tab an effect acts on, or the outcome of having none (nothing happened).
+fn active_tab(runtime: &BrowserRuntime) -> Result<Tab, EffectOutcome> {
+    runtime
+        .browser
+        .active_tab()
+        .map_err(|error| EffectOutcome::Failed {
+            effect: EffectState::None,
+            error: tool_error(error),
+        })
+}
+
+/// The action's name in its result (`click`, `type`, …).
+fn action_name(tool: Tool) -> &'static str {
+    tool.name().trim_start_matches("lomi_browser_")
 }
 
 /// The refusal of a second browser on a workspace's persistent profile: Chromium runs one
@@ -347,7 +366,7 @@ impl BrowserPanels {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let mutation = Mutation {
-            tool: "lomi_browser_create",
+            tool: Tool::BrowserCreate,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
@@ -355,13 +374,9 @@ impl BrowserPanels {
             payload: to_value(&input),
             generation: None,
             revision: Some(expected.to_string()),
-            permit_key: format!("workspace:{workspace_id}"),
+            permit: Permit::Workspace(workspace_id.clone()),
         };
-        if let Some(prior) = self.broker.prior(caller, &mutation)? {
-            return self.broker.answer(caller, &prior).await;
-        }
         let check_workspace = workspace_id.clone();
-        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
         let panels = self.clone();
         let title = input.title.clone();
         let options = BrowserOptions {
@@ -369,18 +384,14 @@ impl BrowserPanels {
             height: viewport.height,
             ..self.options.clone()
         };
-        let id = self.broker.submit(
-            caller,
-            mutation,
-            precheck,
-            Box::new(move |context| {
-                Box::pin(async move {
-                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error,
-                        };
-                    }
+        self.broker
+            .operate(
+                caller,
+                mutation,
+                Confirmation::Policy,
+                async { Ok(()) },
+                move |broker, ()| broker.check_revision(&check_workspace, expected),
+                move |(), context| async move {
                     // The person's choice at the time the browser starts.
                     let profile = context.broker.persistent_browser_profile(&workspace_id);
                     if let Some(dir) = &profile
@@ -396,7 +407,15 @@ impl BrowserPanels {
                         ..options
                     };
                     let generation = format!("bg_{}", hex_id(&context.broker));
-                    let browser = match Browser::launch(options, generation.clone()).await {
+                    let launched = tokio::select! {
+                        launched = Browser::launch(options, generation.clone()) => launched,
+                        // Dropping the launch ends the Chromium it started (its process is
+                        // killed with the handle); nothing was added to the workspace.
+                        () = context.cancel.cancelled() => {
+                            return EffectOutcome::Cancelled { effect: EffectState::None };
+                        }
+                    };
+                    let browser = match launched {
                         Ok(browser) => browser,
                         Err(error) => {
                             return EffectOutcome::Failed {
@@ -455,10 +474,9 @@ impl BrowserPanels {
                         domain_revision: revision,
                         pid: browser.pid(),
                     }))
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &id).await
+                },
+            )
+            .await
     }
 
     /// Notices a browser that ends without being closed: its panel keeps its place but has
@@ -473,18 +491,27 @@ impl BrowserPanels {
         });
     }
 
-    /// Shared admission of a browser operation on a panel: identity, prior receipt, the
-    /// runtime at the named generation, then the effect under the panel's permit.
-    async fn operate<F>(
+    /// A browser operation on a panel, through the broker's engine: after the prior receipt
+    /// is looked for, the runtime at the named generation is found and `prepare` checks
+    /// what needs it (a URL or file confined to its project); at dispatch the generation
+    /// is checked again; `effect` gets the runtime, what `prepare` gave and the cancel token.
+    async fn operate<T, P, F>(
         &self,
         caller: &PairingId,
-        tool: &'static str,
+        tool: Tool,
         common: &ActionCommon,
         payload: Value,
+        prepare: P,
         effect: F,
     ) -> Result<OperationView, ToolError>
     where
-        F: FnOnce(BrowserRuntime) -> Pin<Box<dyn Future<Output = EffectOutcome> + Send>>
+        T: Send + 'static,
+        P: FnOnce(&BrowserRuntime) -> Result<T, ToolError>,
+        F: FnOnce(
+                BrowserRuntime,
+                T,
+                CancellationToken,
+            ) -> Pin<Box<dyn Future<Output = EffectOutcome> + Send>>
             + Send
             + 'static,
     {
@@ -500,54 +527,51 @@ impl BrowserPanels {
             payload,
             generation: Some(common.browser_generation.clone()),
             revision: None,
-            permit_key: format!("panel:{}", common.panel_id),
+            permit: Permit::Panel(common.panel_id.clone()),
         };
-        if let Some(prior) = self.broker.prior(caller, &mutation)? {
-            return self.broker.answer(caller, &prior).await;
-        }
-        let runtime = self.live(caller, &common.panel_id, &common.browser_generation)?;
-        if runtime.workspace_id != workspace_id {
-            return Err(ToolError::invalid(format!(
-                "panel {} is not in this retry epoch's workspace {workspace_id}",
-                common.panel_id
-            )));
-        }
         let generation = common.browser_generation.clone();
-        let id = self.broker.submit(
-            caller,
-            mutation,
-            |_| Ok(()),
-            Box::new(move |_context| {
-                Box::pin(async move {
-                    // The browser may have been replaced or lost while this waited.
+        self.broker
+            .operate(
+                caller,
+                mutation,
+                Confirmation::Policy,
+                async {
+                    let runtime =
+                        self.live(caller, &common.panel_id, &common.browser_generation)?;
+                    if runtime.workspace_id != workspace_id {
+                        return Err(ToolError::invalid(format!(
+                            "panel {} is not in this retry epoch's workspace {workspace_id}",
+                            common.panel_id
+                        )));
+                    }
+                    let prepared = prepare(&runtime)?;
+                    Ok((runtime, prepared))
+                },
+                // The browser may have been replaced or lost while this waited.
+                move |_, (runtime, _)| {
                     if runtime.browser.generation() != generation {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error: ToolError::new(
-                                ErrorCode::GenerationMismatch,
-                                "the browser was replaced",
-                            ),
-                        };
+                        return Err(ToolError::new(
+                            ErrorCode::GenerationMismatch,
+                            "the browser was replaced; re-read its generation with lomi_panel_list",
+                        ));
                     }
-                    if let Some(gone) = runtime.browser.gone() {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error: tool_error(gone),
-                        };
+                    match runtime.browser.gone() {
+                        Some(gone) => Err(tool_error(gone)),
+                        None => Ok(()),
                     }
-                    effect(runtime).await
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &id).await
+                },
+                move |(runtime, prepared), context| effect(runtime, prepared, context.cancel),
+            )
+            .await
     }
 
-    /// An action on the active tab: `act` runs with the tab and the decoded target.
+    /// An action on the active tab: `act` runs with the tab and the decoded target. Cancelled
+    /// while it runs, the action stops waiting for the page's confirmation; whether its input
+    /// reached the page is then unknown.
     async fn action<I, F>(
         &self,
         caller: &PairingId,
-        tool: &'static str,
-        name: &'static str,
+        tool: Tool,
         input: &I,
         act: F,
     ) -> Result<OperationView, ToolError>
@@ -557,23 +581,31 @@ impl BrowserPanels {
     {
         let common = input.common().map_err(ToolError::invalid)?;
         let target = common.target.clone();
-        self.operate(caller, tool, &common, to_value(input), move |runtime| {
-            Box::pin(async move {
-                let tab = match runtime.browser.active_tab() {
-                    Ok(tab) => tab,
-                    Err(error) => {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error: tool_error(error),
-                        };
-                    }
-                };
-                let before = tab.navigation_id();
-                let result = act(tab.clone(), target).await;
-                let after = tab.navigation_id();
-                settle(result, name, &tab.id, (before != after).then_some(after))
-            })
-        })
+        let name = action_name(tool);
+        self.operate(
+            caller,
+            tool,
+            &common,
+            to_value(input),
+            |_| Ok(()),
+            move |runtime, (), cancel| {
+                Box::pin(async move {
+                    let tab = match active_tab(&runtime) {
+                        Ok(tab) => tab,
+                        Err(refused) => return refused,
+                    };
+                    let before = tab.navigation_id();
+                    let result = tokio::select! {
+                        result = act(tab.clone(), target) => result,
+                        () = cancel.cancelled() => {
+                            return EffectOutcome::Cancelled { effect: EffectState::Unknown };
+                        }
+                    };
+                    let after = tab.navigation_id();
+                    settle(result, name, &tab.id, (before != after).then_some(after))
+                })
+            },
+        )
         .await
     }
 
@@ -596,15 +628,9 @@ impl BrowserPanels {
             "click",
             true,
         )?;
-        self.action(
-            caller,
-            "lomi_browser_click",
-            "click",
-            &input,
-            move |tab, target| {
-                Box::pin(async move { tab.click(target_of(&target), &button, count).await })
-            },
-        )
+        self.action(caller, Tool::BrowserClick, &input, move |tab, target| {
+            Box::pin(async move { tab.click(target_of(&target), &button, count).await })
+        })
         .await
     }
 
@@ -619,13 +645,9 @@ impl BrowserPanels {
             "hover",
             true,
         )?;
-        self.action(
-            caller,
-            "lomi_browser_hover",
-            "hover",
-            &input,
-            move |tab, target| Box::pin(async move { tab.hover(target_of(&target)).await }),
-        )
+        self.action(caller, Tool::BrowserHover, &input, move |tab, target| {
+            Box::pin(async move { tab.hover(target_of(&target)).await })
+        })
         .await
     }
 
@@ -642,18 +664,12 @@ impl BrowserPanels {
             element_of(&input.common().map_err(ToolError::invalid)?.target, "type")?;
         let text = input.text.clone();
         let replace = input.replace.unwrap_or(true);
-        self.action(
-            caller,
-            "lomi_browser_type",
-            "type",
-            &input,
-            move |tab, _| {
-                Box::pin(async move {
-                    tab.type_text(&snapshot_id, &element_ref, &text, replace)
-                        .await
-                })
-            },
-        )
+        self.action(caller, Tool::BrowserType, &input, move |tab, _| {
+            Box::pin(async move {
+                tab.type_text(&snapshot_id, &element_ref, &text, replace)
+                    .await
+            })
+        })
         .await
     }
 
@@ -667,13 +683,9 @@ impl BrowserPanels {
             return Err(ToolError::invalid("key must be 1 to 64 characters"));
         }
         let key = input.key.clone();
-        self.action(
-            caller,
-            "lomi_browser_press",
-            "press",
-            &input,
-            move |tab, target| Box::pin(async move { tab.press(target_of(&target), &key).await }),
-        )
+        self.action(caller, Tool::BrowserPress, &input, move |tab, target| {
+            Box::pin(async move { tab.press(target_of(&target), &key).await })
+        })
         .await
     }
 
@@ -691,15 +703,9 @@ impl BrowserPanels {
             "select",
         )?;
         let values = input.values.clone();
-        self.action(
-            caller,
-            "lomi_browser_select",
-            "select",
-            &input,
-            move |tab, _| {
-                Box::pin(async move { tab.select(&snapshot_id, &element_ref, &values).await })
-            },
-        )
+        self.action(caller, Tool::BrowserSelect, &input, move |tab, _| {
+            Box::pin(async move { tab.select(&snapshot_id, &element_ref, &values).await })
+        })
         .await
     }
 
@@ -725,13 +731,9 @@ impl BrowserPanels {
                 Some((dx, dy))
             }
         };
-        self.action(
-            caller,
-            "lomi_browser_scroll",
-            "scroll",
-            &input,
-            move |tab, target| Box::pin(async move { tab.scroll(target_of(&target), delta).await }),
-        )
+        self.action(caller, Tool::BrowserScroll, &input, move |tab, target| {
+            Box::pin(async move { tab.scroll(target_of(&target), delta).await })
+        })
         .await
     }
 
@@ -748,23 +750,37 @@ impl BrowserPanels {
                 "paths must name 1 to {MAX_UPLOAD_FILES} files"
             )));
         }
-        let (_record, runtime) = self.runtime(caller, &common.panel_id)?;
-        let files = input
-            .paths
-            .iter()
-            .map(|p| {
-                confined_existing_file(&runtime.root, p)
-                    .map(|real| real.to_string_lossy().into_owned())
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(ToolError::invalid)?;
-        self.action(
+        let paths = input.paths.clone();
+        self.operate(
             caller,
-            "lomi_browser_upload",
-            "upload",
-            &input,
-            move |tab, _| {
-                Box::pin(async move { tab.upload(&snapshot_id, &element_ref, &files).await })
+            Tool::BrowserUpload,
+            &common,
+            to_value(&input),
+            // Files from the project root only, checked before anything is recorded.
+            move |runtime| {
+                paths
+                    .iter()
+                    .map(|p| {
+                        confined_existing_file(&runtime.root, p)
+                            .map(|real| real.to_string_lossy().into_owned())
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(ToolError::invalid)
+            },
+            move |runtime, files: Vec<String>, cancel| {
+                Box::pin(async move {
+                    let tab = match active_tab(&runtime) {
+                        Ok(tab) => tab,
+                        Err(refused) => return refused,
+                    };
+                    let result = tokio::select! {
+                        result = tab.upload(&snapshot_id, &element_ref, &files) => result,
+                        () = cancel.cancelled() => {
+                            return EffectOutcome::Cancelled { effect: EffectState::Unknown };
+                        }
+                    };
+                    settle(result, "upload", &tab.id, None)
+                })
             },
         )
         .await
@@ -791,8 +807,6 @@ impl BrowserPanels {
                 "timeoutMs must be 1 to {MAX_NAVIGATE_MS}"
             )));
         }
-        let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
-        let url = allowed_url(&input.url, &runtime.root)?;
         let common = ActionCommon {
             panel_id: input.panel_id.clone(),
             browser_generation: input.browser_generation.clone(),
@@ -800,24 +814,29 @@ impl BrowserPanels {
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
         };
+        let wanted = input.url.clone();
         self.operate(
             caller,
-            "lomi_browser_navigate",
+            Tool::BrowserNavigate,
             &common,
             to_value(&input),
-            move |runtime| {
+            move |runtime| allowed_url(&wanted, &runtime.root),
+            move |runtime, url: String, cancel| {
                 Box::pin(async move {
-                    let tab = match runtime.browser.active_tab() {
+                    let tab = match active_tab(&runtime) {
                         Ok(tab) => tab,
-                        Err(error) => {
-                            return EffectOutcome::Failed {
-                                effect: EffectState::None,
-                                error: tool_error(error),
-                            };
-                        }
+                        Err(refused) => return refused,
                     };
                     let limit = Duration::from_millis(u64::from(timeout));
-                    match tab.navigate(&url, &until, limit).await {
+                    let navigated = tokio::select! {
+                        navigated = tab.navigate(&url, &until, limit) => navigated,
+                        // The navigation was sent: stop the load where it is.
+                        () = cancel.cancelled() => {
+                            tab.stop_loading().await;
+                            return EffectOutcome::Cancelled { effect: EffectState::Partial };
+                        }
+                    };
+                    match navigated {
                         Ok((navigation_id, url, status, reached)) => {
                             EffectOutcome::Succeeded(to_value(&Navigated {
                                 navigation_id,
@@ -907,19 +926,15 @@ impl BrowserPanels {
         let prompt = input.prompt_text.clone();
         self.operate(
             caller,
-            "lomi_browser_dialog",
+            Tool::BrowserDialog,
             &common,
             to_value(&input),
-            move |runtime| {
+            |_| Ok(()),
+            move |runtime, (), _cancel| {
                 Box::pin(async move {
-                    let tab = match runtime.browser.active_tab() {
+                    let tab = match active_tab(&runtime) {
                         Ok(tab) => tab,
-                        Err(error) => {
-                            return EffectOutcome::Failed {
-                                effect: EffectState::None,
-                                error: tool_error(error),
-                            };
-                        }
+                        Err(refused) => return refused,
                     };
                     let result = tab.dialog_answer(accept, prompt.as_deref()).await;
                     settle(result, "dialog", &tab.id, None)
@@ -949,10 +964,10 @@ impl BrowserPanels {
     pub async fn tab(
         &self,
         caller: &PairingId,
-        tool: &'static str,
+        tool: Tool,
         input: BrowserTabInput,
     ) -> Result<OperationView, ToolError> {
-        let open = tool == "lomi_browser_tab_open";
+        let open = tool == Tool::BrowserTabOpen;
         match (&input.tab_id, &input.url, open) {
             (None, _, true) => {}
             (Some(_), None, false) => {}
@@ -962,13 +977,7 @@ impl BrowserPanels {
                 return Err(ToolError::invalid("only tab_open takes a url"));
             }
         }
-        let url = match (&input.url, open) {
-            (Some(url), true) => {
-                let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
-                Some(allowed_url(url, &runtime.root)?)
-            }
-            _ => None,
-        };
+        let wanted = input.url.clone().filter(|_| open);
         let common = ActionCommon {
             panel_id: input.panel_id.clone(),
             browser_generation: input.browser_generation.clone(),
@@ -977,23 +986,40 @@ impl BrowserPanels {
             request_key: input.request_key.clone(),
         };
         let tab_id = input.tab_id.clone();
-        self.operate(caller, tool, &common, to_value(&input), move |runtime| {
+        self.operate(
+            caller,
+            tool,
+            &common,
+            to_value(&input),
+            move |runtime| {
+                wanted
+                    .map(|url| allowed_url(&url, &runtime.root))
+                    .transpose()
+            },
+            move |runtime, url, cancel| {
             Box::pin(async move {
                 let browser = runtime.browser;
                 let done = match (open, tab_id) {
                     (true, _) => match browser.open_tab().await {
                         Ok(tab) => {
-                            if let Some(url) = url
-                                && let Err(error) =
-                                    tab.navigate(&url, "load", Duration::from_secs(30)).await
-                            {
-                                return settle(Err(error), "tab open", &tab.id, None);
+                            if let Some(url) = url {
+                                let navigated = tokio::select! {
+                                    navigated = tab.navigate(&url, "load", Duration::from_secs(30)) => navigated,
+                                    // The tab is open; its page stops loading where it is.
+                                    () = cancel.cancelled() => {
+                                        tab.stop_loading().await;
+                                        return EffectOutcome::Cancelled { effect: EffectState::Partial };
+                                    }
+                                };
+                                if let Err(error) = navigated {
+                                    return settle(Err(error), "tab open", &tab.id, None);
+                                }
                             }
                             Ok(tab.id)
                         }
                         Err(error) => Err(error),
                     },
-                    (false, Some(id)) if tool == "lomi_browser_tab_switch" => {
+                    (false, Some(id)) if tool == Tool::BrowserTabSwitch => {
                         browser.activate(&id).await.map(|()| id)
                     }
                     (false, Some(id)) => browser.close_tab(&id).await.map(|()| id),
@@ -1020,7 +1046,8 @@ impl BrowserPanels {
                     },
                 }
             })
-        })
+            },
+        )
         .await
     }
 
@@ -1104,19 +1131,15 @@ impl BrowserPanels {
         let expression = input.expression.clone();
         self.operate(
             caller,
-            "lomi_browser_evaluate",
+            Tool::BrowserEvaluate,
             &common,
             to_value(&input),
-            move |runtime| {
+            |_| Ok(()),
+            move |runtime, (), _cancel| {
                 Box::pin(async move {
-                    let tab = match runtime.browser.active_tab() {
+                    let tab = match active_tab(&runtime) {
                         Ok(tab) => tab,
-                        Err(error) => {
-                            return EffectOutcome::Failed {
-                                effect: EffectState::None,
-                                error: tool_error(error),
-                            };
-                        }
+                        Err(refused) => return refused,
                     };
                     match tab.evaluate(&expression).await {
                         Ok((value, kind, exception)) => {
@@ -1250,7 +1273,7 @@ impl BrowserPanels {
             )));
         }
         let mutation = Mutation {
-            tool: "lomi_browser_capture",
+            tool: Tool::BrowserCapture,
             retry_epoch: save.retry_epoch.clone(),
             request_key: save.request_key.clone(),
             workspace_id,
@@ -1258,22 +1281,21 @@ impl BrowserPanels {
             payload: to_value(input),
             generation: None,
             revision: None,
-            permit_key: format!("project:{}", runtime.project_id),
+            permit: Permit::Project(runtime.project_id.clone()),
         };
-        if let Some(prior) = self.broker.prior(caller, &mutation)? {
-            return self.broker.answer(caller, &prior).await;
-        }
         let root = runtime.root.clone();
         let path = save.path.clone();
         let overwrite = save.overwrite.unwrap_or(false);
         let png = capture.png.clone();
         let sha256 = capture.sha256.clone();
-        let id = self.broker.submit(
-            caller,
-            mutation,
-            |_| Ok(()),
-            Box::new(move |_context| {
-                Box::pin(async move {
+        self.broker
+            .operate(
+                caller,
+                mutation,
+                Confirmation::Policy,
+                async { Ok(()) },
+                |_, ()| Ok(()),
+                move |(), _context| async move {
                     let bytes = png.len() as u64;
                     let written = tokio::task::spawn_blocking(move || {
                         write_confined(&root, &path, &png, overwrite).map(|()| path)
@@ -1294,10 +1316,9 @@ impl BrowserPanels {
                             message: error.to_string(),
                         },
                     }
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &id).await
+                },
+            )
+            .await
     }
 
     /// `lomi_browser_close`: ends the browser's processes and removes its panel.
@@ -1307,7 +1328,7 @@ impl BrowserPanels {
         input: BrowserCloseInput,
     ) -> Result<OperationView, ToolError> {
         let removal = PanelRemoval {
-            tool: "lomi_browser_close",
+            tool: Tool::BrowserClose,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: input.workspace_id.clone(),

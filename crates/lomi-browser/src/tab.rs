@@ -1339,6 +1339,13 @@ impl Tab {
         Ok((loader, final_url, status, reached.name()))
     }
 
+    /// Stops loading the tab's page (a cancelled navigation); what has loaded stays.
+    pub async fn stop_loading(&self) {
+        if let Err(error) = self.raw("Page.stopLoading", json!({})).await {
+            tracing::debug!("Page.stopLoading: {error}");
+        }
+    }
+
     /// Evaluates an expression in the page's own world (awaiting promises).
     pub async fn evaluate(
         &self,

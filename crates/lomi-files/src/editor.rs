@@ -1,14 +1,16 @@
 //! The editor tools over the broker: open, edit and close are session bookkeeping on the shared
 //! [`Documents`]; save and workspace close are operations through the broker's engine.
 
-use lomi_broker::{Broker, EffectOutcome, Mutation};
+use std::collections::HashMap;
+
+use lomi_broker::{Broker, Confirmation, EffectOutcome, Mutation, Permit};
 use lomi_protocol::tools::editor::{
     DocumentAction, DocumentFailure, EditorCloseInput, EditorClosed, EditorDocumentView,
     EditorEditInput, EditorEdited, EditorOpenInput, EditorSaveInput, EditorSaved,
     WorkspaceCloseInput, WorkspaceClosed,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::{DocumentId, EffectState, PairingId, ToolError};
+use lomi_protocol::{DocumentId, EffectState, PairingId, ProjectId, Tool, ToolError};
 
 use crate::FilesError;
 use crate::documents::{Document, Documents, SaveError, parse_revision};
@@ -19,6 +21,10 @@ use crate::tools::{ProjectChange, to_value};
 pub struct ProjectEditor {
     broker: Broker,
     documents: Documents,
+    /// The project of every document opened on this broker, kept after it closes: a save's
+    /// receipt key names the project, so a retry of a save after its document closed still
+    /// finds its receipt. One entry per open, for the broker's lifetime.
+    anchors: std::sync::Arc<std::sync::Mutex<HashMap<DocumentId, ProjectId>>>,
 }
 
 /// What a failed save settles as: a runtime IO failure leaves the file's state unknown.
@@ -34,6 +40,7 @@ impl ProjectEditor {
         ProjectEditor {
             broker,
             documents: Documents::new(),
+            anchors: std::sync::Arc::default(),
         }
     }
 
@@ -66,6 +73,10 @@ impl ProjectEditor {
                 .project_root(caller, &input.workspace_id, input.project_id.as_ref())?;
         let documents = self.documents.clone();
         let new_id = DocumentId::from_random(self.broker.random_bytes());
+        self.anchors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(new_id.clone(), project_id.clone());
         tokio::task::spawn_blocking(move || {
             documents.open(&input.workspace_id, &project_id, &root, &input.path, new_id)
         })
@@ -115,11 +126,26 @@ impl ProjectEditor {
         input: EditorSaveInput,
     ) -> Result<OperationView, ToolError> {
         let expected = parse_revision(&input.expected_buffer_revision)?;
-        let document = self.document(caller, &input.document_id)?;
+        let workspace = self
+            .broker
+            .retry_epoch_workspace(caller, &input.retry_epoch)?;
+        let no_document = || {
+            ToolError::not_found(format!(
+                "no open document {}; open the file with lomi_editor_open",
+                input.document_id
+            ))
+        };
+        let project = self
+            .anchors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&input.document_id)
+            .cloned()
+            .ok_or_else(no_document)?;
         let request = ProjectChange {
-            tool: "lomi_editor_save",
-            workspace: &document.workspace_id,
-            project: Some(&document.project_id),
+            tool: Tool::EditorSave,
+            workspace: &workspace,
+            project: Some(&project),
             retry_epoch: &input.retry_epoch,
             request_key: &input.request_key,
             payload: to_value(&input),
@@ -127,39 +153,53 @@ impl ProjectEditor {
         };
         let documents = self.documents.clone();
         let id = input.document_id.clone();
-        let path = document.path.clone();
         request
-            .submit(&self.broker, caller, move |_root| async move {
-                let saving = id.clone();
-                let done =
-                    tokio::task::spawn_blocking(move || documents.save(&saving, expected)).await;
-                match done {
-                    Ok(Ok(written)) => EffectOutcome::Succeeded(to_value(&EditorSaved {
-                        document_id: id,
-                        path,
-                        buffer_revision: expected.to_string(),
-                        disk_revision: written.disk_revision,
-                        size: written.size,
-                    })),
-                    Ok(Err(error)) => match save_failure(&error) {
-                        (effect, true) => EffectOutcome::Unknown {
-                            effect,
-                            message: format!(
-                                "the file system failed mid-save: {}",
-                                error.tool_error().message
-                            ),
+            .submit(
+                &self.broker,
+                caller,
+                async {
+                    let document = self.document(caller, &input.document_id)?;
+                    if document.workspace_id != workspace {
+                        return Err(ToolError::invalid(format!(
+                            "document {} is not in this retry epoch's workspace {workspace}",
+                            input.document_id
+                        )));
+                    }
+                    Ok(document.path)
+                },
+                move |_root, path, _context| async move {
+                    let saving = id.clone();
+                    let done =
+                        tokio::task::spawn_blocking(move || documents.save(&saving, expected))
+                            .await;
+                    match done {
+                        Ok(Ok(written)) => EffectOutcome::Succeeded(to_value(&EditorSaved {
+                            document_id: id,
+                            path,
+                            buffer_revision: expected.to_string(),
+                            disk_revision: written.disk_revision,
+                            size: written.size,
+                        })),
+                        Ok(Err(error)) => match save_failure(&error) {
+                            (effect, true) => EffectOutcome::Unknown {
+                                effect,
+                                message: format!(
+                                    "the file system failed mid-save: {}",
+                                    error.tool_error().message
+                                ),
+                            },
+                            (effect, false) => EffectOutcome::Failed {
+                                effect,
+                                error: error.tool_error(),
+                            },
                         },
-                        (effect, false) => EffectOutcome::Failed {
-                            effect,
-                            error: error.tool_error(),
+                        Err(join) => EffectOutcome::Unknown {
+                            effect: EffectState::Unknown,
+                            message: format!("the save stopped abnormally: {join}"),
                         },
-                    },
-                    Err(join) => EffectOutcome::Unknown {
-                        effect: EffectState::Unknown,
-                        message: format!("the save stopped abnormally: {join}"),
-                    },
-                }
-            })
+                    }
+                },
+            )
             .await
     }
 
@@ -181,7 +221,7 @@ impl ProjectEditor {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let mutation = Mutation {
-            tool: "lomi_workspace_close",
+            tool: Tool::WorkspaceClose,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
@@ -189,23 +229,18 @@ impl ProjectEditor {
             payload: to_value(&input),
             generation: None,
             revision: Some(expected.to_string()),
-            permit_key: format!("workspace:{workspace_id}"),
+            permit: Permit::Workspace(workspace_id.clone()),
         };
         let check_workspace = workspace_id.clone();
-        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
         let documents = self.documents.clone();
-        let id = self.broker.submit(
-            caller,
-            mutation,
-            precheck,
-            Box::new(move |context| {
-                Box::pin(async move {
-                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error,
-                        };
-                    }
+        self.broker
+            .operate(
+                caller,
+                mutation,
+                Confirmation::Policy,
+                async { Ok(()) },
+                move |broker, ()| broker.check_revision(&check_workspace, expected),
+                move |(), _context| async move {
                     let done = tokio::task::spawn_blocking(move || {
                         close_documents(&documents, &workspace_id, &named)
                     })
@@ -217,10 +252,9 @@ impl ProjectEditor {
                             message: format!("the workspace close stopped abnormally: {join}"),
                         },
                     }
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &id).await
+                },
+            )
+            .await
     }
 }
 

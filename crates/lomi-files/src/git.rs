@@ -12,7 +12,7 @@ use lomi_protocol::tools::git::{
     GitStageInput, GitStaged, GitStatusEntry, GitStatusInput, GitStatusView,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::{EffectState, ErrorCode, PairingId, ProjectId, ToolError, WorkspaceId};
+use lomi_protocol::{EffectState, ErrorCode, PairingId, ProjectId, Tool, ToolError, WorkspaceId};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
@@ -471,7 +471,7 @@ impl ProjectGit {
         self.mutate(
             caller,
             ProjectChange {
-                tool: "lomi_git_stage",
+                tool: Tool::GitStage,
                 workspace: &input.workspace_id,
                 project: input.project_id.as_ref(),
                 retry_epoch: &input.retry_epoch,
@@ -501,7 +501,7 @@ impl ProjectGit {
         self.mutate(
             caller,
             ProjectChange {
-                tool: "lomi_git_commit",
+                tool: Tool::GitCommit,
                 workspace: &input.workspace_id,
                 project: input.project_id.as_ref(),
                 retry_epoch: &input.retry_epoch,
@@ -529,7 +529,7 @@ impl ProjectGit {
         self.mutate(
             caller,
             ProjectChange {
-                tool: "lomi_git_branch",
+                tool: Tool::GitBranch,
                 workspace: &input.workspace_id,
                 project: input.project_id.as_ref(),
                 retry_epoch: &input.retry_epoch,
@@ -551,9 +551,12 @@ impl ProjectGit {
         change: Change,
     ) -> Result<OperationView, ToolError> {
         request
-            .submit(&self.broker, caller, move |root| async move {
-                apply(&root, change).await
-            })
+            .submit(
+                &self.broker,
+                caller,
+                async { Ok(()) },
+                move |root, (), _context| async move { apply(&root, change).await },
+            )
             .await
     }
 }

@@ -4,13 +4,13 @@
 use std::path::PathBuf;
 
 use base64::Engine;
-use lomi_broker::{Broker, EffectOutcome, Mutation};
+use lomi_broker::{Broker, Confirmation, EffectContext, EffectOutcome, Mutation, Permit};
 use lomi_protocol::tools::files::{
     DirEntryView, DirListInput, DirListView, FileChanged, FileCreateInput, FileDeleteInput,
     FileReadInput, FileReadView, FileRenameInput, FileWriteInput,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::{EffectState, PairingId, ProjectId, ToolError, WorkspaceId};
+use lomi_protocol::{EffectState, PairingId, ProjectId, Tool, ToolError, WorkspaceId};
 use serde_json::Value;
 
 use crate::{Encoding, EntryKind, Expected, FilesError, LineEndings, ProjectRoot};
@@ -93,7 +93,7 @@ fn kind_name(kind: EntryKind) -> &'static str {
 /// under the project's permit, so changes to one project (files, documents, Git) go one at a
 /// time.
 pub(crate) struct ProjectChange<'a> {
-    pub tool: &'static str,
+    pub tool: Tool,
     pub workspace: &'a WorkspaceId,
     pub project: Option<&'a ProjectId>,
     pub retry_epoch: &'a lomi_protocol::RetryEpoch,
@@ -103,15 +103,19 @@ pub(crate) struct ProjectChange<'a> {
 }
 
 impl ProjectChange<'_> {
-    /// Admits the change through the broker's engine; `effect` runs with the project root.
-    pub(crate) async fn submit<F, Fut>(
+    /// Runs the change in the broker's engine: `find` (after the prior receipt was looked
+    /// for) gives what the effect needs besides the project root; `effect` runs with both.
+    pub(crate) async fn submit<L, Find, Run, Fut>(
         self,
         broker: &Broker,
         caller: &PairingId,
-        effect: F,
+        find: Find,
+        effect: Run,
     ) -> Result<OperationView, ToolError>
     where
-        F: FnOnce(PathBuf) -> Fut + Send + 'static,
+        L: Send + 'static,
+        Find: std::future::Future<Output = Result<L, ToolError>>,
+        Run: FnOnce(PathBuf, L, EffectContext) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = EffectOutcome> + Send + 'static,
     {
         let (project_id, root) = broker.project_root(caller, self.workspace, self.project)?;
@@ -124,15 +128,18 @@ impl ProjectChange<'_> {
             payload: self.payload,
             generation: None,
             revision: self.revision,
-            permit_key: format!("project:{project_id}"),
+            permit: Permit::Project(project_id),
         };
-        let id = broker.submit(
-            caller,
-            mutation,
-            |_| Ok(()),
-            Box::new(move |_context| Box::pin(effect(root))),
-        )?;
-        broker.answer(caller, &id).await
+        broker
+            .operate(
+                caller,
+                mutation,
+                Confirmation::Policy,
+                find,
+                |_, _| Ok(()),
+                move |found, context| effect(root, found, context),
+            )
+            .await
     }
 }
 
@@ -261,7 +268,7 @@ impl ProjectFiles {
         self.mutate(
             caller,
             ProjectChange {
-                tool: "lomi_file_write",
+                tool: Tool::FileWrite,
                 workspace: &input.workspace_id,
                 project: input.project_id.as_ref(),
                 retry_epoch: &input.retry_epoch,
@@ -288,7 +295,7 @@ impl ProjectFiles {
         self.mutate(
             caller,
             ProjectChange {
-                tool: "lomi_file_create",
+                tool: Tool::FileCreate,
                 workspace: &input.workspace_id,
                 project: input.project_id.as_ref(),
                 retry_epoch: &input.retry_epoch,
@@ -315,7 +322,7 @@ impl ProjectFiles {
         self.mutate(
             caller,
             ProjectChange {
-                tool: "lomi_file_rename",
+                tool: Tool::FileRename,
                 workspace: &input.workspace_id,
                 project: input.project_id.as_ref(),
                 retry_epoch: &input.retry_epoch,
@@ -341,7 +348,7 @@ impl ProjectFiles {
         self.mutate(
             caller,
             ProjectChange {
-                tool: "lomi_file_delete",
+                tool: Tool::FileDelete,
                 workspace: &input.workspace_id,
                 project: input.project_id.as_ref(),
                 retry_epoch: &input.retry_epoch,
@@ -364,24 +371,29 @@ impl ProjectFiles {
         change: Change,
     ) -> Result<OperationView, ToolError> {
         request
-            .submit(&self.broker, caller, move |root| async move {
-                let done = tokio::task::spawn_blocking(move || apply(&root, change)).await;
-                match done {
-                    Ok(Ok(changed)) => EffectOutcome::Succeeded(to_value(&changed)),
-                    Ok(Err(FilesError::Io(message))) => EffectOutcome::Unknown {
-                        effect: EffectState::Unknown,
-                        message: format!("the file system failed mid-change: {message}"),
-                    },
-                    Ok(Err(e)) => EffectOutcome::Failed {
-                        effect: EffectState::None,
-                        error: error(e),
-                    },
-                    Err(join) => EffectOutcome::Unknown {
-                        effect: EffectState::Unknown,
-                        message: format!("the file change stopped abnormally: {join}"),
-                    },
-                }
-            })
+            .submit(
+                &self.broker,
+                caller,
+                async { Ok(()) },
+                move |root, (), _context| async move {
+                    let done = tokio::task::spawn_blocking(move || apply(&root, change)).await;
+                    match done {
+                        Ok(Ok(changed)) => EffectOutcome::Succeeded(to_value(&changed)),
+                        Ok(Err(FilesError::Io(message))) => EffectOutcome::Unknown {
+                            effect: EffectState::Unknown,
+                            message: format!("the file system failed mid-change: {message}"),
+                        },
+                        Ok(Err(e)) => EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error: error(e),
+                        },
+                        Err(join) => EffectOutcome::Unknown {
+                            effect: EffectState::Unknown,
+                            message: format!("the file change stopped abnormally: {join}"),
+                        },
+                    }
+                },
+            )
             .await
     }
 }

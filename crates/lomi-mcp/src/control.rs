@@ -236,7 +236,7 @@ fn policy_json(broker: &Broker) -> Value {
     let tools: Vec<Value> = lomi_protocol::catalog::catalog()
         .iter()
         .filter(|t| t.kind == lomi_protocol::catalog::ToolKind::Mutation)
-        .map(|t| json!({"tool": t.name, "confirm": confirmed.contains(t.name)}))
+        .map(|t| json!({"tool": t.name, "confirm": confirmed.contains(&t.tool)}))
         .collect();
     json!(tools)
 }

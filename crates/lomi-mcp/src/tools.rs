@@ -29,7 +29,7 @@ use lomi_protocol::tools::terminal::{
     LeaseAcquireInput, LeaseReleaseInput, TerminalCloseInput, TerminalCreateInput,
     TerminalInputInput, TerminalInterruptInput, TerminalReadInput,
 };
-use lomi_protocol::{PairingId, Reply, ToolError, strict};
+use lomi_protocol::{PairingId, Reply, Tool as LomiTool, ToolError, strict};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -102,8 +102,13 @@ pub fn refused(error: ToolError) -> Answer {
     answer::<()>(Err(error))
 }
 
-/// Calls `tool` for `caller` with the raw MCP arguments.
-pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option<Value>) -> Answer {
+/// Calls the tool named `name` for `caller` with the raw MCP arguments.
+pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option<Value>) -> Answer {
+    let Some(tool) = LomiTool::from_name(name) else {
+        return answer::<()>(Err(ToolError::invalid(format!(
+            "there is no tool {name:?}; see tools/list or `lomi catalog`"
+        ))));
+    };
     let broker = &lomi.broker;
     let terminals = &lomi.terminals;
     let files = &lomi.files;
@@ -113,257 +118,259 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, tool: &str, arguments: Option
     let android = &lomi.android;
     // Until the person approves the pairing, every tool but the status one answers
     // PAIRING_REQUIRED, whatever its arguments.
-    if tool != "lomi_pairing_status"
+    if tool != LomiTool::PairingStatus
         && let Err(error) = broker.authorize(caller)
     {
         return answer::<()>(Err(error));
     }
     match tool {
-        "lomi_pairing_status" => answer(
-            strict::decode::<NoArguments>(tool, arguments)
+        LomiTool::PairingStatus => answer(
+            strict::decode::<NoArguments>(name, arguments)
                 .and_then(|_| broker.pairing_status(caller)),
         ),
-        "lomi_workspace_list" => answer(
-            strict::decode::<NoArguments>(tool, arguments)
+        LomiTool::WorkspaceList => answer(
+            strict::decode::<NoArguments>(name, arguments)
                 .and_then(|_| broker.workspace_list(caller)),
         ),
-        "lomi_panel_list" => answer(
-            strict::decode::<PanelListInput>(tool, arguments)
+        LomiTool::PanelList => answer(
+            strict::decode::<PanelListInput>(name, arguments)
                 .and_then(|input| broker.panel_list(caller, &input)),
         ),
-        "lomi_connect" => answer(
-            strict::decode::<ConnectInput>(tool, arguments)
+        LomiTool::Connect => answer(
+            strict::decode::<ConnectInput>(name, arguments)
                 .and_then(|input| broker.connect(caller, &input)),
         ),
-        "lomi_workspace_update" => match strict::decode::<WorkspaceUpdateInput>(tool, arguments) {
-            Ok(input) => answer(broker.workspace_update(caller, input).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_operation_get" => answer(
-            strict::decode::<OperationGetInput>(tool, arguments)
+        LomiTool::WorkspaceUpdate => {
+            match strict::decode::<WorkspaceUpdateInput>(name, arguments) {
+                Ok(input) => answer(broker.workspace_update(caller, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
+        LomiTool::OperationGet => answer(
+            strict::decode::<OperationGetInput>(name, arguments)
                 .and_then(|input| broker.operation_get(caller, &input)),
         ),
-        "lomi_operation_cancel" => match strict::decode::<OperationCancelInput>(tool, arguments) {
-            Ok(input) => answer(broker.operation_cancel(caller, &input.operation_id).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_events_read" => answer(
-            strict::decode::<EventsReadInput>(tool, arguments)
+        LomiTool::OperationCancel => {
+            match strict::decode::<OperationCancelInput>(name, arguments) {
+                Ok(input) => answer(broker.operation_cancel(caller, &input.operation_id).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
+        LomiTool::EventsRead => answer(
+            strict::decode::<EventsReadInput>(name, arguments)
                 .and_then(|input| broker.events_read(caller, &input)),
         ),
-        "lomi_store_status" => answer(
-            strict::decode::<NoArguments>(tool, arguments)
+        LomiTool::StoreStatus => answer(
+            strict::decode::<NoArguments>(name, arguments)
                 .and_then(|_| broker.store_status(caller)),
         ),
-        "lomi_terminal_create" => match strict::decode::<TerminalCreateInput>(tool, arguments) {
+        LomiTool::TerminalCreate => match strict::decode::<TerminalCreateInput>(name, arguments) {
             Ok(input) => answer(terminals.create(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_lease_acquire" => answer(
-            strict::decode::<LeaseAcquireInput>(tool, arguments)
+        LomiTool::LeaseAcquire => answer(
+            strict::decode::<LeaseAcquireInput>(name, arguments)
                 .and_then(|input| broker.lease_acquire(caller, &input.panel_id, &input.generation)),
         ),
-        "lomi_lease_release" => answer(
-            strict::decode::<LeaseReleaseInput>(tool, arguments)
+        LomiTool::LeaseRelease => answer(
+            strict::decode::<LeaseReleaseInput>(name, arguments)
                 .and_then(|input| broker.lease_release(caller, &input.lease_id)),
         ),
-        "lomi_terminal_input" => match strict::decode::<TerminalInputInput>(tool, arguments) {
+        LomiTool::TerminalInput => match strict::decode::<TerminalInputInput>(name, arguments) {
             Ok(input) => answer(terminals.input(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_terminal_read" => match strict::decode::<TerminalReadInput>(tool, arguments) {
+        LomiTool::TerminalRead => match strict::decode::<TerminalReadInput>(name, arguments) {
             Ok(input) => answer(terminals.read(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_terminal_interrupt" => {
-            match strict::decode::<TerminalInterruptInput>(tool, arguments) {
+        LomiTool::TerminalInterrupt => {
+            match strict::decode::<TerminalInterruptInput>(name, arguments) {
                 Ok(input) => answer(terminals.interrupt(caller, input).await),
                 Err(error) => answer::<()>(Err(error)),
             }
         }
-        "lomi_terminal_close" => match strict::decode::<TerminalCloseInput>(tool, arguments) {
+        LomiTool::TerminalClose => match strict::decode::<TerminalCloseInput>(name, arguments) {
             Ok(input) => answer(terminals.close(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_file_read" => answer(
-            strict::decode::<FileReadInput>(tool, arguments)
+        LomiTool::FileRead => answer(
+            strict::decode::<FileReadInput>(name, arguments)
                 .and_then(|input| files.read(caller, &input)),
         ),
-        "lomi_dir_list" => answer(
-            strict::decode::<DirListInput>(tool, arguments)
+        LomiTool::DirList => answer(
+            strict::decode::<DirListInput>(name, arguments)
                 .and_then(|input| files.list(caller, &input)),
         ),
-        "lomi_file_write" => match strict::decode::<FileWriteInput>(tool, arguments) {
+        LomiTool::FileWrite => match strict::decode::<FileWriteInput>(name, arguments) {
             Ok(input) => answer(files.write(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_file_create" => match strict::decode::<FileCreateInput>(tool, arguments) {
+        LomiTool::FileCreate => match strict::decode::<FileCreateInput>(name, arguments) {
             Ok(input) => answer(files.create(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_file_rename" => match strict::decode::<FileRenameInput>(tool, arguments) {
+        LomiTool::FileRename => match strict::decode::<FileRenameInput>(name, arguments) {
             Ok(input) => answer(files.rename(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_file_delete" => match strict::decode::<FileDeleteInput>(tool, arguments) {
+        LomiTool::FileDelete => match strict::decode::<FileDeleteInput>(name, arguments) {
             Ok(input) => answer(files.delete(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_git_status" => match strict::decode::<GitStatusInput>(tool, arguments) {
+        LomiTool::GitStatus => match strict::decode::<GitStatusInput>(name, arguments) {
             Ok(input) => answer(git.status(caller, &input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_git_diff" => match strict::decode::<GitDiffInput>(tool, arguments) {
+        LomiTool::GitDiff => match strict::decode::<GitDiffInput>(name, arguments) {
             Ok(input) => answer(git.diff(caller, &input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_git_stage" => match strict::decode::<GitStageInput>(tool, arguments) {
+        LomiTool::GitStage => match strict::decode::<GitStageInput>(name, arguments) {
             Ok(input) => answer(git.stage(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_git_commit" => match strict::decode::<GitCommitInput>(tool, arguments) {
+        LomiTool::GitCommit => match strict::decode::<GitCommitInput>(name, arguments) {
             Ok(input) => answer(git.commit(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_git_branch" => match strict::decode::<GitBranchInput>(tool, arguments) {
+        LomiTool::GitBranch => match strict::decode::<GitBranchInput>(name, arguments) {
             Ok(input) => answer(git.branch(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_editor_open" => match strict::decode::<EditorOpenInput>(tool, arguments) {
+        LomiTool::EditorOpen => match strict::decode::<EditorOpenInput>(name, arguments) {
             Ok(input) => answer(editor.open(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_editor_edit" => answer(
-            strict::decode::<EditorEditInput>(tool, arguments)
+        LomiTool::EditorEdit => answer(
+            strict::decode::<EditorEditInput>(name, arguments)
                 .and_then(|input| editor.edit(caller, &input)),
         ),
-        "lomi_editor_save" => match strict::decode::<EditorSaveInput>(tool, arguments) {
+        LomiTool::EditorSave => match strict::decode::<EditorSaveInput>(name, arguments) {
             Ok(input) => answer(editor.save(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_editor_close" => answer(
-            strict::decode::<EditorCloseInput>(tool, arguments)
+        LomiTool::EditorClose => answer(
+            strict::decode::<EditorCloseInput>(name, arguments)
                 .and_then(|input| editor.close(caller, &input)),
         ),
-        "lomi_workspace_close" => match strict::decode::<WorkspaceCloseInput>(tool, arguments) {
+        LomiTool::WorkspaceClose => match strict::decode::<WorkspaceCloseInput>(name, arguments) {
             Ok(input) => answer(editor.workspace_close(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_android_devices" => match strict::decode::<AndroidDevicesInput>(tool, arguments) {
+        LomiTool::AndroidDevices => match strict::decode::<AndroidDevicesInput>(name, arguments) {
             Ok(input) => answer(android.devices(caller, &input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_android_attach" => match strict::decode::<AndroidAttachInput>(tool, arguments) {
+        LomiTool::AndroidAttach => match strict::decode::<AndroidAttachInput>(name, arguments) {
             Ok(input) => answer(android.attach(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_android_detach" => match strict::decode::<AndroidDetachInput>(tool, arguments) {
+        LomiTool::AndroidDetach => match strict::decode::<AndroidDetachInput>(name, arguments) {
             Ok(input) => answer(android.detach(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_android_launch" => match strict::decode::<AndroidLaunchInput>(tool, arguments) {
+        LomiTool::AndroidLaunch => match strict::decode::<AndroidLaunchInput>(name, arguments) {
             Ok(input) => answer(android.launch(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_android_input" => match strict::decode::<AndroidInputInput>(tool, arguments) {
+        LomiTool::AndroidInput => match strict::decode::<AndroidInputInput>(name, arguments) {
             Ok(input) => answer(android.input(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_android_ui_snapshot" => {
-            match strict::decode::<AndroidUiSnapshotInput>(tool, arguments) {
+        LomiTool::AndroidUiSnapshot => {
+            match strict::decode::<AndroidUiSnapshotInput>(name, arguments) {
                 Ok(input) => answer(android.ui_snapshot(caller, input).await),
                 Err(error) => answer::<()>(Err(error)),
             }
         }
-        "lomi_android_capture" => match strict::decode::<AndroidCaptureInput>(tool, arguments) {
+        LomiTool::AndroidCapture => match strict::decode::<AndroidCaptureInput>(name, arguments) {
             Ok(input) => answer_with_png(android.capture(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_android_shell" => match strict::decode::<AndroidShellInput>(tool, arguments) {
+        LomiTool::AndroidShell => match strict::decode::<AndroidShellInput>(name, arguments) {
             Ok(input) => answer(android.shell(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_browser_create" => match strict::decode::<BrowserCreateInput>(tool, arguments) {
+        LomiTool::BrowserCreate => match strict::decode::<BrowserCreateInput>(name, arguments) {
             Ok(input) => answer(browsers.create(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_browser_navigate" => match strict::decode::<BrowserNavigateInput>(tool, arguments) {
-            Ok(input) => answer(browsers.navigate(caller, input).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_browser_snapshot" => match strict::decode::<BrowserSnapshotInput>(tool, arguments) {
-            Ok(input) => answer_snapshot(browsers.snapshot(caller, input).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_browser_click" => match strict::decode::<BrowserClickInput>(tool, arguments) {
-            Ok(input) => answer(browsers.click(caller, input).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_browser_type" => match strict::decode::<BrowserTypeInput>(tool, arguments) {
-            Ok(input) => answer(browsers.type_text(caller, input).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_browser_press" => match strict::decode::<BrowserPressInput>(tool, arguments) {
-            Ok(input) => answer(browsers.press(caller, input).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_browser_select" => match strict::decode::<BrowserSelectInput>(tool, arguments) {
-            Ok(input) => answer(browsers.select(caller, input).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_browser_hover" => match strict::decode::<BrowserHoverInput>(tool, arguments) {
-            Ok(input) => answer(browsers.hover(caller, input).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_browser_scroll" => match strict::decode::<BrowserScrollInput>(tool, arguments) {
-            Ok(input) => answer(browsers.scroll(caller, input).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_browser_upload" => match strict::decode::<BrowserUploadInput>(tool, arguments) {
-            Ok(input) => answer(browsers.upload(caller, input).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_browser_dialog" => match strict::decode::<BrowserDialogInput>(tool, arguments) {
-            Ok(input) => answer(browsers.dialog(caller, input).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_browser_tab_list" => match strict::decode::<BrowserPanelInput>(tool, arguments) {
-            Ok(input) => answer(browsers.tab_list(caller, input).await),
-            Err(error) => answer::<()>(Err(error)),
-        },
-        "lomi_browser_tab_open" | "lomi_browser_tab_switch" | "lomi_browser_tab_close" => {
-            let name = match tool {
-                "lomi_browser_tab_open" => "lomi_browser_tab_open",
-                "lomi_browser_tab_switch" => "lomi_browser_tab_switch",
-                _ => "lomi_browser_tab_close",
-            };
-            match strict::decode::<BrowserTabInput>(tool, arguments) {
-                Ok(input) => answer(browsers.tab(caller, name, input).await),
+        LomiTool::BrowserNavigate => {
+            match strict::decode::<BrowserNavigateInput>(name, arguments) {
+                Ok(input) => answer(browsers.navigate(caller, input).await),
                 Err(error) => answer::<()>(Err(error)),
             }
         }
-        "lomi_browser_console" => answer(
-            strict::decode::<BrowserLogInput>(tool, arguments)
-                .and_then(|input| browsers.console(caller, &input)),
-        ),
-        "lomi_browser_network" => answer(
-            strict::decode::<BrowserLogInput>(tool, arguments)
-                .and_then(|input| browsers.network(caller, &input)),
-        ),
-        "lomi_browser_evaluate" => match strict::decode::<BrowserEvaluateInput>(tool, arguments) {
-            Ok(input) => answer(browsers.evaluate(caller, input).await),
+        LomiTool::BrowserSnapshot => {
+            match strict::decode::<BrowserSnapshotInput>(name, arguments) {
+                Ok(input) => answer_snapshot(browsers.snapshot(caller, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
+        LomiTool::BrowserClick => match strict::decode::<BrowserClickInput>(name, arguments) {
+            Ok(input) => answer(browsers.click(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_browser_capture" => match strict::decode::<BrowserCaptureInput>(tool, arguments) {
+        LomiTool::BrowserType => match strict::decode::<BrowserTypeInput>(name, arguments) {
+            Ok(input) => answer(browsers.type_text(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::BrowserPress => match strict::decode::<BrowserPressInput>(name, arguments) {
+            Ok(input) => answer(browsers.press(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::BrowserSelect => match strict::decode::<BrowserSelectInput>(name, arguments) {
+            Ok(input) => answer(browsers.select(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::BrowserHover => match strict::decode::<BrowserHoverInput>(name, arguments) {
+            Ok(input) => answer(browsers.hover(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::BrowserScroll => match strict::decode::<BrowserScrollInput>(name, arguments) {
+            Ok(input) => answer(browsers.scroll(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::BrowserUpload => match strict::decode::<BrowserUploadInput>(name, arguments) {
+            Ok(input) => answer(browsers.upload(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::BrowserDialog => match strict::decode::<BrowserDialogInput>(name, arguments) {
+            Ok(input) => answer(browsers.dialog(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::BrowserTabList => match strict::decode::<BrowserPanelInput>(name, arguments) {
+            Ok(input) => answer(browsers.tab_list(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::BrowserTabOpen | LomiTool::BrowserTabSwitch | LomiTool::BrowserTabClose => {
+            match strict::decode::<BrowserTabInput>(name, arguments) {
+                Ok(input) => answer(browsers.tab(caller, tool, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
+        LomiTool::BrowserConsole => answer(
+            strict::decode::<BrowserLogInput>(name, arguments)
+                .and_then(|input| browsers.console(caller, &input)),
+        ),
+        LomiTool::BrowserNetwork => answer(
+            strict::decode::<BrowserLogInput>(name, arguments)
+                .and_then(|input| browsers.network(caller, &input)),
+        ),
+        LomiTool::BrowserEvaluate => {
+            match strict::decode::<BrowserEvaluateInput>(name, arguments) {
+                Ok(input) => answer(browsers.evaluate(caller, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
+        LomiTool::BrowserCapture => match strict::decode::<BrowserCaptureInput>(name, arguments) {
             Ok(input) => answer_with_png(browsers.capture(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        "lomi_browser_close" => match strict::decode::<BrowserCloseInput>(tool, arguments) {
+        LomiTool::BrowserClose => match strict::decode::<BrowserCloseInput>(name, arguments) {
             Ok(input) => answer(browsers.close(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        other => answer::<()>(Err(ToolError::invalid(format!(
-            "there is no tool {other:?}; see tools/list or `lomi catalog`"
-        )))),
     }
 }

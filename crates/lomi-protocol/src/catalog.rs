@@ -44,6 +44,103 @@ use crate::tools::terminal::{
     TerminalReadInput, TerminalReadView,
 };
 
+/// Declares the tool table: each tool's enum variant and its wire name, written once.
+macro_rules! tool_table {
+    ($($variant:ident => $name:literal,)*) => {
+        /// Every tool Lomi serves. This table is the one place a tool is named: the catalog,
+        /// the MCP dispatch, receipts, the person's confirmation policy and key lookups all take
+        /// a `Tool`, and matches over it are exhaustive, so a tool cannot be listed without
+        /// being dispatched, or dispatched without being listed.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Tool {
+            $($variant,)*
+        }
+
+        impl Tool {
+            /// Every tool, in the catalog's order.
+            pub const ALL: &'static [Tool] = &[$(Tool::$variant,)*];
+
+            /// The tool's wire name, e.g. `lomi_workspace_update`.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Tool::$variant => $name,)*
+                }
+            }
+
+            /// The tool with this wire name, if Lomi has one.
+            pub fn from_name(name: &str) -> Option<Tool> {
+                match name {
+                    $($name => Some(Tool::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+tool_table! {
+    PairingStatus => "lomi_pairing_status",
+    WorkspaceList => "lomi_workspace_list",
+    PanelList => "lomi_panel_list",
+    Connect => "lomi_connect",
+    WorkspaceUpdate => "lomi_workspace_update",
+    OperationGet => "lomi_operation_get",
+    OperationCancel => "lomi_operation_cancel",
+    EventsRead => "lomi_events_read",
+    TerminalCreate => "lomi_terminal_create",
+    LeaseAcquire => "lomi_lease_acquire",
+    LeaseRelease => "lomi_lease_release",
+    TerminalInput => "lomi_terminal_input",
+    TerminalRead => "lomi_terminal_read",
+    TerminalInterrupt => "lomi_terminal_interrupt",
+    TerminalClose => "lomi_terminal_close",
+    FileRead => "lomi_file_read",
+    FileWrite => "lomi_file_write",
+    FileCreate => "lomi_file_create",
+    FileRename => "lomi_file_rename",
+    FileDelete => "lomi_file_delete",
+    DirList => "lomi_dir_list",
+    EditorOpen => "lomi_editor_open",
+    EditorEdit => "lomi_editor_edit",
+    EditorSave => "lomi_editor_save",
+    EditorClose => "lomi_editor_close",
+    WorkspaceClose => "lomi_workspace_close",
+    GitStatus => "lomi_git_status",
+    GitDiff => "lomi_git_diff",
+    GitStage => "lomi_git_stage",
+    GitCommit => "lomi_git_commit",
+    GitBranch => "lomi_git_branch",
+    AndroidDevices => "lomi_android_devices",
+    AndroidAttach => "lomi_android_attach",
+    AndroidDetach => "lomi_android_detach",
+    AndroidLaunch => "lomi_android_launch",
+    AndroidInput => "lomi_android_input",
+    AndroidUiSnapshot => "lomi_android_ui_snapshot",
+    AndroidCapture => "lomi_android_capture",
+    AndroidShell => "lomi_android_shell",
+    BrowserCreate => "lomi_browser_create",
+    BrowserNavigate => "lomi_browser_navigate",
+    BrowserSnapshot => "lomi_browser_snapshot",
+    BrowserClick => "lomi_browser_click",
+    BrowserType => "lomi_browser_type",
+    BrowserPress => "lomi_browser_press",
+    BrowserSelect => "lomi_browser_select",
+    BrowserHover => "lomi_browser_hover",
+    BrowserScroll => "lomi_browser_scroll",
+    BrowserUpload => "lomi_browser_upload",
+    BrowserDialog => "lomi_browser_dialog",
+    BrowserTabList => "lomi_browser_tab_list",
+    BrowserTabOpen => "lomi_browser_tab_open",
+    BrowserTabSwitch => "lomi_browser_tab_switch",
+    BrowserTabClose => "lomi_browser_tab_close",
+    BrowserConsole => "lomi_browser_console",
+    BrowserNetwork => "lomi_browser_network",
+    BrowserEvaluate => "lomi_browser_evaluate",
+    BrowserCapture => "lomi_browser_capture",
+    BrowserClose => "lomi_browser_close",
+    StoreStatus => "lomi_store_status",
+}
+
 /// MCP tool annotations (hints for clients; Lomi enforces the real rules itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -83,6 +180,7 @@ pub enum ToolKind {
 /// One tool of the catalog.
 #[derive(Clone, Debug)]
 pub struct ToolSpec {
+    pub tool: Tool,
     pub name: &'static str,
     pub title: &'static str,
     pub description: &'static str,
@@ -94,14 +192,15 @@ pub struct ToolSpec {
 
 impl ToolSpec {
     fn new<I: schemars::JsonSchema, O: schemars::JsonSchema>(
-        name: &'static str,
+        tool: Tool,
         title: &'static str,
         kind: ToolKind,
         annotations: Annotations,
         description: &'static str,
     ) -> Self {
         ToolSpec {
-            name,
+            tool,
+            name: tool.name(),
             title,
             description,
             kind,
@@ -124,560 +223,571 @@ impl ToolSpec {
     }
 }
 
-/// Every tool Lomi serves, in a stable order.
+/// Every tool Lomi serves, in the table's order.
 pub fn catalog() -> Vec<ToolSpec> {
-    use ToolKind::*;
-    vec![
-        ToolSpec::new::<NoArguments, PairingStatus>(
-            "lomi_pairing_status",
-            "Pairing status",
-            Read,
-            READ,
-            "Whether the person has approved this client yet, with the verification code they will compare. \
+    Tool::ALL.iter().map(|tool| tool.spec()).collect()
+}
+
+impl Tool {
+    /// The tool's catalog entry: title, kind, annotations, description and schemas. The match
+    /// is exhaustive, so a tool of the table without an entry does not compile.
+    pub fn spec(self) -> ToolSpec {
+        use ToolKind::*;
+        let tool = self;
+        match self {
+            Tool::PairingStatus => ToolSpec::new::<NoArguments, PairingStatus>(
+                tool,
+                "Pairing status",
+                Read,
+                READ,
+                "Whether the person has approved this client yet, with the verification code they will compare. \
              The only tool that answers before approval.",
-        ),
-        ToolSpec::new::<NoArguments, WorkspaceList>(
-            "lomi_workspace_list",
-            "List workspaces",
-            Read,
-            READ,
-            "The workspaces this pairing was granted, with projects, panel order and the current domainRevision.",
-        ),
-        ToolSpec::new::<PanelListInput, PanelList>(
-            "lomi_panel_list",
-            "List panels",
-            Read,
-            READ,
-            "The panels of a granted workspace with their current runtime generation and the domainRevision.",
-        ),
-        ToolSpec::new::<ConnectInput, Connection>(
-            "lomi_connect",
-            "Connect to a workspace",
-            Control,
-            Annotations {
-                idempotent_hint: false,
-                ..MUTATION
-            },
-            "Opens a connection to a granted workspace and returns its retryEpoch (valid 24 h, this broker \
+            ),
+            Tool::WorkspaceList => ToolSpec::new::<NoArguments, WorkspaceList>(
+                tool,
+                "List workspaces",
+                Read,
+                READ,
+                "The workspaces this pairing was granted, with projects, panel order and the current domainRevision.",
+            ),
+            Tool::PanelList => ToolSpec::new::<PanelListInput, PanelList>(
+                tool,
+                "List panels",
+                Read,
+                READ,
+                "The panels of a granted workspace with their current runtime generation and the domainRevision.",
+            ),
+            Tool::Connect => ToolSpec::new::<ConnectInput, Connection>(
+                tool,
+                "Connect to a workspace",
+                Control,
+                Annotations {
+                    idempotent_hint: false,
+                    ..MUTATION
+                },
+                "Opens a connection to a granted workspace and returns its retryEpoch (valid 24 h, this broker \
              instance only). Pass retryEpoch and your own requestKey to every mutation; keep both to look \
              a receipt up after a lost reply.",
-        ),
-        ToolSpec::new::<WorkspaceUpdateInput, OperationView>(
-            "lomi_workspace_update",
-            "Update a workspace",
-            Mutation,
-            MUTATION,
-            "Renames a workspace or reorders its panels, compared and swapped by expectedRevision \
+            ),
+            Tool::WorkspaceUpdate => ToolSpec::new::<WorkspaceUpdateInput, OperationView>(
+                tool,
+                "Update a workspace",
+                Mutation,
+                MUTATION,
+                "Renames a workspace or reorders its panels, compared and swapped by expectedRevision \
              (REVISION_MISMATCH carries the current revision). Returns the operation; its confirmed result \
              holds the updated workspace.",
-        ),
-        ToolSpec::new::<OperationGetInput, OperationView>(
-            "lomi_operation_get",
-            "Get an operation",
-            Read,
-            READ,
-            "The receipt of one of this connection's operations, by operationId or by the original request's \
+            ),
+            Tool::OperationGet => ToolSpec::new::<OperationGetInput, OperationView>(
+                tool,
+                "Get an operation",
+                Read,
+                READ,
+                "The receipt of one of this connection's operations, by operationId or by the original request's \
              key. Read state, effectState and result: isError false alone does not prove an effect.",
-        ),
-        ToolSpec::new::<OperationCancelInput, OperationView>(
-            "lomi_operation_cancel",
-            "Cancel an operation",
-            Control,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Cancels queued or waiting work, or asks running work to stop. It cannot undo an effect that \
+            ),
+            Tool::OperationCancel => ToolSpec::new::<OperationCancelInput, OperationView>(
+                tool,
+                "Cancel an operation",
+                Control,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Cancels queued or waiting work, or asks running work to stop. It cannot undo an effect that \
              already happened; the receipt settles with the effect really reached.",
-        ),
-        ToolSpec::new::<EventsReadInput, EventPage>(
-            "lomi_events_read",
-            "Read operation events",
-            Read,
-            READ,
-            "A bounded page of operation state changes of this connection, after a cursor. A page may be \
+            ),
+            Tool::EventsRead => ToolSpec::new::<EventsReadInput, EventPage>(
+                tool,
+                "Read operation events",
+                Read,
+                READ,
+                "A bounded page of operation state changes of this connection, after a cursor. A page may be \
              empty: continue with nextCursor. Metadata only; not proof of effect.",
-        ),
-        ToolSpec::new::<TerminalCreateInput, OperationView>(
-            "lomi_terminal_create",
-            "Create a terminal",
-            Mutation,
-            MUTATION,
-            "Starts a real terminal (the person's shell, or argv) in a project directory as a new panel, \
+            ),
+            Tool::TerminalCreate => ToolSpec::new::<TerminalCreateInput, OperationView>(
+                tool,
+                "Create a terminal",
+                Mutation,
+                MUTATION,
+                "Starts a real terminal (the person's shell, or argv) in a project directory as a new panel, \
              compared by the workspace's expectedRevision. Settles succeeded once the process runs and its \
              first output is seen; the result holds panelId, terminalSessionId, generation and a leaseId for \
              input.",
-        ),
-        ToolSpec::new::<LeaseAcquireInput, LeaseView>(
-            "lomi_lease_acquire",
-            "Acquire a lease",
-            Control,
-            Annotations {
-                idempotent_hint: false,
-                ..MUTATION
-            },
-            "Input authority over one runtime generation of a panel. It ends when the person types in the \
+            ),
+            Tool::LeaseAcquire => ToolSpec::new::<LeaseAcquireInput, LeaseView>(
+                tool,
+                "Acquire a lease",
+                Control,
+                Annotations {
+                    idempotent_hint: false,
+                    ..MUTATION
+                },
+                "Input authority over one runtime generation of a panel. It ends when the person types in the \
              panel (takeover), the runtime is replaced, the panel closes, or the pairing is revoked.",
-        ),
-        ToolSpec::new::<LeaseReleaseInput, LeaseReleased>(
-            "lomi_lease_release",
-            "Release a lease",
-            Control,
-            MUTATION,
-            "Gives up a lease.",
-        ),
-        ToolSpec::new::<TerminalInputInput, InputAccepted>(
-            "lomi_terminal_input",
-            "Type into a terminal",
-            Control,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Sends text or named keys under a lease, ordered by inputSequence (the lease's last plus one). \
+            ),
+            Tool::LeaseRelease => ToolSpec::new::<LeaseReleaseInput, LeaseReleased>(
+                tool,
+                "Release a lease",
+                Control,
+                MUTATION,
+                "Gives up a lease.",
+            ),
+            Tool::TerminalInput => ToolSpec::new::<TerminalInputInput, InputAccepted>(
+                tool,
+                "Type into a terminal",
+                Control,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Sends text or named keys under a lease, ordered by inputSequence (the lease's last plus one). \
              Repeating a sequence with the same payload acknowledges the earlier input without sending it \
              again. The answer confirms the bytes were written, not what the program did: read to see.",
-        ),
-        ToolSpec::new::<TerminalReadInput, TerminalReadView>(
-            "lomi_terminal_read",
-            "Read a terminal",
-            Read,
-            READ,
-            "The visible screen (with cursor and alternate-screen flag) and/or output since a cursor, bounded \
+            ),
+            Tool::TerminalRead => ToolSpec::new::<TerminalReadInput, TerminalReadView>(
+                tool,
+                "Read a terminal",
+                Read,
+                READ,
+                "The visible screen (with cursor and alternate-screen flag) and/or output since a cursor, bounded \
              by maxBytes. With waitFor it answers once the text or regex appears, output goes idle, or the \
              process exits (bounded by timeoutMs), so there is no need to poll.",
-        ),
-        ToolSpec::new::<TerminalInterruptInput, OperationView>(
-            "lomi_terminal_interrupt",
-            "Interrupt a terminal",
-            Mutation,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Sends Ctrl+C (SIGINT) to the terminal's foreground process group. Succeeds when the signal was \
+            ),
+            Tool::TerminalInterrupt => ToolSpec::new::<TerminalInterruptInput, OperationView>(
+                tool,
+                "Interrupt a terminal",
+                Mutation,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Sends Ctrl+C (SIGINT) to the terminal's foreground process group. Succeeds when the signal was \
              dispatched; it does not mean the process exited: read the terminal to see.",
-        ),
-        ToolSpec::new::<TerminalCloseInput, OperationView>(
-            "lomi_terminal_close",
-            "Close a terminal",
-            Mutation,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Ends every process of the terminal and removes its panel, compared by expectedRevision. Cannot \
+            ),
+            Tool::TerminalClose => ToolSpec::new::<TerminalCloseInput, OperationView>(
+                tool,
+                "Close a terminal",
+                Mutation,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Ends every process of the terminal and removes its panel, compared by expectedRevision. Cannot \
              be undone.",
-        ),
-        ToolSpec::new::<FileReadInput, FileReadView>(
-            "lomi_file_read",
-            "Read a file",
-            Read,
-            READ,
-            "Reads a project file (or a byte range of it) with its diskRevision (SHA-256 of the exact bytes), \
+            ),
+            Tool::FileRead => ToolSpec::new::<FileReadInput, FileReadView>(
+                tool,
+                "Read a file",
+                Read,
+                READ,
+                "Reads a project file (or a byte range of it) with its diskRevision (SHA-256 of the exact bytes), \
              encoding and line endings. Valid UTF-8 comes as text, anything else as base64.",
-        ),
-        ToolSpec::new::<FileWriteInput, OperationView>(
-            "lomi_file_write",
-            "Write a file",
-            Mutation,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Replaces an existing file's content atomically, only if it still has expectedDiskRevision \
+            ),
+            Tool::FileWrite => ToolSpec::new::<FileWriteInput, OperationView>(
+                tool,
+                "Write a file",
+                Mutation,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Replaces an existing file's content atomically, only if it still has expectedDiskRevision \
              (REVISION_MISMATCH carries the current one). Permissions are kept; bytes are written exactly.",
-        ),
-        ToolSpec::new::<FileCreateInput, OperationView>(
-            "lomi_file_create",
-            "Create a file",
-            Mutation,
-            MUTATION,
-            "Creates a new file in an existing directory of the project; fails if the path exists.",
-        ),
-        ToolSpec::new::<FileRenameInput, OperationView>(
-            "lomi_file_rename",
-            "Rename a file",
-            Mutation,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Renames or moves a file within the project; never overwrites an existing target.",
-        ),
-        ToolSpec::new::<FileDeleteInput, OperationView>(
-            "lomi_file_delete",
-            "Delete a file",
-            Mutation,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Deletes a file (by its diskRevision) or an empty directory (by its directoryRevision). Waits for \
+            ),
+            Tool::FileCreate => ToolSpec::new::<FileCreateInput, OperationView>(
+                tool,
+                "Create a file",
+                Mutation,
+                MUTATION,
+                "Creates a new file in an existing directory of the project; fails if the path exists.",
+            ),
+            Tool::FileRename => ToolSpec::new::<FileRenameInput, OperationView>(
+                tool,
+                "Rename a file",
+                Mutation,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Renames or moves a file within the project; never overwrites an existing target.",
+            ),
+            Tool::FileDelete => ToolSpec::new::<FileDeleteInput, OperationView>(
+                tool,
+                "Delete a file",
+                Mutation,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Deletes a file (by its diskRevision) or an empty directory (by its directoryRevision). Waits for \
              the person's decision (awaiting_user) unless they turned that off. Cannot be undone.",
-        ),
-        ToolSpec::new::<DirListInput, DirListView>(
-            "lomi_dir_list",
-            "List a directory",
-            Read,
-            READ,
-            "Lists a project directory, sorted and paged, with each entry's revision and a directoryRevision \
+            ),
+            Tool::DirList => ToolSpec::new::<DirListInput, DirListView>(
+                tool,
+                "List a directory",
+                Read,
+                READ,
+                "Lists a project directory, sorted and paged, with each entry's revision and a directoryRevision \
              that changes exactly when the listing changes.",
-        ),
-        ToolSpec::new::<EditorOpenInput, EditorDocumentView>(
-            "lomi_editor_open",
-            "Open an editor document",
-            Control,
-            READ,
-            "Opens a UTF-8 text file (with or without BOM) as the shared editor document the person also \
+            ),
+            Tool::EditorOpen => ToolSpec::new::<EditorOpenInput, EditorDocumentView>(
+                tool,
+                "Open an editor document",
+                Control,
+                READ,
+                "Opens a UTF-8 text file (with or without BOM) as the shared editor document the person also \
              sees, or returns the one already open for that path: documentId, bufferRevision, diskRevision \
              and the text (without the BOM, line endings exactly as in the file). Other encodings and \
              binary files are UNSUPPORTED.",
-        ),
-        ToolSpec::new::<EditorEditInput, EditorEdited>(
-            "lomi_editor_edit",
-            "Edit an editor document",
-            Control,
-            Annotations {
-                read_only_hint: false,
-                idempotent_hint: false,
-                ..READ
-            },
-            "Applies non-overlapping character-offset edits to a document's text as one change, only if it \
+            ),
+            Tool::EditorEdit => ToolSpec::new::<EditorEditInput, EditorEdited>(
+                tool,
+                "Edit an editor document",
+                Control,
+                Annotations {
+                    read_only_hint: false,
+                    idempotent_hint: false,
+                    ..READ
+                },
+                "Applies non-overlapping character-offset edits to a document's text as one change, only if it \
              is still at expectedBufferRevision (the person may have edited it: REVISION_MISMATCH carries \
              the current revision). Changes the buffer, not the file; save to write it.",
-        ),
-        ToolSpec::new::<EditorSaveInput, OperationView>(
-            "lomi_editor_save",
-            "Save an editor document",
-            Mutation,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Writes the document at expectedBufferRevision to its file, with its BOM and line endings, only \
+            ),
+            Tool::EditorSave => ToolSpec::new::<EditorSaveInput, OperationView>(
+                tool,
+                "Save an editor document",
+                Mutation,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Writes the document at expectedBufferRevision to its file, with its BOM and line endings, only \
              if the file is still as it was opened or last saved (else REVISION_MISMATCH: nothing is \
              overwritten). Cannot be undone by cancelling.",
-        ),
-        ToolSpec::new::<EditorCloseInput, EditorClosed>(
-            "lomi_editor_close",
-            "Close an editor document",
-            Control,
-            Annotations {
-                read_only_hint: false,
-                destructive_hint: true,
-                ..READ
-            },
-            "Closes a document. A document with unsaved changes is refused (INVALID_ARGUMENT) unless \
+            ),
+            Tool::EditorClose => ToolSpec::new::<EditorCloseInput, EditorClosed>(
+                tool,
+                "Close an editor document",
+                Control,
+                Annotations {
+                    read_only_hint: false,
+                    destructive_hint: true,
+                    ..READ
+                },
+                "Closes a document. A document with unsaved changes is refused (INVALID_ARGUMENT) unless \
              discard: true.",
-        ),
-        ToolSpec::new::<WorkspaceCloseInput, OperationView>(
-            "lomi_workspace_close",
-            "Close a workspace's documents",
-            Mutation,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Saves or discards every open document of the workspace as named in documents (each dirty one \
+            ),
+            Tool::WorkspaceClose => ToolSpec::new::<WorkspaceCloseInput, OperationView>(
+                tool,
+                "Close a workspace's documents",
+                Mutation,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Saves or discards every open document of the workspace as named in documents (each dirty one \
              must be named), then closes them. The workspace stays in Lomi. If a save fails nothing is \
              closed and the operation fails, effectState partial when something was saved; \
              result.details names the saved and the failed documents.",
-        ),
-        ToolSpec::new::<GitStatusInput, GitStatusView>(
-            "lomi_git_status",
-            "Git status",
-            Read,
-            READ,
-            "The Git status of a project that is a repository: HEAD commit, branch, and each changed, \
+            ),
+            Tool::GitStatus => ToolSpec::new::<GitStatusInput, GitStatusView>(
+                tool,
+                "Git status",
+                Read,
+                READ,
+                "The Git status of a project that is a repository: HEAD commit, branch, and each changed, \
              staged or untracked path. UNSUPPORTED when the project is not a repository.",
-        ),
-        ToolSpec::new::<GitDiffInput, GitDiffView>(
-            "lomi_git_diff",
-            "Git diff",
-            Read,
-            READ,
-            "The unified diff of the unstaged changes, or of the staged ones with staged: true, optionally \
+            ),
+            Tool::GitDiff => ToolSpec::new::<GitDiffInput, GitDiffView>(
+                tool,
+                "Git diff",
+                Read,
+                READ,
+                "The unified diff of the unstaged changes, or of the staged ones with staged: true, optionally \
              for one path, bounded by maxBytes.",
-        ),
-        ToolSpec::new::<GitStageInput, OperationView>(
-            "lomi_git_stage",
-            "Stage changes",
-            Mutation,
-            MUTATION,
-            "Stages the given paths (new, changed or deleted files) for the next commit.",
-        ),
-        ToolSpec::new::<GitCommitInput, OperationView>(
-            "lomi_git_commit",
-            "Commit staged changes",
-            Mutation,
-            MUTATION,
-            "Commits what is staged, only if HEAD is still expectedHeadRevision (REVISION_MISMATCH carries \
+            ),
+            Tool::GitStage => ToolSpec::new::<GitStageInput, OperationView>(
+                tool,
+                "Stage changes",
+                Mutation,
+                MUTATION,
+                "Stages the given paths (new, changed or deleted files) for the next commit.",
+            ),
+            Tool::GitCommit => ToolSpec::new::<GitCommitInput, OperationView>(
+                tool,
+                "Commit staged changes",
+                Mutation,
+                MUTATION,
+                "Commits what is staged, only if HEAD is still expectedHeadRevision (REVISION_MISMATCH carries \
              the current one). A commit cannot be undone by cancelling; make a new commit to change it.",
-        ),
-        ToolSpec::new::<GitBranchInput, OperationView>(
-            "lomi_git_branch",
-            "Create or switch a branch",
-            Mutation,
-            MUTATION,
-            "Creates a branch at HEAD and switches to it, or switches to an existing branch. Refused over \
+            ),
+            Tool::GitBranch => ToolSpec::new::<GitBranchInput, OperationView>(
+                tool,
+                "Create or switch a branch",
+                Mutation,
+                MUTATION,
+                "Creates a branch at HEAD and switches to it, or switches to an existing branch. Refused over \
              uncommitted changes unless allowUncommitted. Cannot be undone by cancelling.",
-        ),
-        ToolSpec::new::<AndroidDevicesInput, AndroidDeviceList>(
-            "lomi_android_devices",
-            "List Android devices",
-            Read,
-            READ,
-            "The devices the adb server lists: serial, model, API level, state (ready, offline, \
+            ),
+            Tool::AndroidDevices => ToolSpec::new::<AndroidDevicesInput, AndroidDeviceList>(
+                tool,
+                "List Android devices",
+                Read,
+                READ,
+                "The devices the adb server lists: serial, model, API level, state (ready, offline, \
              unauthorized, …) and the workspace's panel each is attached to.",
-        ),
-        ToolSpec::new::<AndroidAttachInput, OperationView>(
-            "lomi_android_attach",
-            "Attach an Android device",
-            Mutation,
-            MUTATION,
-            "Attaches a device (a serial, or HOST:PORT of a wireless-debugging device, which Lomi connects) \
+            ),
+            Tool::AndroidAttach => ToolSpec::new::<AndroidAttachInput, OperationView>(
+                tool,
+                "Attach an Android device",
+                Mutation,
+                MUTATION,
+                "Attaches a device (a serial, or HOST:PORT of a wireless-debugging device, which Lomi connects) \
              as a panel, compared by expectedRevision. The first attach of a device waits for the person \
              (awaiting_user); later ones follow their remembered choice, and a denial fails USER_DENIED. The \
              result holds panelId, generation (changes when the device reconnects) and a leaseId for input. \
              Attaching a device whose panel lost it gives that panel a new generation.",
-        ),
-        ToolSpec::new::<AndroidDetachInput, OperationView>(
-            "lomi_android_detach",
-            "Detach an Android device",
-            Mutation,
-            MUTATION,
-            "Removes a device's panel, compared by expectedRevision; leases on it end. The device itself is \
+            ),
+            Tool::AndroidDetach => ToolSpec::new::<AndroidDetachInput, OperationView>(
+                tool,
+                "Detach an Android device",
+                Mutation,
+                MUTATION,
+                "Removes a device's panel, compared by expectedRevision; leases on it end. The device itself is \
              not touched.",
-        ),
-        ToolSpec::new::<AndroidLaunchInput, OperationView>(
-            "lomi_android_launch",
-            "Launch an Android activity",
-            Mutation,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Starts an activity (component) or sends an implicit intent (action, data, package) with `am \
+            ),
+            Tool::AndroidLaunch => ToolSpec::new::<AndroidLaunchInput, OperationView>(
+                tool,
+                "Launch an Android activity",
+                Mutation,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Starts an activity (component) or sends an implicit intent (action, data, package) with `am \
              start`, under a lease. Succeeds when the intent was delivered; that does not mean the app is \
              ready: take a UI snapshot to see.",
-        ),
-        ToolSpec::new::<AndroidInputInput, AndroidInputAccepted>(
-            "lomi_android_input",
-            "Send input to an Android device",
-            Control,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "A tap, long press, swipe, text or key event under a lease, ordered by inputSequence like \
+            ),
+            Tool::AndroidInput => ToolSpec::new::<AndroidInputInput, AndroidInputAccepted>(
+                tool,
+                "Send input to an Android device",
+                Control,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "A tap, long press, swipe, text or key event under a lease, ordered by inputSequence like \
              terminal input (a repeat with the same payload is acknowledged, not sent again). A tap may \
              name snapshotId + elementRef instead of coordinates: it is refused with SNAPSHOT_STALE when \
              the UI changed since that snapshot. Text arrives literally. If the device goes away mid-input \
              the error says the effect is unknown and the panel's runtime ends.",
-        ),
-        ToolSpec::new::<AndroidUiSnapshotInput, AndroidUiSnapshotView>(
-            "lomi_android_ui_snapshot",
-            "Android UI snapshot",
-            Read,
-            READ,
-            "The device's UI hierarchy (uiautomator dump) as a compact node list with elementRefs, text, \
+            ),
+            Tool::AndroidUiSnapshot => {
+                ToolSpec::new::<AndroidUiSnapshotInput, AndroidUiSnapshotView>(
+                    tool,
+                    "Android UI snapshot",
+                    Read,
+                    READ,
+                    "The device's UI hierarchy (uiautomator dump) as a compact node list with elementRefs, text, \
              resource ids and bounds, bounded by maxBytes, under a snapshotId for taps by ref. Retries the \
              dump while the UI is busy and says how many attempts it took.",
-        ),
-        ToolSpec::new::<AndroidCaptureInput, AndroidCaptureView>(
-            "lomi_android_capture",
-            "Capture an Android screen",
-            Read,
-            READ,
-            "A screenshot (screencap -p), checked to be a whole PNG, optionally clipped, scaled or fitted to \
+                )
+            }
+            Tool::AndroidCapture => ToolSpec::new::<AndroidCaptureInput, AndroidCaptureView>(
+                tool,
+                "Capture an Android screen",
+                Read,
+                READ,
+                "A screenshot (screencap -p), checked to be a whole PNG, optionally clipped, scaled or fitted to \
              maxBytes; the PNG comes as an MCP image block after the metadata.",
-        ),
-        ToolSpec::new::<AndroidShellInput, OperationView>(
-            "lomi_android_shell",
-            "Run an Android shell command",
-            Mutation,
-            Annotations {
-                destructive_hint: true,
-                idempotent_hint: false,
-                ..MUTATION
-            },
-            "Runs a command line in the device's shell under a lease. Waits for the person's decision \
+            ),
+            Tool::AndroidShell => ToolSpec::new::<AndroidShellInput, OperationView>(
+                tool,
+                "Run an Android shell command",
+                Mutation,
+                Annotations {
+                    destructive_hint: true,
+                    idempotent_hint: false,
+                    ..MUTATION
+                },
+                "Runs a command line in the device's shell under a lease. Waits for the person's decision \
              (awaiting_user) unless they turned that off. The result holds the output, cut to maxBytes; \
              there is no exit status (adb's legacy shell reports none).",
-        ),
-        ToolSpec::new::<BrowserCreateInput, OperationView>(
-            "lomi_browser_create",
-            "Create a browser",
-            Mutation,
-            MUTATION,
-            "Starts a headless Chromium with a fresh profile as a new panel, compared by expectedRevision. The \
+            ),
+            Tool::BrowserCreate => ToolSpec::new::<BrowserCreateInput, OperationView>(
+                tool,
+                "Create a browser",
+                Mutation,
+                MUTATION,
+                "Starts a headless Chromium with a fresh profile as a new panel, compared by expectedRevision. The \
              result holds panelId, browserGeneration (changes if the browser is replaced) and the first tabId.",
-        ),
-        ToolSpec::new::<BrowserNavigateInput, OperationView>(
-            "lomi_browser_navigate",
-            "Navigate",
-            Mutation,
-            MUTATION,
-            "Opens a URL in the active tab and waits for waitUntil. Succeeds once the navigation committed; the \
+            ),
+            Tool::BrowserNavigate => ToolSpec::new::<BrowserNavigateInput, OperationView>(
+                tool,
+                "Navigate",
+                Mutation,
+                MUTATION,
+                "Opens a URL in the active tab and waits for waitUntil. Succeeds once the navigation committed; the \
              result holds navigationId, the final URL, HTTP status and the load state reached.",
-        ),
-        ToolSpec::new::<BrowserSnapshotInput, SnapshotView>(
-            "lomi_browser_snapshot",
-            "Snapshot a page",
-            Read,
-            READ,
-            "The active tab as compact text, iframes included: one line per node, `role \"name\" [ref] states`. \
+            ),
+            Tool::BrowserSnapshot => ToolSpec::new::<BrowserSnapshotInput, SnapshotView>(
+                tool,
+                "Snapshot a page",
+                Read,
+                READ,
+                "The active tab as compact text, iframes included: one line per node, `role \"name\" [ref] states`. \
              Refs belong to this snapshotId: pass both to actions; after navigation or re-rendering they are \
              SNAPSHOT_STALE, never another element. Bounded by maxBytes; find filters; sinceSnapshotId diffs.",
-        ),
-        ToolSpec::new::<BrowserClickInput, OperationView>(
-            "lomi_browser_click",
-            "Click",
-            Mutation,
-            MUTATION,
-            "Clicks an element (snapshotId + elementRef) or a point. Succeeds when the page confirmed the click \
+            ),
+            Tool::BrowserClick => ToolSpec::new::<BrowserClickInput, OperationView>(
+                tool,
+                "Click",
+                Mutation,
+                MUTATION,
+                "Clicks an element (snapshotId + elementRef) or a point. Succeeds when the page confirmed the click \
              reached that element; refused if another element covers it.",
-        ),
-        ToolSpec::new::<BrowserTypeInput, OperationView>(
-            "lomi_browser_type",
-            "Type text",
-            Mutation,
-            MUTATION,
-            "Focuses an element and inserts text (replacing its content by default). Succeeds when the element \
+            ),
+            Tool::BrowserType => ToolSpec::new::<BrowserTypeInput, OperationView>(
+                tool,
+                "Type text",
+                Mutation,
+                MUTATION,
+                "Focuses an element and inserts text (replacing its content by default). Succeeds when the element \
              received the input; the result shows its value.",
-        ),
-        ToolSpec::new::<BrowserPressInput, OperationView>(
-            "lomi_browser_press",
-            "Press a key",
-            Mutation,
-            MUTATION,
-            "Presses a key at an element, or at the focused element without a target.",
-        ),
-        ToolSpec::new::<BrowserSelectInput, OperationView>(
-            "lomi_browser_select",
-            "Select options",
-            Mutation,
-            MUTATION,
-            "Selects exactly the given options (by value or label) of a select element.",
-        ),
-        ToolSpec::new::<BrowserHoverInput, OperationView>(
-            "lomi_browser_hover",
-            "Hover",
-            Mutation,
-            MUTATION,
-            "Moves the mouse over an element or a point.",
-        ),
-        ToolSpec::new::<BrowserScrollInput, OperationView>(
-            "lomi_browser_scroll",
-            "Scroll",
-            Mutation,
-            MUTATION,
-            "Scrolls an element into view, or turns the wheel by deltaX/deltaY at a point (or the centre).",
-        ),
-        ToolSpec::new::<BrowserUploadInput, OperationView>(
-            "lomi_browser_upload",
-            "Upload files",
-            Mutation,
-            MUTATION,
-            "Sets a file input's files from the project. Succeeds when the input changed; it does not prove a \
+            ),
+            Tool::BrowserPress => ToolSpec::new::<BrowserPressInput, OperationView>(
+                tool,
+                "Press a key",
+                Mutation,
+                MUTATION,
+                "Presses a key at an element, or at the focused element without a target.",
+            ),
+            Tool::BrowserSelect => ToolSpec::new::<BrowserSelectInput, OperationView>(
+                tool,
+                "Select options",
+                Mutation,
+                MUTATION,
+                "Selects exactly the given options (by value or label) of a select element.",
+            ),
+            Tool::BrowserHover => ToolSpec::new::<BrowserHoverInput, OperationView>(
+                tool,
+                "Hover",
+                Mutation,
+                MUTATION,
+                "Moves the mouse over an element or a point.",
+            ),
+            Tool::BrowserScroll => ToolSpec::new::<BrowserScrollInput, OperationView>(
+                tool,
+                "Scroll",
+                Mutation,
+                MUTATION,
+                "Scrolls an element into view, or turns the wheel by deltaX/deltaY at a point (or the centre).",
+            ),
+            Tool::BrowserUpload => ToolSpec::new::<BrowserUploadInput, OperationView>(
+                tool,
+                "Upload files",
+                Mutation,
+                MUTATION,
+                "Sets a file input's files from the project. Succeeds when the input changed; it does not prove a \
              server accepted them.",
-        ),
-        ToolSpec::new::<BrowserDialogInput, OperationView>(
-            "lomi_browser_dialog",
-            "Answer a dialog",
-            Mutation,
-            MUTATION,
-            "Accepts or dismisses the JavaScript dialog (alert, confirm, prompt) a snapshot shows as open.",
-        ),
-        ToolSpec::new::<BrowserPanelInput, TabList>(
-            "lomi_browser_tab_list",
-            "List tabs",
-            Read,
-            READ,
-            "The browser's tabs; actions and snapshots go to the active one. Pages a tab opened (popups) are listed with their openerTabId, not made active.",
-        ),
-        ToolSpec::new::<BrowserTabInput, OperationView>(
-            "lomi_browser_tab_open",
-            "Open a tab",
-            Mutation,
-            MUTATION,
-            "Opens a tab (at url, else about:blank) and makes it active.",
-        ),
-        ToolSpec::new::<BrowserTabInput, OperationView>(
-            "lomi_browser_tab_switch",
-            "Switch tabs",
-            Mutation,
-            MUTATION,
-            "Makes tabId the active tab.",
-        ),
-        ToolSpec::new::<BrowserTabInput, OperationView>(
-            "lomi_browser_tab_close",
-            "Close a tab",
-            Mutation,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Closes tabId (not the last one).",
-        ),
-        ToolSpec::new::<BrowserLogInput, ConsolePage>(
-            "lomi_browser_console",
-            "Read the console",
-            Read,
-            READ,
-            "Console messages and uncaught exceptions of every tab after a cursor, oldest first, paged.",
-        ),
-        ToolSpec::new::<BrowserLogInput, NetworkPage>(
-            "lomi_browser_network",
-            "Read network requests",
-            Read,
-            READ,
-            "Requests of every tab after a cursor (method, URL, type, status, size, failure), paged.",
-        ),
-        ToolSpec::new::<BrowserEvaluateInput, OperationView>(
-            "lomi_browser_evaluate",
-            "Evaluate JavaScript",
-            Mutation,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Runs a JavaScript expression in the active tab's page. Waits for the person's decision \
+            ),
+            Tool::BrowserDialog => ToolSpec::new::<BrowserDialogInput, OperationView>(
+                tool,
+                "Answer a dialog",
+                Mutation,
+                MUTATION,
+                "Accepts or dismisses the JavaScript dialog (alert, confirm, prompt) a snapshot shows as open.",
+            ),
+            Tool::BrowserTabList => ToolSpec::new::<BrowserPanelInput, TabList>(
+                tool,
+                "List tabs",
+                Read,
+                READ,
+                "The browser's tabs; actions and snapshots go to the active one. Pages a tab opened (popups) are listed with their openerTabId, not made active.",
+            ),
+            Tool::BrowserTabOpen => ToolSpec::new::<BrowserTabInput, OperationView>(
+                tool,
+                "Open a tab",
+                Mutation,
+                MUTATION,
+                "Opens a tab (at url, else about:blank) and makes it active.",
+            ),
+            Tool::BrowserTabSwitch => ToolSpec::new::<BrowserTabInput, OperationView>(
+                tool,
+                "Switch tabs",
+                Mutation,
+                MUTATION,
+                "Makes tabId the active tab.",
+            ),
+            Tool::BrowserTabClose => ToolSpec::new::<BrowserTabInput, OperationView>(
+                tool,
+                "Close a tab",
+                Mutation,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Closes tabId (not the last one).",
+            ),
+            Tool::BrowserConsole => ToolSpec::new::<BrowserLogInput, ConsolePage>(
+                tool,
+                "Read the console",
+                Read,
+                READ,
+                "Console messages and uncaught exceptions of every tab after a cursor, oldest first, paged.",
+            ),
+            Tool::BrowserNetwork => ToolSpec::new::<BrowserLogInput, NetworkPage>(
+                tool,
+                "Read network requests",
+                Read,
+                READ,
+                "Requests of every tab after a cursor (method, URL, type, status, size, failure), paged.",
+            ),
+            Tool::BrowserEvaluate => ToolSpec::new::<BrowserEvaluateInput, OperationView>(
+                tool,
+                "Evaluate JavaScript",
+                Mutation,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Runs a JavaScript expression in the active tab's page. Waits for the person's decision \
              (awaiting_user) unless they turned that off.",
-        ),
-        ToolSpec::new::<BrowserCaptureInput, CaptureView>(
-            "lomi_browser_capture",
-            "Capture a PNG",
-            Read,
-            READ,
-            "A PNG of the viewport, the full page, an element or a clip, optionally scaled and fitted into \
+            ),
+            Tool::BrowserCapture => ToolSpec::new::<BrowserCaptureInput, CaptureView>(
+                tool,
+                "Capture a PNG",
+                Read,
+                READ,
+                "A PNG of the viewport, the full page, an element or a clip, optionally scaled and fitted into \
              maxBytes, as an image block with width, height, bytes and sha256. With save it is also written \
              into the project (an operation; saved holds it).",
-        ),
-        ToolSpec::new::<BrowserCloseInput, OperationView>(
-            "lomi_browser_close",
-            "Close a browser",
-            Mutation,
-            Annotations {
-                destructive_hint: true,
-                ..MUTATION
-            },
-            "Ends the browser's processes and removes its panel, compared by expectedRevision.",
-        ),
-        ToolSpec::new::<NoArguments, StoreStatusView>(
-            "lomi_store_status",
-            "Receipt store status",
-            Read,
-            READ,
-            "Counts, caps and oldest records of Lomi's receipt store. Maintenance needs the person.",
-        ),
-    ]
+            ),
+            Tool::BrowserClose => ToolSpec::new::<BrowserCloseInput, OperationView>(
+                tool,
+                "Close a browser",
+                Mutation,
+                Annotations {
+                    destructive_hint: true,
+                    ..MUTATION
+                },
+                "Ends the browser's processes and removes its panel, compared by expectedRevision.",
+            ),
+            Tool::StoreStatus => ToolSpec::new::<NoArguments, StoreStatusView>(
+                tool,
+                "Receipt store status",
+                Read,
+                READ,
+                "Counts, caps and oldest records of Lomi's receipt store. Maintenance needs the person.",
+            ),
+        }
+    }
 }
 
 /// Looks a tool up by name.
 pub fn tool(name: &str) -> Option<ToolSpec> {
-    catalog().into_iter().find(|t| t.name == name)
+    Tool::from_name(name).map(Tool::spec)
 }
 
 /// The whole catalog as one JSON document.
@@ -686,4 +796,36 @@ pub fn catalog_json() -> Value {
         "controlApiVersion": crate::CONTROL_API_VERSION,
         "tools": catalog().iter().map(ToolSpec::to_json).collect::<Vec<_>>(),
     })
+}
+
+impl std::fmt::Display for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Tool {
+    /// How the tool reaches the broker.
+    pub fn kind(self) -> ToolKind {
+        self.spec().kind
+    }
+
+    /// The name as the store keys receipts by it.
+    pub fn tool_name(self) -> crate::ToolName {
+        crate::ToolName(self.name().to_owned())
+    }
+}
+
+impl Serialize for Tool {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Tool {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Tool::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("there is no tool {name:?}")))
+    }
 }

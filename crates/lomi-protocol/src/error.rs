@@ -29,11 +29,12 @@ pub enum ErrorCode {
     UserDenied,
     Unsupported,
     CursorExpired,
+    OutcomeUnknown,
     Internal,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 23] = [
+    pub const ALL: [ErrorCode; 24] = [
         ErrorCode::PairingRequired,
         ErrorCode::PairingDenied,
         ErrorCode::PairingRevoked,
@@ -56,6 +57,7 @@ impl ErrorCode {
         ErrorCode::UserDenied,
         ErrorCode::Unsupported,
         ErrorCode::CursorExpired,
+        ErrorCode::OutcomeUnknown,
         ErrorCode::Internal,
     ];
 
@@ -84,6 +86,7 @@ impl ErrorCode {
             ErrorCode::UserDenied => "USER_DENIED",
             ErrorCode::Unsupported => "UNSUPPORTED",
             ErrorCode::CursorExpired => "CURSOR_EXPIRED",
+            ErrorCode::OutcomeUnknown => "OUTCOME_UNKNOWN",
             ErrorCode::Internal => "INTERNAL",
         }
     }
@@ -149,6 +152,9 @@ impl ErrorCode {
             ErrorCode::Unsupported => "The operation is not supported for this target.",
             ErrorCode::CursorExpired => {
                 "The cursor is older than the retained event window; start again without a cursor."
+            }
+            ErrorCode::OutcomeUnknown => {
+                "Lomi cannot establish what the operation's effect did (Lomi stopped while it ran, or the runtime failed mid-effect); it is never run again. Inspect the real resource before acting (docs/recovery.md), then use a fresh request key for a deliberate new attempt."
             }
             ErrorCode::Internal => "An unexpected fault inside Lomi; the message says what failed.",
         }

@@ -12,6 +12,7 @@ pub mod strict;
 pub mod time;
 pub mod tools;
 
+pub use catalog::Tool;
 pub use envelope::{CONTROL_API_VERSION, Reply};
 pub use error::{ErrorCode, ToolError};
 pub use ids::*;

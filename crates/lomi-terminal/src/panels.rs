@@ -7,7 +7,10 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lomi_broker::{Broker, EffectOutcome, LeasedInput, Mutation, PanelRecord, PanelRemoval};
+use lomi_broker::{
+    Broker, Confirmation, EffectOutcome, InputFailure, LeasedInput, Mutation, PanelRecord,
+    PanelRemoval, Permit,
+};
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::PanelKind;
 use lomi_protocol::tools::terminal::{
@@ -15,7 +18,7 @@ use lomi_protocol::tools::terminal::{
     TerminalClosed, TerminalCreateInput, TerminalCreated, TerminalInputInput,
     TerminalInterruptInput, TerminalReadInput, TerminalReadView, WaitArguments,
 };
-use lomi_protocol::{EffectState, PairingId, PanelId, ToolError, WorkspaceId};
+use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, Tool, ToolError, WorkspaceId};
 use serde_json::Value;
 
 use crate::{ExitStatus, Terminal, TerminalConfig, WaitFor, WaitOutcome, key_bytes};
@@ -158,7 +161,7 @@ impl TerminalPanels {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let mutation = Mutation {
-            tool: "lomi_terminal_create",
+            tool: Tool::TerminalCreate,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
@@ -166,30 +169,27 @@ impl TerminalPanels {
             payload: to_value(&input),
             generation: None,
             revision: Some(expected.to_string()),
-            permit_key: format!("workspace:{workspace_id}"),
+            permit: Permit::Workspace(workspace_id.clone()),
         };
-        if let Some(prior) = self.broker.prior(caller, &mutation)? {
-            return self.broker.answer(caller, &prior).await;
-        }
-        let cwd = confined_dir(&root, &input.cwd_relative)?;
         let check_workspace = workspace_id.clone();
-        let precheck = move |broker: &Broker| broker.check_revision(&check_workspace, expected);
         let panels = self.clone();
         let creator = caller.clone();
         let title = input.title.clone();
-        let id = self.broker.submit(
-            caller,
-            mutation,
-            precheck,
-            Box::new(move |context| {
-                Box::pin(async move {
-                    // Under the workspace's permit nothing else changes its layout, so the
-                    // revision checked here is the one the panel is added to.
-                    if let Err(error) = context.broker.check_revision(&workspace_id, expected) {
-                        return EffectOutcome::Failed { effect: EffectState::None, error };
-                    }
+        self.broker
+            .operate(
+                caller,
+                mutation,
+                Confirmation::Policy,
+                async { confined_dir(&root, &input.cwd_relative) },
+                // Under the workspace's permit nothing else changes its layout, so the
+                // revision checked at dispatch is the one the panel is added to.
+                move |broker, _| broker.check_revision(&check_workspace, expected),
+                move |cwd, context| async move {
                     let mut config = TerminalConfig::new(cwd);
                     config.argv = argv;
+                    if context.cancel.is_cancelled() {
+                        return EffectOutcome::Cancelled { effect: EffectState::None };
+                    }
                     let terminal = match Terminal::spawn(config) {
                         Ok(terminal) => terminal,
                         Err(error) => {
@@ -199,7 +199,15 @@ impl TerminalPanels {
                             };
                         }
                     };
-                    if !terminal.first_output(FIRST_OUTPUT).await {
+                    // Cancelled before the process spoke: it is stopped, and nothing was added.
+                    let spoke = tokio::select! {
+                        spoke = terminal.first_output(FIRST_OUTPUT) => spoke,
+                        () = context.cancel.cancelled() => {
+                            terminal.close(CLOSE_GRACE).await;
+                            return EffectOutcome::Cancelled { effect: EffectState::Partial };
+                        }
+                    };
+                    if !spoke {
                         let status = terminal.close(CLOSE_GRACE).await;
                         return EffectOutcome::Failed {
                             effect: EffectState::Partial,
@@ -249,10 +257,9 @@ impl TerminalPanels {
                         domain_revision: revision,
                         pid: terminal.pid(),
                     }))
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &id).await
+                },
+            )
+            .await
     }
 
     /// `lomi_terminal_input`: ordered by lease and inputSequence.
@@ -278,7 +285,15 @@ impl TerminalPanels {
                 bytes
             }
         };
-        let fingerprint = lomi_store_fingerprint(&bytes);
+        // Text and keys that make the same bytes are the same input.
+        let payload = {
+            use sha2::Digest;
+            let digest: String = sha2::Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            serde_json::json!({ "bytesSha256": digest })
+        };
         let sequence = input.input_sequence;
         let terminal = runtime.terminal.clone();
         let (answer, duplicate) = self
@@ -290,7 +305,7 @@ impl TerminalPanels {
                     panel: &input.panel_id,
                     generation: &input.generation,
                     sequence,
-                    fingerprint,
+                    payload,
                 },
                 || async move {
                     let cursor = terminal.output_cursor();
@@ -298,15 +313,21 @@ impl TerminalPanels {
                     match tokio::time::timeout(INPUT_WRITE_LIMIT, terminal.write(&bytes)).await {
                         Ok(Ok(())) => {}
                         Ok(Err(e)) => {
-                            return Err(ToolError::invalid(format!(
+                            return Err(InputFailure::NotSent(ToolError::invalid(format!(
                                 "the terminal did not take the input: {e}"
-                            )));
+                            ))));
                         }
+                        // Part of it may be in the PTY: the sequence is used, and a repeat is
+                        // answered with this, not written again.
                         Err(_) => {
-                            return Err(ToolError::internal(format!(
-                                "the terminal did not take the input within {} s (the program is not \
-                                 reading it); part of it may have been written: read the terminal",
-                                INPUT_WRITE_LIMIT.as_secs()
+                            return Err(InputFailure::Unknown(ToolError::new(
+                                ErrorCode::RuntimeUnavailable,
+                                format!(
+                                    "the terminal did not take inputSequence {sequence} within {} s (the program \
+                                     is not reading its input); part of it may have been written, and it will not \
+                                     be sent again: read the terminal, then continue with the next inputSequence",
+                                    INPUT_WRITE_LIMIT.as_secs()
+                                ),
                             )));
                         }
                     }
@@ -418,7 +439,7 @@ impl TerminalPanels {
             .retry_epoch_workspace(caller, &input.retry_epoch)?;
         let panel_id = input.panel_id.clone();
         let mutation = Mutation {
-            tool: "lomi_terminal_interrupt",
+            tool: Tool::TerminalInterrupt,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
@@ -426,27 +447,30 @@ impl TerminalPanels {
             payload: to_value(&input),
             generation: Some(input.generation.clone()),
             revision: None,
-            permit_key: format!("panel:{panel_id}"),
+            permit: Permit::Panel(panel_id.clone()),
         };
-        if let Some(prior) = self.broker.prior(caller, &mutation)? {
-            return self.broker.answer(caller, &prior).await;
-        }
-        let record =
-            self.broker
-                .lease_check(caller, &input.lease_id, &input.panel_id, &input.generation)?;
-        if record.workspace_id != workspace_id {
-            return Err(ToolError::invalid(format!(
-                "panel {panel_id} is not in this retry epoch's workspace {workspace_id}"
-            )));
-        }
-        let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
-        let terminal = runtime.terminal.clone();
-        let id = self.broker.submit(
-            caller,
-            mutation,
-            |_| Ok(()),
-            Box::new(move |_context| {
-                Box::pin(async move {
+        self.broker
+            .operate(
+                caller,
+                mutation,
+                Confirmation::Policy,
+                async {
+                    let record = self.broker.lease_check(
+                        caller,
+                        &input.lease_id,
+                        &input.panel_id,
+                        &input.generation,
+                    )?;
+                    if record.workspace_id != workspace_id {
+                        return Err(ToolError::invalid(format!(
+                            "panel {panel_id} is not in this retry epoch's workspace {workspace_id}"
+                        )));
+                    }
+                    let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
+                    Ok((runtime.terminal, panel_id))
+                },
+                |_, _| Ok(()),
+                |(terminal, panel_id), _context| async move {
                     match terminal.interrupt() {
                         Ok(sent) => EffectOutcome::Succeeded(to_value(&Interrupted {
                             panel_id,
@@ -458,10 +482,9 @@ impl TerminalPanels {
                             error: ToolError::invalid(format!("no interrupt was sent: {error}")),
                         },
                     }
-                })
-            }),
-        )?;
-        self.broker.answer(caller, &id).await
+                },
+            )
+            .await
     }
 
     /// `lomi_terminal_close`: ends every process of the terminal and removes the panel.
@@ -471,7 +494,7 @@ impl TerminalPanels {
         input: TerminalCloseInput,
     ) -> Result<OperationView, ToolError> {
         let removal = PanelRemoval {
-            tool: "lomi_terminal_close",
+            tool: Tool::TerminalClose,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: input.workspace_id.clone(),
@@ -599,14 +622,6 @@ fn wait_for(wait: &WaitArguments) -> Result<WaitFor, ToolError> {
 fn hex_id(broker: &Broker) -> String {
     broker
         .random_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn lomi_store_fingerprint(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
