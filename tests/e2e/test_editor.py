@@ -3,7 +3,10 @@ revisions are refused, dirty documents are never dropped silently, and workspace
 with partial effects when one save fails. (The person's concurrent edit is covered by the Rust
 test `a_persons_edit_makes_a_stale_agent_edit_fail` in crates/lomi-files.)"""
 
+import contextlib
 import hashlib
+import os
+import subprocess
 
 import pytest
 
@@ -137,3 +140,58 @@ async def test_workspace_close_with_one_failed_save_is_partial(lomi, workspaces,
         assert done["result"]["discarded"] == [ids["bad.txt"]], dump(done)
         assert set(done["result"]["closedDocuments"]) == set(ids.values()), dump(done)
         assert (project / "bad.txt").read_bytes() == b"changed on disk\n"
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A project folder on its own 256 KiB tmpfs, so a save can run out of space for real."""
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+async def test_workspace_close_on_a_full_disk_settles_and_keeps_the_file(lomi, mcp, small_disk):
+    """A save that fails on I/O (no space left) during workspace close settles failed with no
+    effect and says why (NO_SPACE, not INTERNAL); the file on disk is the old one, and the receipt
+    never stays running."""
+    original = b"small file\n"
+    (small_disk / "notes.txt").write_bytes(original)
+    workspace = lomi.add_workspace("Full disk", small_disk)
+    ws = workspace["workspaceId"]
+    token = lomi.create_token(ws)["token"]
+    async with mcp.session(token=token) as agent:
+        connection = await agent.connect(ws)
+        epoch, revision = connection["retryEpoch"], connection["domainRevision"]
+        doc = await agent.ok("lomi_editor_open", {"workspaceId": ws, "path": "notes.txt"})
+        # Fill the disk, then make the document bigger than what is left.
+        filler = small_disk / "filler.bin"
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * 4096)
+        finally:
+            os.close(fd)
+        await agent.ok("lomi_editor_edit", {
+            "documentId": doc["documentId"], "expectedBufferRevision": "1",
+            "edits": [{"start": 0, "end": 0, "text": "x" * 64 * 1024}],
+        })
+        close = {
+            "workspaceId": ws, "expectedRevision": revision, "retryEpoch": epoch, "requestKey": "full-1",
+            "documents": [{"documentId": doc["documentId"], "action": "save"}],
+        }
+        op = await agent.settle((await agent.ok("lomi_workspace_close", close))["operationId"])
+        # Saves write a temp file and rename it: bytes that do not fit leave the file as it was.
+        assert (op["state"], op["effectState"], op["error"]["code"]) == ("failed", "none", "NO_SPACE"), dump(op)
+        assert [f["code"] for f in op["result"]["details"]["failed"]] == ["NO_SPACE"], dump(op)
+        assert (small_disk / "notes.txt").read_bytes() == original
+        # The document is still open with its edit; freeing space lets the same close go through
+        # under a new key.
+        filler.unlink()
+        again = await agent.settle((await agent.ok("lomi_workspace_close", dict(close, requestKey="full-2")))["operationId"])
+        assert again["state"] == "succeeded", dump(again)
+        assert (small_disk / "notes.txt").read_bytes() == b"x" * 64 * 1024 + original

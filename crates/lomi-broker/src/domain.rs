@@ -197,4 +197,13 @@ mod tests {
         assert!(!old.confirm_tools.contains(&Tool::AndroidShell));
         assert!(!Policy::default().apply_new_defaults());
     }
+
+    #[test]
+    fn a_tool_name_this_lomi_does_not_have_is_dropped_not_fatal() {
+        let policy: Policy = serde_json::from_str(
+            r#"{"confirmTools": ["lomi_file_delete", "lomi_gone_tool"], "appliedDefaults": []}"#,
+        )
+        .expect("a policy naming an unknown tool still loads");
+        assert_eq!(policy.confirm_tools, BTreeSet::from([Tool::FileDelete]));
+    }
 }

@@ -360,12 +360,12 @@ fn close_documents(
             .with_details(to_value(&result)),
         };
     }
-    for (id, document) in &open {
-        let discard = action(id) == Some(DocumentAction::Discard) && document.dirty();
-        // A document edited again since its save is dirty: it was named, so it goes as it was saved.
-        // An error means it was closed meanwhile (by the person): nothing left to close.
-        if documents.close(id, true).is_ok() {
-            if discard {
+    for (id, _) in &open {
+        // Whatever is dropped at this moment is listed: the edits named for discard, and an
+        // edit made (by the person, say) after the document was saved above. An error means
+        // the document was closed meanwhile (by the person): nothing is left to close.
+        if let Ok(dropped) = documents.close(id, true) {
+            if dropped {
                 result.discarded.push(id.clone());
             }
             result.closed_documents.push(id.clone());

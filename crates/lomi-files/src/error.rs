@@ -29,6 +29,10 @@ pub enum FilesError {
     /// Only empty directories are deleted.
     #[error("{0} is not empty; delete its entries first")]
     DirectoryNotEmpty(String),
+    /// The disk (or the person's quota) is full: the new bytes did not fit, and the file was
+    /// left as it was.
+    #[error("no space left on the disk for {0}: nothing was written; free space, then try again")]
+    NoSpace(String),
     /// The operating system failed in a way the caller cannot fix by changing the request.
     #[error("{0}")]
     Io(String),
@@ -48,6 +52,7 @@ impl FilesError {
             FilesError::RevisionMismatch { .. } | FilesError::AlreadyExists(_) => {
                 ErrorCode::RevisionMismatch
             }
+            FilesError::NoSpace(_) => ErrorCode::NoSpace,
             FilesError::Io(_) => ErrorCode::Internal,
         }
     }

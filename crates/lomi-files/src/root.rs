@@ -94,6 +94,19 @@ fn io_error(what: &str, rel: &str, errno: Errno) -> FilesError {
     FilesError::Io(format!("could not {what} {rel}: {errno}"))
 }
 
+/// A failed write or sync of a temp file: a full disk is the person's to fix (the target file
+/// is untouched, the temp file removed); anything else is an I/O fault.
+fn write_error(what: &str, rel: &str, error: &std::io::Error) -> FilesError {
+    match error.raw_os_error() {
+        Some(code)
+            if code == Errno::NOSPC.raw_os_error() || code == Errno::DQUOT.raw_os_error() =>
+        {
+            FilesError::NoSpace(rel.to_owned())
+        }
+        _ => FilesError::Io(format!("could not {what} {rel}: {error}")),
+    }
+}
+
 /// Maps an errno from resolving `rel` to what the caller can act on.
 pub(crate) fn resolve_error(what: &str, rel: &str, errno: Errno) -> FilesError {
     match errno {
@@ -415,13 +428,13 @@ impl ProjectRoot {
         let replace = locked.is_some();
         let result = (|| {
             temp.write_all(bytes)
-                .map_err(|error| FilesError::Io(format!("could not write {rel}: {error}")))?;
+                .map_err(|error| write_error("write", rel, &error))?;
             if let Some(mode) = mode {
                 rustix::fs::fchmod(&temp, Mode::from_raw_mode(mode))
                     .map_err(|errno| io_error("keep the permissions of", rel, errno))?;
             }
             temp.sync_all()
-                .map_err(|error| FilesError::Io(format!("could not sync {rel}: {error}")))?;
+                .map_err(|error| write_error("sync", rel, &error))?;
             if replace {
                 rustix::fs::renameat(parent, &temp_name, parent, path.name)
                     .map_err(|errno| resolve_error("replace", rel, errno))

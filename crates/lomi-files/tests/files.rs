@@ -99,6 +99,7 @@ fn outcome<T>(result: Result<T, FilesError>) -> &'static str {
         Err(FilesError::RevisionMismatch { .. }) => "revision_mismatch",
         Err(FilesError::DirectoryNotEmpty(_)) => "not_empty",
         Err(FilesError::TooLarge { .. }) => "too_large",
+        Err(FilesError::NoSpace(path)) => panic!("unexpected full disk at {path}"),
         Err(FilesError::Io(message)) => panic!("unexpected I/O error: {message}"),
     }
 }

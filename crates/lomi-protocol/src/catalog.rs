@@ -435,7 +435,11 @@ impl Tool {
                 tool,
                 "Open an editor document",
                 Control,
-                READ,
+                // It changes no file, but it opens a document the person sees in the window.
+                Annotations {
+                    read_only_hint: false,
+                    ..READ
+                },
                 "Opens a UTF-8 text file (with or without BOM) as the shared editor document the person also \
              sees, or returns the one already open for that path: documentId, bufferRevision, diskRevision \
              and the text (without the BOM, line endings exactly as in the file). Other encodings and \
@@ -759,7 +763,12 @@ impl Tool {
                 tool,
                 "Capture a PNG",
                 Read,
-                READ,
+                // With save it writes a file into the project (an operation, keyed like every
+                // mutation, so a retry does not write twice).
+                Annotations {
+                    read_only_hint: false,
+                    ..MUTATION
+                },
                 "A PNG of the viewport, the full page, an element or a clip, optionally scaled and fitted into \
              maxBytes, as an image block with width, height, bytes and sha256. With save it is also written \
              into the project (an operation; saved holds it).",
@@ -827,5 +836,33 @@ impl<'de> serde::Deserialize<'de> for Tool {
         let name = String::deserialize(deserializer)?;
         Tool::from_name(&name)
             .ok_or_else(|| serde::de::Error::custom(format!("there is no tool {name:?}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_one_name_that_leads_back_to_it() {
+        let mut names = std::collections::BTreeSet::new();
+        for &tool in Tool::ALL {
+            assert_eq!(Tool::from_name(tool.name()), Some(tool), "{tool:?}");
+            assert!(names.insert(tool.name()), "{} is named twice", tool.name());
+            assert_eq!(tool.spec().tool, tool);
+            assert_eq!(tool.spec().name, tool.name());
+        }
+        assert_eq!(Tool::from_name("lomi_no_such_tool"), None);
+        assert_eq!(catalog().len(), Tool::ALL.len());
+    }
+
+    #[test]
+    fn a_tool_is_written_and_read_by_its_name() {
+        let json = serde_json::to_value(Tool::BrowserNavigate).expect("serialize");
+        assert_eq!(json, Value::from("lomi_browser_navigate"));
+        let back: Tool = serde_json::from_value(json).expect("deserialize");
+        assert_eq!(back, Tool::BrowserNavigate);
+        let unknown = serde_json::from_value::<Tool>(Value::from("lomi_nothing"));
+        assert!(unknown.is_err());
     }
 }

@@ -29,12 +29,13 @@ pub enum ErrorCode {
     UserDenied,
     Unsupported,
     CursorExpired,
+    NoSpace,
     OutcomeUnknown,
     Internal,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 24] = [
+    pub const ALL: [ErrorCode; 25] = [
         ErrorCode::PairingRequired,
         ErrorCode::PairingDenied,
         ErrorCode::PairingRevoked,
@@ -57,6 +58,7 @@ impl ErrorCode {
         ErrorCode::UserDenied,
         ErrorCode::Unsupported,
         ErrorCode::CursorExpired,
+        ErrorCode::NoSpace,
         ErrorCode::OutcomeUnknown,
         ErrorCode::Internal,
     ];
@@ -86,6 +88,7 @@ impl ErrorCode {
             ErrorCode::UserDenied => "USER_DENIED",
             ErrorCode::Unsupported => "UNSUPPORTED",
             ErrorCode::CursorExpired => "CURSOR_EXPIRED",
+            ErrorCode::NoSpace => "NO_SPACE",
             ErrorCode::OutcomeUnknown => "OUTCOME_UNKNOWN",
             ErrorCode::Internal => "INTERNAL",
         }
@@ -152,6 +155,9 @@ impl ErrorCode {
             ErrorCode::Unsupported => "The operation is not supported for this target.",
             ErrorCode::CursorExpired => {
                 "The cursor is older than the retained event window; start again without a cursor."
+            }
+            ErrorCode::NoSpace => {
+                "The disk holding the project is full (or over quota): nothing was written and the file is as it was. Ask the person to free space, then try again with a fresh request key."
             }
             ErrorCode::OutcomeUnknown => {
                 "Lomi cannot establish what the operation's effect did (Lomi stopped while it ran, or the runtime failed mid-effect); it is never run again. Inspect the real resource before acting (docs/recovery.md), then use a fresh request key for a deliberate new attempt."
