@@ -501,7 +501,11 @@ impl Broker {
 
     pub fn store_status(&self, caller: &PairingId) -> Result<StoreStatusView, ToolError> {
         self.authorize(caller)?;
-        let status = self.inner.store.status().map_err(store_error)?;
+        let status = self
+            .inner
+            .store
+            .status(&self.idle_rule())
+            .map_err(store_error)?;
         Ok(StoreStatusView {
             receipts: status.receipts,
             receipt_cap: status.receipt_cap as u64,

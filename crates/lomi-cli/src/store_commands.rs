@@ -70,16 +70,22 @@ impl Access<'_> {
                     )
                 }
             }
-            Access::Direct(store) => Ok(match request {
-                ControlRequest::StoreStatus {} => store_status_json(&store.status()?),
-                ControlRequest::StoreReconcile { apply: false } => {
-                    reconcile_json(&store.reconcile_preview()?)
-                }
-                ControlRequest::StoreReconcile { apply: true } => {
-                    reconcile_json(&store.reconcile()?)
-                }
-                other => anyhow::bail!("not a store request: {other:?}"),
-            }),
+            Access::Direct(store) => {
+                let expired =
+                    lomi_store::Maintenance::expired_only(lomi_store::IdleRule::new(None));
+                Ok(match request {
+                    ControlRequest::StoreStatus {} => {
+                        store_status_json(&store.status(&lomi_store::IdleRule::new(None))?)
+                    }
+                    ControlRequest::StoreReconcile { apply: false } => {
+                        reconcile_json(&store.reconcile_preview(&expired)?)
+                    }
+                    ControlRequest::StoreReconcile { apply: true } => {
+                        reconcile_json(&store.reconcile(&expired)?)
+                    }
+                    other => anyhow::bail!("not a store request: {other:?}"),
+                })
+            }
         }
     }
 }

@@ -141,9 +141,9 @@ pub fn store_status_json(status: &lomi_store::StoreStatus) -> Value {
 pub fn reconcile_json(report: &lomi_store::ReconcileReport) -> Value {
     json!({
         "retryEpochsRemoved": report.retry_epochs_removed,
-        "receiptsRemoved": report.receipts_removed,
+        "receiptsArchived": report.receipts_archived,
         "eventsRemoved": report.events_removed,
-        "expiredRetryEpochsKept": report.expired_retry_epochs_kept,
+        "endedRetryEpochsKept": report.ended_retry_epochs_kept,
     })
 }
 
@@ -197,11 +197,12 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
         }
         ControlRequest::StoreStatus {} => broker
             .store()
-            .status()
+            .status(&broker.idle_rule())
             .map(|status| store_status_json(&status))
             .map_err(|e| ToolError::new(e.code(), e.to_string())),
         ControlRequest::StoreReconcile { apply } => {
-            let report = if apply { broker.store().reconcile() } else { broker.store().reconcile_preview() };
+            let maintenance = lomi_store::Maintenance::expired_only(broker.idle_rule());
+            let report = if apply { broker.store().reconcile(&maintenance) } else { broker.store().reconcile_preview(&maintenance) };
             report.map(|r| reconcile_json(&r)).map_err(|e| ToolError::new(e.code(), e.to_string()))
         }
         ControlRequest::PolicyList {} => Ok(policy_json(broker)),
