@@ -167,6 +167,12 @@ impl Broker {
         &self.inner.store
     }
 
+    /// Which retry epochs count as idle for the person's maintenance: those of earlier
+    /// instances (refused anyway), and this instance's that are settled and quiet.
+    pub fn idle_rule(&self) -> lomi_store::IdleRule {
+        lomi_store::IdleRule::new(Some(self.inner.instance.clone()))
+    }
+
     /// Operations that the store marked `outcome_unknown` when this instance opened it.
     pub fn recovered_operations(&self) -> usize {
         self.inner.store.recovery().marked_outcome_unknown.len()

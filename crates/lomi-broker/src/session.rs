@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use lomi_protocol::tools::operations::{
     EventPage, EventsReadInput, OperationEvent, OperationGetInput, OperationView, StoreStatusView,
+    StoreWarningLevel,
 };
 use lomi_protocol::tools::session::{
     ConnectInput, Connection, PanelList, PanelListInput, WorkspaceChange, WorkspaceList,
@@ -127,6 +128,18 @@ impl Broker {
                 ),
             )
         };
+        // A retired epoch is refused before anything else (its row may already be gone). The
+        // store checks again inside the reserve transaction, so a retirement that lands after
+        // this check still refuses the reservation.
+        if let Some(retired) = self.inner.store.retirement(epoch).map_err(store_error)? {
+            if retired.pairing_id.as_ref() != Some(caller) {
+                return Err(invalid());
+            }
+            return Err(store_error(lomi_store::StoreError::RetryEpochRetired {
+                retry_epoch: epoch.clone(),
+                retired_at: retired.retired_at,
+            }));
+        }
         let record = self
             .inner
             .store
@@ -508,7 +521,11 @@ impl Broker {
 
     pub fn store_status(&self, caller: &PairingId) -> Result<StoreStatusView, ToolError> {
         self.authorize(caller)?;
-        let status = self.inner.store.status().map_err(store_error)?;
+        let status = self
+            .inner
+            .store
+            .status(&self.idle_rule())
+            .map_err(store_error)?;
         Ok(StoreStatusView {
             receipts: status.receipts,
             receipt_cap: status.receipt_cap as u64,
@@ -519,7 +536,20 @@ impl Broker {
             expired_retry_epochs: status.expired_retry_epochs,
             oldest_receipt_at: status.oldest_receipt_at,
             oldest_retry_epoch_at: status.oldest_retry_epoch_at,
-            maintenance: "Expired records stay until the person runs `lomi store reconcile` (or uses the Settings page).".to_owned(),
+            receipts_remaining: status.receipts_remaining,
+            retry_epochs_remaining: status.retry_epochs_remaining,
+            warning_level: match status.warning {
+                lomi_store::WarningLevel::None => StoreWarningLevel::None,
+                lomi_store::WarningLevel::Warning => StoreWarningLevel::Warning,
+                lomi_store::WarningLevel::Critical => StoreWarningLevel::Critical,
+                lomi_store::WarningLevel::Full => StoreWarningLevel::Full,
+            },
+            maintenance: match status.warning {
+                lomi_store::WarningLevel::None => "Room is left. Only the person frees room: `lomi store reconcile --retire idle` (or Settings → Storage) retires idle connections' retry epochs and moves their settled receipts to the history.",
+                lomi_store::WarningLevel::Warning | lomi_store::WarningLevel::Critical => "The store is filling up: tell the person to run `lomi store reconcile --retire idle` (or use Settings → Storage). A retired retry epoch is refused afterwards: re-observe, then lomi_connect again.",
+                lomi_store::WarningLevel::Full => "The store is full: new operations are RESOURCE_EXHAUSTED until the person runs `lomi store reconcile --retire idle` (or uses Settings → Storage). Then re-observe and lomi_connect again if your retry epoch was retired.",
+            }
+            .to_owned(),
         })
     }
 

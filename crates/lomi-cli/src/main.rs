@@ -80,6 +80,10 @@ enum Command {
             env = "LOMI_ADB_SERVER"
         )]
         adb_server: std::net::SocketAddrV4,
+        /// For tests only: caps both receipts and retry epochs at N instead of 4,096, so a test
+        /// can fill the store in seconds.
+        #[arg(long, hide = true, env = "LOMI_STORE_CAP", value_name = "N")]
+        store_cap: Option<usize>,
     },
     /// The stdio MCP server an agent launches: relays to the running Lomi, paired through a
     /// secret kept in the OS keyring.
@@ -220,6 +224,7 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
             headless: _,
             http,
             adb_server,
+            store_cap,
         } => {
             let dir = data_dir::resolve(cli_data_dir)?;
             tracing_subscriber::fmt()
@@ -229,7 +234,7 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
                         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
                 )
                 .init();
-            runtime()?.block_on(serve::run(&dir, http, adb_server))
+            runtime()?.block_on(serve::run(&dir, http, adb_server, store_cap))
         }
         Command::Terminal {
             command: TerminalCommand::Attach { panel_id },
@@ -243,6 +248,24 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
             // executor and must not be nested inside tokio's.
             let secret = bridge::secret(&dir)?;
             runtime()?.block_on(bridge::relay(&dir, name, secret))
+        }
+        // The history is read through the running broker or, when none runs, from the store.
+        Command::Operation {
+            command:
+                OperationCommand::List {
+                    limit,
+                    json,
+                    history: true,
+                },
+        } => {
+            let dir = data_dir::resolve(cli_data_dir)?;
+            store_commands::history_list(&dir, limit, json)
+        }
+        Command::Operation {
+            command: OperationCommand::Export { history: _, file },
+        } => {
+            let dir = data_dir::resolve(cli_data_dir)?;
+            store_commands::history_export(&dir, file.as_deref())
         }
         command => {
             let dir = data_dir::resolve(cli_data_dir)?;
@@ -360,7 +383,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
             person::render_decision,
         ),
         Command::Operation { command } => match command {
-            OperationCommand::List { limit, json } => (
+            OperationCommand::List { limit, json, .. } => (
                 ControlRequest::OperationList { limit },
                 json,
                 person::render_operations,
@@ -370,6 +393,10 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                 json,
                 person::render_operation,
             ),
+            // Handled in `run`; never reaches here.
+            OperationCommand::Export { .. } => {
+                (ControlRequest::Status {}, false, person::render_operation)
+            }
         },
         Command::Confirm { tool, off } => (
             ControlRequest::Confirm {

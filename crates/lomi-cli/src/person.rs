@@ -97,12 +97,25 @@ pub enum OperationCommand {
         limit: usize,
         #[arg(long)]
         json: bool,
+        /// List the history instead: settled receipts that maintenance moved out of the live
+        /// store (their retry epochs were retired or expired).
+        #[arg(long)]
+        history: bool,
     },
-    /// One receipt in full.
+    /// One receipt in full, live or in the history.
     Show {
         operation_id: OperationId,
         #[arg(long)]
         json: bool,
+    },
+    /// Write the whole history as JSON Lines (one receipt per line, oldest first) to FILE, or
+    /// to standard output without FILE or with `-`.
+    Export {
+        /// What to export (the history is the one choice for now; required, so a later choice
+        /// cannot change what this command means).
+        #[arg(long, required = true)]
+        history: bool,
+        file: Option<std::path::PathBuf>,
     },
 }
 

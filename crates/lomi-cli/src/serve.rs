@@ -10,13 +10,23 @@ pub async fn run(
     data_dir: &Path,
     http: SocketAddr,
     adb_server: std::net::SocketAddrV4,
+    store_cap: Option<usize>,
 ) -> anyhow::Result<()> {
-    let host = Host::start(HostOptions {
-        data_dir: data_dir.to_owned(),
-        http,
-        adb_server,
-        show_window: None,
-    })
+    let mut store_options = lomi_store::StoreOptions::default();
+    if let Some(cap) = store_cap {
+        // For tests only (hidden option): both caps, so filling the store takes seconds.
+        store_options.caps.receipts = cap;
+        store_options.caps.retry_epochs = cap;
+    }
+    let host = Host::start_with_store(
+        HostOptions {
+            data_dir: data_dir.to_owned(),
+            http,
+            adb_server,
+            show_window: None,
+        },
+        store_options,
+    )
     .await?;
     let broker = host.broker();
     let url = host.url();

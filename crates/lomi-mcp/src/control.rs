@@ -1,6 +1,6 @@
 //! The person's requests over the local socket (`lomi pairing …`, `lomi decide …`, …): one
 //! JSON request line in, one JSON reply line out. The desktop window makes the same calls
-//! through `handle`, in process.
+//! through `handle`, in process (store maintenance too: `storeStatus`, `storeReconcile`).
 
 use std::path::PathBuf;
 
@@ -80,11 +80,26 @@ pub enum ControlRequest {
         confirm: bool,
     },
     Status {},
-    /// The store's counts, caps and oldest records (`lomi store status`).
+    /// The store's counts, caps, room left, warning level, oldest records and per-pairing use
+    /// (`lomi store status`; the window's Settings → Storage).
     StoreStatus {},
-    /// What reconcile would remove (`apply: false`), or remove it (`apply: true`).
+    /// The person's maintenance: retire the retry epochs `retire` selects (none when absent),
+    /// then move the settled receipts of retired and expired epochs to the history. With
+    /// `apply: false` a preview: exactly what would be done now, nothing written.
     StoreReconcile {
         apply: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retire: Option<Retire>,
+        /// How long an epoch must be quiet to count as idle (default 600 s).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idle_for_seconds: Option<u64>,
+    },
+    /// Receipts in the history: newest first (`lomi operation list --history`), or with
+    /// `afterSeq` oldest first after that position (the export's pages).
+    OperationHistory {
+        limit: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_seq: Option<i64>,
     },
     /// Which tools wait for the person's decision, among every mutating tool.
     PolicyList {},
@@ -113,6 +128,83 @@ pub enum ControlRequest {
     },
 }
 
+/// Which retry epochs the person retires (`--retire idle|pairing ID|older-than D|epoch ID`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
+pub enum Retire {
+    /// Every idle epoch (see `docs/decisions.md`: settled and quiet, or of an earlier instance).
+    Idle {},
+    Pairing {
+        pairing_id: PairingId,
+    },
+    OlderThan {
+        seconds: u64,
+    },
+    Epoch {
+        retry_epoch: lomi_protocol::RetryEpoch,
+    },
+}
+
+/// The store's maintenance run a reconcile request asks for.
+pub fn maintenance(
+    idle: lomi_store::IdleRule,
+    retire: Option<&Retire>,
+    idle_for_seconds: Option<u64>,
+) -> lomi_store::Maintenance {
+    use lomi_store::RetireSelector;
+    let mut idle = idle;
+    if let Some(seconds) = idle_for_seconds {
+        idle.quiet_for = std::time::Duration::from_secs(seconds);
+    }
+    lomi_store::Maintenance {
+        retire: retire.map(|r| match r {
+            Retire::Idle {} => RetireSelector::Idle,
+            Retire::Pairing { pairing_id } => RetireSelector::Pairing(pairing_id.clone()),
+            Retire::OlderThan { seconds } => {
+                RetireSelector::OlderThan(std::time::Duration::from_secs(*seconds))
+            }
+            Retire::Epoch { retry_epoch } => RetireSelector::Epoch(retry_epoch.clone()),
+        }),
+        idle,
+    }
+}
+
+/// One archived receipt as JSON: everything the live receipt held, its trail, and when and
+/// why it moved. One line of `lomi operation export --history`.
+pub fn archived_json(archived: &lomi_store::ArchivedReceipt) -> Value {
+    let r = &archived.receipt;
+    json!({
+        "historySeq": archived.seq,
+        "operationId": r.operation_id,
+        "pairingId": r.key.pairing_id,
+        "retryEpoch": r.key.retry_epoch,
+        "projectId": r.key.project_id,
+        "tool": r.key.tool.0,
+        "requestKey": r.key.request_key,
+        "workspaceId": r.workspace_id,
+        "fingerprint": r.fingerprint,
+        "state": r.state,
+        "effectState": r.effect_state,
+        "createdAt": r.created_at,
+        "updatedAt": r.updated_at,
+        "settledAt": r.settled_at,
+        "result": r.result,
+        "errorCode": r.error_code,
+        "errorMessage": r.error_message,
+        "trail": archived.trail.iter().map(|step| json!({
+            "state": step.state,
+            "effectState": step.effect_state,
+            "at": step.at,
+        })).collect::<Vec<_>>(),
+        "archivedAt": archived.archived_at,
+        "archivedBecause": archived.archived_because.as_str(),
+    })
+}
+
 /// `lomi store status` as JSON, the same whether the broker or the command opened the store.
 pub fn store_status_json(status: &lomi_store::StoreStatus) -> Value {
     let by_state: serde_json::Map<String, Value> = status
@@ -134,16 +226,40 @@ pub fn store_status_json(status: &lomi_store::StoreStatus) -> Value {
         "oldestReceiptAt": status.oldest_receipt_at,
         "oldestRetryEpochAt": status.oldest_retry_epoch_at,
         "eventsRetained": status.events_retained,
+        "eventRetention": status.event_retention,
+        "receiptsRemaining": status.receipts_remaining,
+        "retryEpochsRemaining": status.retry_epochs_remaining,
+        "idleRetryEpochs": status.idle_retry_epochs,
+        "retiredRetryEpochs": status.retired_retry_epochs,
+        "historyReceipts": status.history_receipts,
+        "warningLevel": status.warning.as_str(),
+        "pairings": status.pairings.iter().map(|p| json!({
+            "pairingId": p.pairing_id,
+            "liveRetryEpochs": p.live_retry_epochs,
+            "idleRetryEpochs": p.idle_retry_epochs,
+            "endedRetryEpochs": p.ended_retry_epochs,
+            "receipts": p.receipts,
+            "unsettledReceipts": p.unsettled_receipts,
+        })).collect::<Vec<_>>(),
     })
 }
 
-/// What reconcile removed (or would remove), as JSON.
+/// What reconcile did (or would do), as JSON.
 pub fn reconcile_json(report: &lomi_store::ReconcileReport) -> Value {
     json!({
+        "retired": report.retired.iter().map(|e| json!({
+            "retryEpoch": e.retry_epoch,
+            "pairingId": e.pairing_id,
+            "createdAt": e.created_at,
+            "receipts": e.receipts,
+            "unsettledReceipts": e.unsettled_receipts,
+        })).collect::<Vec<_>>(),
+        "retryEpochsRetired": report.retired.len(),
+        "tombstonesRemoved": report.tombstones_removed,
         "retryEpochsRemoved": report.retry_epochs_removed,
-        "receiptsRemoved": report.receipts_removed,
+        "receiptsArchived": report.receipts_archived,
         "eventsRemoved": report.events_removed,
-        "expiredRetryEpochsKept": report.expired_retry_epochs_kept,
+        "endedRetryEpochsKept": report.ended_retry_epochs_kept,
     })
 }
 
@@ -188,7 +304,25 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
             })
         }),
         ControlRequest::OperationList { limit } => broker.operations(limit.clamp(1, 4_096)).map(|ops| json!(ops)),
-        ControlRequest::OperationShow { operation_id } => broker.operation(&operation_id).map(|op| json!(op)),
+        ControlRequest::OperationShow { operation_id } => match broker.operation(&operation_id) {
+            Ok(op) => Ok(json!(op)),
+            // Not live: it may have moved to the history.
+            Err(error) if error.code == ErrorCode::NotFound => match broker.store().history_get(&operation_id) {
+                Ok(Some(archived)) => Ok(archived_json(&archived)),
+                Ok(None) => Err(error),
+                Err(e) => Err(ToolError::new(e.code(), e.to_string())),
+            },
+            Err(error) => Err(error),
+        },
+        ControlRequest::OperationHistory { limit, after_seq } => {
+            let limit = limit.clamp(1, 4_096);
+            let page = match after_seq {
+                Some(after) => broker.store().history_after(after, limit),
+                None => broker.store().history_list(limit, 0),
+            };
+            page.map(|items| json!(items.iter().map(archived_json).collect::<Vec<_>>()))
+                .map_err(|e| ToolError::new(e.code(), e.to_string()))
+        }
         ControlRequest::Decide { operation_id, approve } => broker
             .decide(&operation_id, approve)
             .map(|()| json!({"operationId": operation_id, "decision": if approve { "approved" } else { "denied" }})),
@@ -197,12 +331,23 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
         }
         ControlRequest::StoreStatus {} => broker
             .store()
-            .status()
+            .status(&broker.idle_rule())
             .map(|status| store_status_json(&status))
             .map_err(|e| ToolError::new(e.code(), e.to_string())),
-        ControlRequest::StoreReconcile { apply } => {
-            let report = if apply { broker.store().reconcile() } else { broker.store().reconcile_preview() };
-            report.map(|r| reconcile_json(&r)).map_err(|e| ToolError::new(e.code(), e.to_string()))
+        ControlRequest::StoreReconcile { apply, retire, idle_for_seconds } => {
+            let maintenance = maintenance(broker.idle_rule(), retire.as_ref(), idle_for_seconds);
+            let store = broker.store();
+            let report = if apply { store.reconcile(&maintenance) } else { store.reconcile_preview(&maintenance) };
+            // The level after the run (or now, for a preview), so the window can update its notice.
+            report
+                .and_then(|r| Ok((r, store.status(&broker.idle_rule())?)))
+                .map(|(r, status)| {
+                    let mut reply = reconcile_json(&r);
+                    reply["warningLevel"] = json!(status.warning.as_str());
+                    reply["receiptsRemaining"] = json!(status.receipts_remaining);
+                    reply
+                })
+                .map_err(|e| ToolError::new(e.code(), e.to_string()))
         }
         ControlRequest::PolicyList {} => Ok(policy_json(broker)),
         ControlRequest::PanelList { workspace_id } => Ok(json!(broker.panels_for_person(&workspace_id))),
@@ -347,9 +492,25 @@ mod tests {
             plain,
             ControlRequest::PairingApprove { session: false, .. }
         ));
-        let wire =
-            serde_json::to_value(ControlRequest::StoreReconcile { apply: true }).expect("json");
+        let wire = serde_json::to_value(ControlRequest::StoreReconcile {
+            apply: true,
+            retire: None,
+            idle_for_seconds: None,
+        })
+        .expect("json");
         assert_eq!(wire, json!({"storeReconcile": {"apply": true}}));
+        let retire: ControlRequest = serde_json::from_value(json!({
+            "storeReconcile": {"apply": false, "retire": {"pairing": {"pairingId": "pa_0123456789abcdef0123456789abcdef"}}, "idleForSeconds": 5}
+        }))
+        .expect("a retire selector");
+        assert!(matches!(
+            retire,
+            ControlRequest::StoreReconcile {
+                apply: false,
+                retire: Some(Retire::Pairing { .. }),
+                idle_for_seconds: Some(5)
+            }
+        ));
         assert!(
             serde_json::from_value::<ControlRequest>(
                 json!({"pairingDeny": {"pairing_id": "pa_x"}})

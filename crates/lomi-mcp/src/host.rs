@@ -46,13 +46,24 @@ impl Host {
     /// `STORE_UNAVAILABLE` from the store lock), binds the endpoint and the socket, and writes
     /// `broker.json`.
     pub async fn start(options: HostOptions) -> anyhow::Result<Host> {
+        Self::start_with_store(options, lomi_store::StoreOptions::default()).await
+    }
+
+    /// [`Host::start`] with other store options (smaller caps make the end-to-end tests that
+    /// fill the store fast; see `lomi serve --store-cap`).
+    pub async fn start_with_store(
+        options: HostOptions,
+        store_options: lomi_store::StoreOptions,
+    ) -> anyhow::Result<Host> {
         let HostOptions {
             data_dir,
             http,
             adb_server,
             show_window,
         } = options;
-        let broker = Broker::start(BrokerConfig::new(&data_dir))
+        let mut config = BrokerConfig::new(&data_dir);
+        config.store_options = store_options;
+        let broker = Broker::start(config)
             .with_context(|| format!("cannot start Lomi in {}", data_dir.display()))?;
         let endpoint = HttpEndpoint::bind(http)
             .await

@@ -121,7 +121,7 @@ impl ErrorCode {
                 "The retry epoch is unknown to this broker instance (e.g. after a restart). Call lomi_connect again."
             }
             ErrorCode::RetryEpochExpired => {
-                "The retry epoch is older than its 24-hour window. Call lomi_connect again."
+                "The retry epoch is older than its 24-hour window, or the person ended it (store maintenance). Re-observe what you changed, then call lomi_connect again."
             }
             ErrorCode::LeaseRequired => "The tool needs a lease on the runtime; acquire one first.",
             ErrorCode::LeaseExpired => {
@@ -140,7 +140,7 @@ impl ErrorCode {
                 "The input sequence number skips ahead; send the missing one first."
             }
             ErrorCode::ResourceExhausted => {
-                "A cap is reached (e.g. 4,096 receipts); the person must run maintenance (`lomi store reconcile`)."
+                "A cap is reached (e.g. 4,096 receipts); the person must run `lomi store reconcile --retire idle` (or use Settings → Storage), then you call lomi_connect again if your retry epoch was retired."
             }
             ErrorCode::ResourceBusy => {
                 "Something the call needs is held by another panel (e.g. a workspace's persistent browser profile); `details` name it. Use or close that one first."

@@ -1,21 +1,25 @@
 //! Admission benchmark (not a timed test): the durable reserve → running → succeeded rate of the
-//! store against raw single-row SQLite commits (WAL, synchronous=FULL) on the same disk.
+//! store against raw single-row SQLite commits (WAL, synchronous=FULL) on the same disk, and
+//! retiring an epoch with 4,096 settled receipts (archive to the history) while admissions go on.
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use lomi_protocol::{
     BrokerInstanceId, ConnectionId, EffectState, OperationId, OperationState, PairingId,
     RequestKey, RetryEpoch, ToolName, WorkspaceId,
 };
 use lomi_store::{
-    Caps, Clock, Outcome, ReceiptKey, ReservationRequest, RetryEpochRecord, Store, StoreOptions,
-    SystemClock, fingerprint,
+    Caps, Clock, IdleRule, Maintenance, Outcome, ReceiptKey, ReservationRequest, RetireSelector,
+    RetryEpochRecord, Store, StoreOptions, SystemClock, fingerprint,
 };
 
 const ROUNDS: usize = 7;
 const OPERATIONS_PER_ROUND: usize = 400;
+/// Receipts under the epoch that is retired: a full store at the seed's cap.
+const RETIRED_RECEIPTS: usize = 4_096;
 
 fn main() -> anyhow::Result<()> {
     let base = std::env::var_os("LOMI_BENCH_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
@@ -25,13 +29,23 @@ fn main() -> anyhow::Result<()> {
     );
     let mut store_rates = Vec::new();
     let mut raw_rates = Vec::new();
+    let mut retire_millis = Vec::new();
+    let mut during_rates = Vec::new();
+    let mut longest_waits = Vec::new();
     for round in 0..ROUNDS {
         let dir = tempfile::tempdir_in(&base)?;
         store_rates.push(store_round(&dir.path().join("store"), round)?);
         raw_rates.push(raw_round(&dir.path().join("raw.sqlite3"))?);
+        let retirement = retire_round(&dir.path().join("retire"), round)?;
+        retire_millis.push(retirement.millis);
+        during_rates.push(retirement.admissions_per_second);
+        longest_waits.push(retirement.longest_admission_millis);
     }
     let store = summary(&mut store_rates);
     let raw = summary(&mut raw_rates);
+    let retire = summary(&mut retire_millis);
+    let during = summary(&mut during_rates);
+    let waits = summary(&mut longest_waits);
     println!(
         "(a) store reserve+settle  ops/s      min {:>8.1}  median {:>8.1}  max {:>8.1}",
         store.0, store.1, store.2
@@ -48,6 +62,180 @@ fn main() -> anyhow::Result<()> {
         "ratio store commits/s (3 per op) vs raw commits/s:          {:.3}",
         3.0 * store.1 / raw.1
     );
+    println!(
+        "(c) retire + archive {RETIRED_RECEIPTS} receipts, ms min {:>8.1}  median {:>8.1}  max {:>8.1}",
+        retire.0, retire.1, retire.2
+    );
+    println!(
+        "(d) admissions during (c)  ops/s     min {:>8.1}  median {:>8.1}  max {:>8.1}",
+        during.0, during.1, during.2
+    );
+    println!(
+        "    longest admission overlapping (c), ms min {:>5.1}  median {:>8.1}  max {:>8.1}",
+        waits.0, waits.1, waits.2
+    );
+    println!(
+        "ratio median(d)/median(a), admission during retirement vs alone: {:.3}",
+        during.1 / store.1
+    );
+    println!(
+        "ratio median(d)/median(b), admissions per raw commit during (c): {:.3}",
+        during.1 / raw.1
+    );
+    Ok(())
+}
+
+struct Retirement {
+    millis: f64,
+    admissions_per_second: f64,
+    longest_admission_millis: f64,
+}
+
+fn bench_epoch(name: &str, now: lomi_protocol::Timestamp) -> anyhow::Result<RetryEpochRecord> {
+    Ok(RetryEpochRecord {
+        retry_epoch: RetryEpoch::parse(name).map_err(anyhow::Error::msg)?,
+        pairing_id: PairingId::parse("pr_bench").map_err(anyhow::Error::msg)?,
+        broker_instance_id: BrokerInstanceId::parse("bi_bench").map_err(anyhow::Error::msg)?,
+        connection_id: ConnectionId::parse("cn_bench").map_err(anyhow::Error::msg)?,
+        workspace_id: WorkspaceId::parse("ws_bench").map_err(anyhow::Error::msg)?,
+        created_at: now,
+        expires_at: now.plus_millis(24 * 60 * 60 * 1000),
+    })
+}
+
+/// Fills epoch A with 4,096 settled receipts (three events each, as the engine leaves them),
+/// then retires A while a second thread keeps admitting operations under epoch B.
+fn retire_round(data_dir: &std::path::Path, round: usize) -> anyhow::Result<Retirement> {
+    let clock = Arc::new(SystemClock);
+    let options = StoreOptions {
+        caps: Caps {
+            receipts: 100_000,
+            events: 100_000,
+            ..Caps::default()
+        },
+        ..StoreOptions::default()
+    };
+    let now = clock.now();
+    let full = bench_epoch(&format!("re_full_{round}"), now)?;
+    let busy = bench_epoch(&format!("re_busy_{round}"), now)?;
+    {
+        let store = Store::open(data_dir, clock.clone(), options.clone())?;
+        store.create_retry_epoch(&full)?;
+        store.create_retry_epoch(&busy)?;
+    }
+    // Filling through the store would take 12,288 fsyncs; the rows are the same in one.
+    let mut raw = rusqlite::Connection::open(data_dir.join(lomi_store::DATABASE_FILE))?;
+    let fill = raw.transaction()?;
+    for index in 0..RETIRED_RECEIPTS {
+        let id = OperationId::from_random(rand::random());
+        fill.execute(
+            "INSERT INTO receipts (operation_id, pairing_id, retry_epoch, project_id, tool, request_key, \
+             workspace_id, fingerprint, state, effect_state, created_at, updated_at, settled_at, result_json) \
+             VALUES (?1, 'pr_bench', ?2, '', 'lomi_workspace_update', ?3, 'ws_bench', 'f', 'succeeded', \
+             'complete', ?4, ?4, ?4, '{\"name\":\"renamed\"}')",
+            rusqlite::params![id.as_str(), full.retry_epoch.as_str(), format!("rk_{index}"), now.millis()],
+        )?;
+        for state in ["queued", "running", "succeeded"] {
+            fill.execute(
+                "INSERT INTO operation_events (operation_id, pairing_id, retry_epoch, workspace_id, tool, \
+                 state, effect_state, at) VALUES (?1, 'pr_bench', ?2, 'ws_bench', 'lomi_workspace_update', ?3, ?4, ?5)",
+                rusqlite::params![
+                    id.as_str(),
+                    full.retry_epoch.as_str(),
+                    state,
+                    if state == "succeeded" { "complete" } else { "none" },
+                    now.millis()
+                ],
+            )?;
+        }
+    }
+    fill.commit()?;
+    drop(raw);
+
+    let store = Arc::new(Store::open(data_dir, clock, options)?);
+    let stop = Arc::new(AtomicBool::new(false));
+    let admissions = {
+        let (store, stop, epoch) = (store.clone(), stop.clone(), busy.retry_epoch.clone());
+        std::thread::spawn(move || -> anyhow::Result<Vec<(Instant, Instant)>> {
+            let mut spans = Vec::new();
+            let mut index = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                admit(&store, &epoch, index)?;
+                spans.push((started, Instant::now()));
+                index += 1;
+            }
+            Ok(spans)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    let report = store.reconcile(&Maintenance {
+        retire: Some(RetireSelector::Epoch(full.retry_epoch.clone())),
+        idle: IdleRule::new(None),
+    })?;
+    let ended = Instant::now();
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    let spans = admissions
+        .join()
+        .map_err(|_| anyhow::anyhow!("the admission thread panicked"))??;
+    anyhow::ensure!(
+        report.receipts_archived == RETIRED_RECEIPTS as u64,
+        "archived {} receipts",
+        report.receipts_archived
+    );
+    let window = ended.duration_since(started).as_secs_f64();
+    // Admissions that overlapped the retirement, and the share of each inside its window.
+    let mut inside = 0.0;
+    let mut longest: f64 = 0.0;
+    for (from, to) in &spans {
+        if *to > started && *from < ended {
+            let overlap = (*to.min(&ended)).duration_since(*from.max(&started));
+            inside += overlap.as_secs_f64() / to.duration_since(*from).as_secs_f64().max(1e-9);
+            longest = longest.max(to.duration_since(*from).as_secs_f64() * 1000.0);
+        }
+    }
+    Ok(Retirement {
+        millis: window * 1000.0,
+        admissions_per_second: inside / window,
+        longest_admission_millis: longest,
+    })
+}
+
+/// One admitted operation: reserve, running, succeeded (three durable commits).
+fn admit(store: &Store, epoch: &RetryEpoch, index: usize) -> anyhow::Result<()> {
+    let payload = serde_json::json!({"title": "Tests", "index": index});
+    let request = ReservationRequest {
+        key: ReceiptKey {
+            pairing_id: PairingId::parse("pr_bench").map_err(anyhow::Error::msg)?,
+            retry_epoch: epoch.clone(),
+            project_id: None,
+            tool: ToolName("lomi_terminal_create".into()),
+            request_key: RequestKey::parse(format!("rk_{index}")).map_err(anyhow::Error::msg)?,
+        },
+        operation_id: OperationId::from_random(rand::random()),
+        workspace_id: None,
+        fingerprint: fingerprint(&payload, Some("g1"), Some("1")),
+    };
+    let id = store.reserve(&request)?.receipt.operation_id;
+    store.transition(
+        &id,
+        OperationState::Queued,
+        OperationState::Running,
+        EffectState::None,
+        None,
+    )?;
+    store.transition(
+        &id,
+        OperationState::Running,
+        OperationState::Succeeded,
+        EffectState::Complete,
+        Some(Outcome {
+            result: Some(payload),
+            error: None,
+        }),
+    )?;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use lomi_protocol::{EffectState, ErrorCode, OperationId, OperationState};
+use lomi_protocol::{EffectState, ErrorCode, OperationId, OperationState, RetryEpoch, Timestamp};
 
 /// Errors the store returns. Callers branch on the variant; `code()` is what crosses the wire.
 #[derive(Debug, thiserror::Error)]
@@ -16,9 +16,19 @@ pub enum StoreError {
 
     /// A cap (receipts or retry epochs) is reached; only deliberate maintenance frees room.
     #[error(
-        "{what}; nothing was recorded. Expired records stay until the person runs `lomi store reconcile` (or uses the Settings page)"
+        "{what}; nothing was recorded. The person must free room: run `lomi store reconcile --retire idle` (or use Settings → Storage), which retires idle connections' retry epochs and moves their settled receipts to the history. Then call lomi_connect again if your retry epoch was retired"
     )]
     ResourceExhausted { what: String },
+
+    /// The person retired this retry epoch (deliberate maintenance); nothing was recorded, and
+    /// nothing will ever be recorded under it again.
+    #[error(
+        "the person ended retry epoch {retry_epoch} at {retired_at} (store maintenance); nothing was recorded. Re-observe the resources you changed (an earlier request may have taken effect), then call lomi_connect for a fresh retry epoch"
+    )]
+    RetryEpochRetired {
+        retry_epoch: RetryEpoch,
+        retired_at: Timestamp,
+    },
 
     /// The receipt key was already used with a different fingerprint (other arguments, target
     /// generation or revision).
@@ -66,6 +76,7 @@ impl StoreError {
         match self {
             StoreError::Unavailable { .. } => ErrorCode::StoreUnavailable,
             StoreError::ResourceExhausted { .. } => ErrorCode::ResourceExhausted,
+            StoreError::RetryEpochRetired { .. } => ErrorCode::RetryEpochExpired,
             StoreError::IdempotencyConflict { .. } => ErrorCode::IdempotencyConflict,
             StoreError::NotFound { .. } => ErrorCode::NotFound,
             StoreError::IllegalTransition { .. }
@@ -148,6 +159,13 @@ mod tests {
             (
                 StoreError::NotFound { what: "x".into() },
                 ErrorCode::NotFound,
+            ),
+            (
+                StoreError::RetryEpochRetired {
+                    retry_epoch: RetryEpoch::from_random([2; 16]),
+                    retired_at: Timestamp::from_millis(0),
+                },
+                ErrorCode::RetryEpochExpired,
             ),
             (
                 StoreError::StateMismatch {

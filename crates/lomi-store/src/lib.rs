@@ -1,9 +1,11 @@
 //! Lomi's private SQLite store: durable operation receipts, retry epochs, the operation-event
-//! feed, caps, reopen recovery and maintenance. Only this crate knows SQL.
+//! feed, caps, reopen recovery, maintenance (retiring epochs) and the append-only receipt
+//! history. Only this crate knows SQL.
 
 mod clock;
 mod error;
 mod fingerprint;
+mod history;
 mod maintenance;
 mod records;
 mod schema;
@@ -12,10 +14,14 @@ mod store;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::StoreError;
 pub use fingerprint::{canonical_json, fingerprint};
-pub use maintenance::{ReconcileReport, StateCount, StoreStatus};
+pub use maintenance::{
+    IdleRule, Maintenance, PairingUsage, ReconcileReport, RetireSelector, RetiredEpoch, StateCount,
+    StoreStatus, WarningLevel,
+};
 pub use records::{
-    EventPage, OperationEvent, Outcome, OutcomeError, Receipt, ReceiptKey, RecoveryReport,
-    Reservation, ReservationRequest, RetryEpochRecord,
+    ArchiveReason, ArchivedReceipt, EventPage, OperationEvent, Outcome, OutcomeError, Receipt,
+    ReceiptKey, RecoveryReport, Reservation, ReservationRequest, Retirement, RetryEpochRecord,
+    TrailStep,
 };
 pub use schema::SCHEMA_VERSION;
 pub use store::{Caps, DATABASE_FILE, LOCK_FILE, Store, StoreOptions};

@@ -127,3 +127,52 @@ pub struct RecoveryReport {
     /// outcome_unknown with effect unknown. None of them is ever dispatched again.
     pub marked_outcome_unknown: Vec<OperationId>,
 }
+
+/// The tombstone of a retry epoch the person retired: refused from then on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retirement {
+    pub retry_epoch: RetryEpoch,
+    /// The pairing the epoch was issued to (`None` only if the stored id is unreadable).
+    pub pairing_id: Option<PairingId>,
+    pub retired_at: Timestamp,
+    /// When the epoch would have expired anyway; the tombstone is kept at least until then.
+    pub valid_until: Timestamp,
+}
+
+/// Why a receipt left the live store for the history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArchiveReason {
+    /// Its retry epoch was retired by the person.
+    Retired,
+    /// Its retry epoch's 24-hour window had passed.
+    Expired,
+}
+
+impl ArchiveReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArchiveReason::Retired => "retired",
+            ArchiveReason::Expired => "expired",
+        }
+    }
+}
+
+/// One state the receipt went through, as the event feed recorded it before archiving (the
+/// oldest steps may be missing when the feed had already pruned them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrailStep {
+    pub state: OperationState,
+    pub effect_state: EffectState,
+    pub at: Timestamp,
+}
+
+/// A settled receipt in the append-only history, exactly as it was in the live store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArchivedReceipt {
+    /// Position in the history (1, 2, …; never reused): the export's order and cursor.
+    pub seq: i64,
+    pub receipt: Receipt,
+    pub trail: Vec<TrailStep>,
+    pub archived_at: Timestamp,
+    pub archived_because: ArchiveReason,
+}

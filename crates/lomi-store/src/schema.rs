@@ -60,6 +60,49 @@ const MIGRATIONS: &[&str] = &[
         value INTEGER NOT NULL
     ) STRICT;
     INSERT INTO store_meta (name, value) VALUES ('events_removed_through_seq', 0);",
+    // 3: retention. Tombstones of retired retry epochs (kept while the epoch could otherwise
+    // still be valid, so nothing can ever reserve under it again), and the append-only history
+    // that settled receipts of ended epochs move to. Triggers make both rules hold for any
+    // writer, not only for the code paths that check them first.
+    "CREATE TABLE retired_epochs (
+        retry_epoch TEXT PRIMARY KEY NOT NULL,
+        pairing_id TEXT NOT NULL,
+        broker_instance_id TEXT NOT NULL,
+        workspace_id TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        retired_at INTEGER NOT NULL
+    ) STRICT;
+    CREATE TRIGGER receipts_never_under_a_retired_epoch BEFORE INSERT ON receipts
+    WHEN EXISTS (SELECT 1 FROM retired_epochs t WHERE t.retry_epoch = NEW.retry_epoch)
+    BEGIN SELECT RAISE(ABORT, 'the retry epoch of this receipt was retired'); END;
+    CREATE TABLE receipt_history (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        operation_id TEXT NOT NULL UNIQUE,
+        pairing_id TEXT NOT NULL,
+        retry_epoch TEXT NOT NULL,
+        project_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        request_key TEXT NOT NULL,
+        workspace_id TEXT,
+        fingerprint TEXT NOT NULL,
+        state TEXT NOT NULL,
+        effect_state TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        settled_at INTEGER,
+        result_json TEXT,
+        error_code TEXT,
+        error_message TEXT,
+        trail_json TEXT NOT NULL,
+        archived_at INTEGER NOT NULL,
+        archived_because TEXT NOT NULL
+    ) STRICT;
+    CREATE INDEX receipt_history_by_retry_epoch ON receipt_history (retry_epoch);
+    CREATE TRIGGER receipt_history_is_append_only_update BEFORE UPDATE ON receipt_history
+    BEGIN SELECT RAISE(ABORT, 'the receipt history is append-only'); END;
+    CREATE TRIGGER receipt_history_is_append_only_delete BEFORE DELETE ON receipt_history
+    BEGIN SELECT RAISE(ABORT, 'the receipt history is append-only'); END;",
 ];
 
 /// The schema version this build writes and understands.
@@ -139,7 +182,10 @@ mod tests {
         )
         .expect("open upgrades");
         assert_eq!(
-            store.status().expect("status").schema_version,
+            store
+                .status(&crate::IdleRule::new(None))
+                .expect("status")
+                .schema_version,
             SCHEMA_VERSION
         );
         let id = lomi_protocol::OperationId::parse("op_old").expect("id");
@@ -155,7 +201,7 @@ mod tests {
 
     #[test]
     fn migrations_are_numbered_by_position() {
-        assert_eq!(SCHEMA_VERSION, 2);
+        assert_eq!(SCHEMA_VERSION, 3);
         let mut connection = Connection::open_in_memory().expect("memory");
         migrate(&mut connection, Path::new(":memory:")).expect("migrate");
         assert_eq!(user_version(&connection).expect("version"), SCHEMA_VERSION);

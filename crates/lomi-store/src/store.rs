@@ -13,7 +13,7 @@ use rusqlite::{
 
 use crate::records::{
     EventPage, OperationEvent, Outcome, Receipt, ReceiptKey, RecoveryReport, Reservation,
-    ReservationRequest, RetryEpochRecord,
+    ReservationRequest, Retirement, RetryEpochRecord,
 };
 use crate::{Clock, Result, StoreError, schema};
 
@@ -94,7 +94,7 @@ impl std::fmt::Debug for Store {
 
 const UNSETTLED: &str = "('queued', 'awaiting_user', 'running', 'cancelling')";
 const SETTLED: &str = "('succeeded', 'failed', 'cancelled', 'outcome_unknown')";
-const RECEIPT_COLUMNS: &str = "operation_id, pairing_id, retry_epoch, project_id, tool, request_key, \
+pub(crate) const RECEIPT_COLUMNS: &str = "operation_id, pairing_id, retry_epoch, project_id, tool, request_key, \
     workspace_id, fingerprint, state, effect_state, created_at, updated_at, settled_at, \
     result_json, error_code, error_message";
 const EVENT_COLUMNS: &str =
@@ -168,6 +168,15 @@ impl Store {
             // Checked again under the write lock, so the rule never depends on the read above.
             if let Some(row) = query_by_key(transaction, &request.key)? {
                 return Ok(same_or_conflict(row.decode()?, request)?);
+            }
+            // Checked here, inside the write transaction, and not only by the broker before it:
+            // a retirement that commits between the broker's check and this transaction must
+            // still refuse the reservation (the person's retirement and a reservation race).
+            if let Some(retired) = query_retirement(transaction, &request.key.retry_epoch)? {
+                return refuse(StoreError::RetryEpochRetired {
+                    retry_epoch: retired.retry_epoch,
+                    retired_at: retired.retired_at,
+                });
             }
             let epoch_known: bool = transaction.query_row(
                 "SELECT EXISTS (SELECT 1 FROM retry_epochs WHERE retry_epoch = ?1)",
@@ -353,6 +362,12 @@ impl Store {
     pub fn create_retry_epoch(&self, record: &RetryEpochRecord) -> Result<bool> {
         let cap = self.options.caps.retry_epochs;
         self.write("recording a retry epoch", |transaction, _now| {
+            if query_retirement(transaction, &record.retry_epoch)?.is_some() {
+                return refuse(StoreError::internal(format!(
+                    "retry epoch {} was retired and cannot be recorded again",
+                    record.retry_epoch
+                )));
+            }
             if let Some(existing) = query_epoch(transaction, &record.retry_epoch)? {
                 if existing.decode()? == *record {
                     return Ok(false);
@@ -393,6 +408,14 @@ impl Store {
         row.map(EpochRow::decode).transpose()
     }
 
+    /// The tombstone of a retry epoch the person retired, while it is kept (at least as long
+    /// as the epoch could otherwise have been valid).
+    pub fn retirement(&self, retry_epoch: &RetryEpoch) -> Result<Option<Retirement>> {
+        self.read("reading a retry epoch's retirement", |c| {
+            Ok(query_retirement(c, retry_epoch)?)
+        })
+    }
+
     /// Runs `body` on the connection, outside any write transaction.
     pub(crate) fn read<T>(
         &self,
@@ -410,6 +433,17 @@ impl Store {
         doing: &str,
         body: impl FnOnce(&Transaction<'_>, Timestamp) -> Result<T, Failure>,
     ) -> Result<T> {
+        self.transact(doing, true, body)
+    }
+
+    /// [`Store::write`], but with `commit: false` the transaction is rolled back after `body`:
+    /// a preview that computes exactly what the write would do, under the same lock.
+    pub(crate) fn transact<T>(
+        &self,
+        doing: &str,
+        commit: bool,
+        body: impl FnOnce(&Transaction<'_>, Timestamp) -> Result<T, Failure>,
+    ) -> Result<T> {
         let mut connection = self.connection();
         let fail = |failure: Failure| failure.into_store_error(&self.database_path, doing);
         if !connection.is_autocommit() {
@@ -423,7 +457,11 @@ impl Store {
             .map_err(|e| fail(e.into()))?;
         let now = self.clock.now();
         let value = body(&transaction, now).map_err(fail)?;
-        transaction.commit().map_err(|e| fail(e.into()))?;
+        if commit {
+            transaction.commit().map_err(|e| fail(e.into()))?;
+        } else {
+            transaction.rollback().map_err(|e| fail(e.into()))?;
+        }
         Ok(value)
     }
 
@@ -642,7 +680,7 @@ fn project_text(key: &ReceiptKey) -> &str {
     key.project_id.as_ref().map_or("", |p| p.as_str())
 }
 
-fn to_sql_count(value: usize) -> i64 {
+pub(crate) fn to_sql_count(value: usize) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
@@ -719,7 +757,37 @@ fn query_epoch(
         .optional()
 }
 
-fn decode_id<T>(kind: &str, text: String, parse: fn(String) -> Result<T, String>) -> Result<T> {
+pub(crate) fn query_retirement(
+    connection: &Connection,
+    retry_epoch: &RetryEpoch,
+) -> rusqlite::Result<Option<Retirement>> {
+    let row = connection
+        .query_row(
+            "SELECT pairing_id, retired_at, expires_at FROM retired_epochs WHERE retry_epoch = ?1",
+            [retry_epoch.as_str()],
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            },
+        )
+        .optional()?;
+    // A stored pairing id that no longer parses is not a reason to let the epoch through.
+    Ok(row.map(|(pairing, retired_at, expires_at)| Retirement {
+        retry_epoch: retry_epoch.clone(),
+        pairing_id: lomi_protocol::PairingId::parse(pairing).ok(),
+        retired_at: Timestamp::from_millis(retired_at),
+        valid_until: Timestamp::from_millis(expires_at),
+    }))
+}
+
+pub(crate) fn decode_id<T>(
+    kind: &str,
+    text: String,
+    parse: fn(String) -> Result<T, String>,
+) -> Result<T> {
     parse(text).map_err(|e| StoreError::internal(format!("a stored {kind} is unreadable: {e}")))
 }
 
@@ -735,7 +803,7 @@ fn decode_effect(text: &str) -> Result<EffectState> {
 }
 
 /// A receipt as stored: plain SQL values, decoded into typed ids after the query.
-struct ReceiptRow {
+pub(crate) struct ReceiptRow {
     operation_id: String,
     pairing_id: String,
     retry_epoch: String,
@@ -755,28 +823,33 @@ struct ReceiptRow {
 }
 
 impl ReceiptRow {
-    fn read(row: &Row<'_>) -> rusqlite::Result<Self> {
+    pub(crate) fn read(row: &Row<'_>) -> rusqlite::Result<Self> {
+        Self::read_from(row, 0)
+    }
+
+    /// Reads the receipt columns starting at column `first` (the history puts its own first).
+    pub(crate) fn read_from(row: &Row<'_>, first: usize) -> rusqlite::Result<Self> {
         Ok(ReceiptRow {
-            operation_id: row.get(0)?,
-            pairing_id: row.get(1)?,
-            retry_epoch: row.get(2)?,
-            project_id: row.get(3)?,
-            tool: row.get(4)?,
-            request_key: row.get(5)?,
-            workspace_id: row.get(6)?,
-            fingerprint: row.get(7)?,
-            state: row.get(8)?,
-            effect_state: row.get(9)?,
-            created_at: row.get(10)?,
-            updated_at: row.get(11)?,
-            settled_at: row.get(12)?,
-            result_json: row.get(13)?,
-            error_code: row.get(14)?,
-            error_message: row.get(15)?,
+            operation_id: row.get(first)?,
+            pairing_id: row.get(first + 1)?,
+            retry_epoch: row.get(first + 2)?,
+            project_id: row.get(first + 3)?,
+            tool: row.get(first + 4)?,
+            request_key: row.get(first + 5)?,
+            workspace_id: row.get(first + 6)?,
+            fingerprint: row.get(first + 7)?,
+            state: row.get(first + 8)?,
+            effect_state: row.get(first + 9)?,
+            created_at: row.get(first + 10)?,
+            updated_at: row.get(first + 11)?,
+            settled_at: row.get(first + 12)?,
+            result_json: row.get(first + 13)?,
+            error_code: row.get(first + 14)?,
+            error_message: row.get(first + 15)?,
         })
     }
 
-    fn decode(self) -> Result<Receipt> {
+    pub(crate) fn decode(self) -> Result<Receipt> {
         use lomi_protocol::{PairingId, ProjectId, RequestKey, WorkspaceId};
         let project_id = if self.project_id.is_empty() {
             None
@@ -906,6 +979,6 @@ impl EpochRow {
 }
 
 /// Ends a read or write body with a store error of its own (the transaction rolls back).
-fn refuse<T>(error: StoreError) -> Result<T, Failure> {
+pub(crate) fn refuse<T>(error: StoreError) -> Result<T, Failure> {
     Err(Failure::Store(error))
 }

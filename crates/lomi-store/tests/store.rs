@@ -13,8 +13,9 @@ use lomi_protocol::{
     ProjectId, RequestKey, RetryEpoch, Timestamp, ToolName, WorkspaceId,
 };
 use lomi_store::{
-    Caps, Clock, ManualClock, Outcome, OutcomeError, ReceiptKey, ReservationRequest,
-    RetryEpochRecord, SCHEMA_VERSION, Store, StoreError, StoreOptions, SystemClock, fingerprint,
+    Caps, Clock, IdleRule, Maintenance, ManualClock, Outcome, OutcomeError, ReceiptKey,
+    ReservationRequest, RetireSelector, RetryEpochRecord, SCHEMA_VERSION, Store, StoreError,
+    StoreOptions, SystemClock, fingerprint,
 };
 use proptest::prelude::*;
 use serde_json::json;
@@ -106,6 +107,14 @@ fn event_count(store: &Store) -> usize {
         .expect("events")
         .events
         .len()
+}
+
+fn status(store: &Store) -> lomi_store::StoreStatus {
+    store.status(&IdleRule::new(None)).expect("status")
+}
+
+fn expired_only() -> Maintenance {
+    Maintenance::expired_only(IdleRule::new(None))
 }
 
 fn small_caps(receipts: usize, retry_epochs: usize) -> StoreOptions {
@@ -407,7 +416,7 @@ fn reopening_marks_unsettled_receipts_outcome_unknown_and_never_hands_them_back(
         store.get(&ids[4]).expect("get").expect("receipt").state,
         OperationState::Succeeded
     );
-    assert_eq!(store.status().expect("status").unsettled_receipts, 0);
+    assert_eq!(status(&store).unsettled_receipts, 0);
     // A retry of a recovered key returns the outcome_unknown receipt: nothing to dispatch.
     let retry = store
         .reserve(&request(&key(&epoch, "rk_2"), json!({})))
@@ -621,7 +630,7 @@ fn the_receipt_cap_of_4096_is_enforced_and_retries_still_answer() {
         assert!(reservation.created);
     }
     eprintln!("4,096 durable reservations took {:?}", started.elapsed());
-    let before = store.status().expect("status");
+    let before = status(&store);
     assert_eq!((before.receipts, before.receipt_cap), (4_096, 4_096));
     let events = event_count(&store);
 
@@ -633,7 +642,7 @@ fn the_receipt_cap_of_4096_is_enforced_and_retries_still_answer() {
         error.to_string().contains("lomi store reconcile"),
         "{error}"
     );
-    assert_eq!(store.status().expect("status"), before);
+    assert_eq!(status(&store), before);
     assert_eq!(event_count(&store), events);
 
     assert!(
@@ -660,13 +669,13 @@ fn the_retry_epoch_cap_of_4096_is_enforced() {
                 .expect("epoch")
         );
     }
-    let before = store.status().expect("status");
+    let before = status(&store);
     assert_eq!(before.retry_epochs, 4_096);
     let error = store
         .create_retry_epoch(&epoch_record("re_new", now))
         .expect_err("at the cap");
     assert_eq!(error.code(), ErrorCode::ResourceExhausted);
-    assert_eq!(store.status().expect("status"), before);
+    assert_eq!(status(&store), before);
     assert!(
         store
             .retry_epoch(&RetryEpoch::parse("re_new").expect("id"))
@@ -746,11 +755,11 @@ fn reconcile_removes_only_expired_settled_records() {
             .code(),
         ErrorCode::ResourceExhausted
     );
-    let nothing = store.reconcile().expect("reconcile");
+    let nothing = store.reconcile(&expired_only()).expect("reconcile");
     assert_eq!(
         (
             nothing.retry_epochs_removed,
-            nothing.receipts_removed,
+            nothing.receipts_archived,
             nothing.events_removed
         ),
         (0, 0, 0)
@@ -758,18 +767,18 @@ fn reconcile_removes_only_expired_settled_records() {
 
     // Epoch A expires (24 h after its creation); B does not.
     setup.clock.advance(Duration::from_secs(12 * 3600));
-    let status = store.status().expect("status");
+    let status = status(&store);
     assert_eq!(
         (status.expired_retry_epochs, status.removable_receipts),
         (1, 1)
     );
-    let preview = store.reconcile_preview().expect("preview");
+    let preview = store.reconcile_preview(&expired_only()).expect("preview");
     assert_eq!(
         (
             preview.retry_epochs_removed,
-            preview.receipts_removed,
+            preview.receipts_archived,
             preview.events_removed,
-            preview.expired_retry_epochs_kept
+            preview.ended_retry_epochs_kept
         ),
         (0, 1, 3, 1)
     );
@@ -778,8 +787,19 @@ fn reconcile_removes_only_expired_settled_records() {
         Some(OperationState::Succeeded),
         "preview wrote"
     );
-    assert_eq!(store.reconcile().expect("reconcile"), preview);
+    assert_eq!(
+        store.reconcile(&expired_only()).expect("reconcile"),
+        preview
+    );
     assert!(store.get(&a_settled).expect("get").is_none());
+    assert_eq!(
+        store
+            .history_get(&a_settled)
+            .expect("history")
+            .map(|archived| archived.receipt.state),
+        Some(OperationState::Succeeded),
+        "an archived receipt is in the history"
+    );
     for kept in [&a_running, &b_settled, &b_queued] {
         assert!(store.get(kept).expect("get").is_some(), "{kept} removed");
     }
@@ -806,9 +826,9 @@ fn reconcile_removes_only_expired_settled_records() {
             None,
         )
         .expect("fail");
-    let report = store.reconcile().expect("reconcile");
+    let report = store.reconcile(&expired_only()).expect("reconcile");
     assert_eq!(
-        (report.retry_epochs_removed, report.receipts_removed),
+        (report.retry_epochs_removed, report.receipts_archived),
         (1, 1)
     );
     assert!(store.retry_epoch(&a).expect("epoch").is_none());
@@ -820,12 +840,12 @@ fn reconcile_removes_only_expired_settled_records() {
 
     // B expires too: its settled receipt goes, its queued one stays until it settles.
     setup.clock.advance(Duration::from_secs(13 * 3600));
-    let report = store.reconcile().expect("reconcile");
+    let report = store.reconcile(&expired_only()).expect("reconcile");
     assert_eq!(
         (
             report.retry_epochs_removed,
-            report.receipts_removed,
-            report.expired_retry_epochs_kept
+            report.receipts_archived,
+            report.ended_retry_epochs_kept
         ),
         (0, 1, 1)
     );
@@ -884,7 +904,7 @@ fn concurrent_reservations_create_each_key_exactly_once() {
             "key {index} answered with several operation ids"
         );
     }
-    assert_eq!(store.status().expect("status").receipts, KEYS as u64);
+    assert_eq!(status(&store).receipts, KEYS as u64);
 }
 
 // ---- The receipt state machine against a model ----
@@ -1100,10 +1120,7 @@ fn run_model(steps: Vec<Step>) -> Result<(), TestCaseError> {
         prop_assert_eq!(event_count(store.as_ref().expect("open")), events);
     }
     let current = store.as_ref().expect("open");
-    prop_assert_eq!(
-        current.status().expect("status").receipts,
-        model.len() as u64
-    );
+    prop_assert_eq!(status(current).receipts, model.len() as u64);
     Ok(())
 }
 
@@ -1326,7 +1343,7 @@ fn crashes_never_lose_nor_replay_an_operation() {
             );
         }
         assert_eq!(
-            store.status().expect("status").unsettled_receipts,
+            status(&store).unsettled_receipts,
             0,
             "iteration {iteration}"
         );
@@ -1384,4 +1401,730 @@ fn crashes_never_lose_nor_replay_an_operation() {
         drop(store);
     }
     eprintln!("{iterations} kills; {recovered_total} receipts recovered as outcome_unknown");
+}
+
+// ---- Retention: retiring retry epochs, the history, and their races and crashes ----
+
+fn retire(selector: RetireSelector) -> Maintenance {
+    Maintenance {
+        retire: Some(selector),
+        idle: IdleRule::new(None),
+    }
+}
+
+fn settle(store: &Store, id: &OperationId) {
+    store
+        .transition(
+            id,
+            OperationState::Queued,
+            OperationState::Running,
+            EffectState::None,
+            None,
+        )
+        .expect("run");
+    store
+        .transition(
+            id,
+            OperationState::Running,
+            OperationState::Succeeded,
+            EffectState::Complete,
+            Some(Outcome {
+                result: Some(json!({"done": true})),
+                error: None,
+            }),
+        )
+        .expect("settle");
+}
+
+fn reserve_new(store: &Store, epoch: &RetryEpoch, name: &str) -> OperationId {
+    let reservation = store
+        .reserve(&request(&key(epoch, name), json!({"name": name})))
+        .expect("reserve");
+    assert!(reservation.created, "{name} was not new");
+    reservation.receipt.operation_id
+}
+
+/// Where a receipt is: (in the live store, in the history), read straight from SQLite.
+fn places(connection: &rusqlite::Connection, id: &str) -> (i64, i64) {
+    let live = connection
+        .query_row(
+            "SELECT COUNT(*) FROM receipts WHERE operation_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .expect("live count");
+    let history = connection
+        .query_row(
+            "SELECT COUNT(*) FROM receipt_history WHERE operation_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .expect("history count");
+    (live, history)
+}
+
+#[test]
+fn a_retired_epoch_is_refused_and_only_its_settled_receipts_move_to_the_history() {
+    let setup = setup();
+    let store = setup.open_with(small_caps(4, 4)).expect("open");
+    let epoch = setup.epoch(&store, "re_a");
+    let other = setup.epoch(&store, "re_b");
+    let settled = reserve_new(&store, &epoch, "rk_settled");
+    settle(&store, &settled);
+    let running = reserve_new(&store, &epoch, "rk_running");
+    store
+        .transition(
+            &running,
+            OperationState::Queued,
+            OperationState::Running,
+            EffectState::Partial,
+            None,
+        )
+        .expect("run");
+    let kept = reserve_new(&store, &other, "rk_other");
+    settle(&store, &kept);
+    let cursor = store.events_after(0, 100).expect("events").newest_seq;
+    assert_eq!(status(&store).receipts_remaining, 1);
+
+    let preview = store
+        .reconcile_preview(&retire(RetireSelector::Epoch(epoch.clone())))
+        .expect("preview");
+    assert_eq!(status(&store).receipts_remaining, 1, "the preview wrote");
+    assert!(
+        store.retirement(&epoch).expect("read").is_none(),
+        "the preview wrote"
+    );
+    let report = store
+        .reconcile(&retire(RetireSelector::Epoch(epoch.clone())))
+        .expect("retire");
+    assert_eq!(report, preview, "the preview differs from what was done");
+    assert_eq!(report.retired.len(), 1);
+    assert_eq!(
+        (
+            report.retired[0].receipts,
+            report.retired[0].unsettled_receipts
+        ),
+        (2, 1)
+    );
+    assert_eq!(
+        (
+            report.receipts_archived,
+            report.events_removed,
+            report.retry_epochs_removed,
+            report.ended_retry_epochs_kept
+        ),
+        (1, 3, 0, 1)
+    );
+
+    // The settled receipt moved whole, with its trail; the running one did not move.
+    assert!(store.get(&settled).expect("get").is_none());
+    let archived = store
+        .history_get(&settled)
+        .expect("history")
+        .expect("archived");
+    assert_eq!(
+        archived.archived_because,
+        lomi_store::ArchiveReason::Retired
+    );
+    assert_eq!(archived.receipt.result, Some(json!({"done": true})));
+    assert_eq!(
+        archived
+            .trail
+            .iter()
+            .map(|step| step.state)
+            .collect::<Vec<_>>(),
+        vec![
+            OperationState::Queued,
+            OperationState::Running,
+            OperationState::Succeeded
+        ]
+    );
+    assert_eq!(
+        store.get(&running).expect("get").map(|r| r.state),
+        Some(OperationState::Running)
+    );
+    assert!(store.history_get(&running).expect("history").is_none());
+    assert!(
+        store.get(&kept).expect("get").is_some(),
+        "another epoch's receipt moved"
+    );
+
+    // Refused from now on: new keys, and the retry of the archived request (which would
+    // otherwise find no receipt and dispatch again).
+    for name in ["rk_new", "rk_settled"] {
+        let refused = store
+            .reserve(&request(&key(&epoch, name), json!({"name": name})))
+            .expect_err("retired");
+        assert_eq!(refused.code(), ErrorCode::RetryEpochExpired, "{refused}");
+        assert!(
+            refused.to_string().contains("the person ended"),
+            "{refused}"
+        );
+    }
+    let tombstone = store.retirement(&epoch).expect("read").expect("tombstone");
+    assert_eq!(tombstone.valid_until, setup.clock_now().plus_millis(DAY_MS));
+    assert!(store.retirement(&other).expect("read").is_none());
+    assert_eq!(
+        store
+            .create_retry_epoch(&epoch_record("re_a", setup.clock_now()))
+            .expect_err("a retired epoch is never recorded again")
+            .code(),
+        ErrorCode::Internal
+    );
+    // The room is back, and the feed says which cursors lost events.
+    let after = status(&store);
+    assert_eq!(
+        (
+            after.receipts,
+            after.receipts_remaining,
+            after.history_receipts,
+            after.retired_retry_epochs
+        ),
+        (2, 2, 1, 1)
+    );
+    assert!(store.events_after(0, 10).expect("page").cursor_expired(0));
+    assert!(
+        !store
+            .events_after(cursor, 10)
+            .expect("page")
+            .cursor_expired(cursor)
+    );
+
+    // Once the running receipt settles, a plain reconcile moves it and the epoch's row; the
+    // tombstone stays until the epoch's 24 hours are over.
+    store
+        .transition(
+            &running,
+            OperationState::Running,
+            OperationState::Failed,
+            EffectState::Partial,
+            None,
+        )
+        .expect("fail");
+    let report = store.reconcile(&expired_only()).expect("reconcile");
+    assert_eq!(
+        (
+            report.receipts_archived,
+            report.retry_epochs_removed,
+            report.tombstones_removed
+        ),
+        (1, 1, 0)
+    );
+    assert!(store.retry_epoch(&epoch).expect("epoch").is_none());
+    assert_eq!(
+        store
+            .reserve(&request(&key(&epoch, "rk_late"), json!({})))
+            .expect_err("still retired")
+            .code(),
+        ErrorCode::RetryEpochExpired
+    );
+    setup.clock.advance(Duration::from_secs(24 * 3600));
+    let report = store.reconcile(&expired_only()).expect("reconcile");
+    assert_eq!(report.tombstones_removed, 1);
+    assert_eq!(
+        status(&store).history_receipts,
+        3,
+        "B expired and moved too"
+    );
+    assert_eq!(integrity(&setup.database()), "ok");
+}
+
+#[test]
+fn the_history_is_append_only_and_receipts_never_enter_a_retired_epoch() {
+    let setup = setup();
+    let store = setup.open();
+    let epoch = setup.epoch(&store, "re_a");
+    let id = reserve_new(&store, &epoch, "rk_1");
+    settle(&store, &id);
+    store
+        .reconcile(&retire(RetireSelector::Epoch(epoch.clone())))
+        .expect("retire");
+    drop(store);
+    // The rules hold in SQLite itself, for any writer.
+    let raw = setup.database();
+    assert!(
+        raw.execute("UPDATE receipt_history SET state = 'failed'", [])
+            .is_err()
+    );
+    assert!(raw.execute("DELETE FROM receipt_history", []).is_err());
+    let insert = raw.execute(
+        "INSERT INTO receipts (operation_id, pairing_id, retry_epoch, project_id, tool, request_key, \
+         fingerprint, state, effect_state, created_at, updated_at) VALUES \
+         ('op_raw', 'pr_test', 're_a', '', 'lomi_x', 'rk_raw', 'f', 'queued', 'none', 0, 0)",
+        [],
+    );
+    assert!(insert.is_err(), "a receipt entered a retired epoch");
+    assert_eq!(places(&raw, id.as_str()), (0, 1));
+}
+
+#[test]
+fn idle_means_quiet_and_settled_on_this_instance_or_any_epoch_of_another() {
+    let setup = setup();
+    let store = setup.open();
+    let this = BrokerInstanceId::parse("bi_test").expect("instance");
+    let record = |name: &str, instance: &str| RetryEpochRecord {
+        broker_instance_id: BrokerInstanceId::parse(instance).expect("instance"),
+        ..epoch_record(name, setup.clock_now())
+    };
+    for (name, instance) in [
+        ("re_quiet", "bi_test"),
+        ("re_busy", "bi_test"),
+        ("re_recent", "bi_test"),
+        ("re_old_instance", "bi_before"),
+    ] {
+        assert!(
+            store
+                .create_retry_epoch(&record(name, instance))
+                .expect("epoch")
+        );
+    }
+    let epoch = |name: &str| RetryEpoch::parse(name).expect("epoch");
+    settle(&store, &reserve_new(&store, &epoch("re_quiet"), "rk_1"));
+    let busy = reserve_new(&store, &epoch("re_busy"), "rk_1");
+    reserve_new(&store, &epoch("re_old_instance"), "rk_1");
+    setup.clock.advance(Duration::from_secs(11 * 60));
+    settle(&store, &reserve_new(&store, &epoch("re_recent"), "rk_1"));
+    let idle = IdleRule::new(Some(this.clone()));
+    let names = |report: &lomi_store::ReconcileReport| {
+        let mut names = report
+            .retired
+            .iter()
+            .map(|e| e.retry_epoch.to_string())
+            .collect::<Vec<_>>();
+        names.sort();
+        names
+    };
+    let maintenance = Maintenance {
+        retire: Some(RetireSelector::Idle),
+        idle: idle.clone(),
+    };
+    let preview = store.reconcile_preview(&maintenance).expect("preview");
+    // Quiet for 11 minutes and settled: idle. An unsettled receipt keeps an epoch busy however
+    // old, unless it is another instance's (refused anyway; its receipt stays unsettled).
+    assert_eq!(names(&preview), vec!["re_old_instance", "re_quiet"]);
+    let seen = store.status(&idle).expect("status");
+    assert_eq!(seen.idle_retry_epochs, 2);
+    let usage = &seen.pairings[0];
+    assert_eq!(
+        (
+            usage.live_retry_epochs,
+            usage.idle_retry_epochs,
+            usage.receipts,
+            usage.unsettled_receipts
+        ),
+        (4, 2, 4, 2)
+    );
+    let done = store.reconcile(&maintenance).expect("retire idle");
+    assert_eq!(names(&done), names(&preview));
+    assert_eq!(done.receipts_archived, 1);
+    assert!(store.get(&busy).expect("get").is_some());
+    // Without a running broker every live epoch is idle, but busy ones keep their receipts.
+    let all = store
+        .reconcile(&retire(RetireSelector::Idle))
+        .expect("no broker");
+    assert_eq!(names(&all), vec!["re_busy", "re_recent"]);
+    assert!(
+        store.get(&busy).expect("get").is_some(),
+        "an unsettled receipt moved"
+    );
+    let last = status(&store);
+    assert_eq!((last.retired_retry_epochs, last.idle_retry_epochs), (4, 0));
+}
+
+#[test]
+fn retirement_by_pairing_by_age_and_by_id() {
+    let setup = setup();
+    let store = setup.open();
+    let mine = setup.epoch(&store, "re_mine");
+    setup.clock.advance(Duration::from_secs(3600));
+    let theirs = RetryEpochRecord {
+        pairing_id: PairingId::parse("pr_other").expect("pairing"),
+        ..epoch_record("re_theirs", setup.clock_now())
+    };
+    store.create_retry_epoch(&theirs).expect("epoch");
+    let older = store
+        .reconcile_preview(&retire(RetireSelector::OlderThan(Duration::from_secs(
+            30 * 60,
+        ))))
+        .expect("older");
+    assert_eq!(older.retired.len(), 1);
+    assert_eq!(older.retired[0].retry_epoch, mine);
+    let by_pairing = store
+        .reconcile(&retire(RetireSelector::Pairing(
+            PairingId::parse("pr_other").expect("pairing"),
+        )))
+        .expect("pairing");
+    assert_eq!(by_pairing.retired.len(), 1);
+    assert_eq!(by_pairing.retired[0].retry_epoch, theirs.retry_epoch);
+    // Retiring again is a no-op; an unknown id is NOT_FOUND.
+    let again = store
+        .reconcile(&retire(RetireSelector::Epoch(theirs.retry_epoch.clone())))
+        .expect("again");
+    assert!(again.retired.is_empty());
+    assert_eq!(
+        store
+            .reconcile(&retire(RetireSelector::Epoch(
+                RetryEpoch::parse("re_unknown").expect("epoch")
+            )))
+            .expect_err("unknown")
+            .code(),
+        ErrorCode::NotFound
+    );
+    assert!(store.retirement(&mine).expect("read").is_none());
+}
+
+#[test]
+fn warnings_at_75_and_90_percent_of_either_cap() {
+    use lomi_store::WarningLevel;
+    let cases = [
+        (0, WarningLevel::None),
+        (74, WarningLevel::None),
+        (75, WarningLevel::Warning),
+        (89, WarningLevel::Warning),
+        (90, WarningLevel::Critical),
+        (99, WarningLevel::Critical),
+        (100, WarningLevel::Full),
+    ];
+    for (used, level) in cases {
+        assert_eq!(WarningLevel::of(used, 100), level, "{used} of 100");
+    }
+    assert_eq!(WarningLevel::of(3_072, 4_096), WarningLevel::Warning);
+    assert_eq!(WarningLevel::of(3_687, 4_096), WarningLevel::Critical);
+    let setup = setup();
+    let store = setup.open_with(small_caps(100, 4)).expect("open");
+    for name in ["re_a", "re_b", "re_c"] {
+        setup.epoch(&store, name);
+    }
+    // 3 of 4 epochs is 75 %: the status warns even though receipts are empty.
+    let status = status(&store);
+    assert_eq!(
+        (
+            status.warning,
+            status.retry_epochs_remaining,
+            status.receipts_remaining
+        ),
+        (WarningLevel::Warning, 1, 100)
+    );
+}
+
+#[test]
+fn at_the_cap_retiring_idle_epochs_lets_work_go_on() {
+    let setup = setup();
+    let store = setup.open_with(small_caps(64, 8)).expect("open");
+    let looping = setup.epoch(&store, "re_loop");
+    for index in 0..64 {
+        settle(
+            &store,
+            &reserve_new(&store, &looping, &format!("rk_{index}")),
+        );
+    }
+    let full = store
+        .reserve(&request(&key(&looping, "rk_64"), json!({})))
+        .expect_err("full");
+    assert_eq!(full.code(), ErrorCode::ResourceExhausted);
+    assert!(
+        full.to_string()
+            .contains("lomi store reconcile --retire idle"),
+        "{full}"
+    );
+    assert_eq!(status(&store).warning, lomi_store::WarningLevel::Full);
+    // Nothing has expired: the old reconcile freed nothing. Retiring does.
+    assert_eq!(
+        store
+            .reconcile(&expired_only())
+            .expect("reconcile")
+            .receipts_archived,
+        0
+    );
+    let report = store
+        .reconcile(&retire(RetireSelector::Idle))
+        .expect("retire idle");
+    assert_eq!(report.receipts_archived, 64);
+    let fresh = setup.epoch(&store, "re_fresh");
+    settle(&store, &reserve_new(&store, &fresh, "rk_0"));
+    let status = status(&store);
+    assert_eq!((status.receipts, status.history_receipts), (1, 64));
+    assert_eq!(store.history_list(10, 0).expect("list").len(), 10);
+    let mut seen = 0;
+    let mut after = 0;
+    loop {
+        let page = store.history_after(after, 25).expect("export");
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        seen += page.len();
+    }
+    assert_eq!(seen, 64);
+}
+
+#[test]
+fn a_retirement_racing_reservations_under_the_same_epoch_never_admits_one_after_it() {
+    const THREADS: usize = 8;
+    let rounds = if slow_tests() { 20 } else { 4 };
+    for round in 0..rounds {
+        let setup = setup();
+        let store = Arc::new(setup.open());
+        let epoch = setup.epoch(&store, &format!("re_race_{round}"));
+        let retired = Arc::new(std::sync::OnceLock::<std::time::Instant>::new());
+        let barrier = Arc::new(std::sync::Barrier::new(THREADS + 1));
+        let workers: Vec<_> = (0..THREADS)
+            .map(|thread| {
+                let (store, epoch, retired, barrier) = (
+                    store.clone(),
+                    epoch.clone(),
+                    retired.clone(),
+                    barrier.clone(),
+                );
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let mut created = Vec::new();
+                    let mut refused = 0;
+                    for index in 0..400 {
+                        let started = std::time::Instant::now();
+                        let name = format!("rk_{thread}_{index}");
+                        match store.reserve(&request(&key(&epoch, &name), json!({}))) {
+                            Ok(reservation) => {
+                                assert!(reservation.created);
+                                if let Some(at) = retired.get() {
+                                    assert!(
+                                        started < *at,
+                                        "{name} was admitted after the retirement returned"
+                                    );
+                                }
+                                let id = reservation.receipt.operation_id;
+                                if index % 2 == 0 {
+                                    settle(&store, &id);
+                                }
+                                created.push(id);
+                            }
+                            Err(error) => {
+                                assert_eq!(error.code(), ErrorCode::RetryEpochExpired, "{error}");
+                                refused += 1;
+                                if refused == 5 {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    (created, refused)
+                })
+            })
+            .collect();
+        barrier.wait();
+        std::thread::sleep(Duration::from_micros(rand::random_range(0..20_000)));
+        let report = store
+            .reconcile(&retire(RetireSelector::Epoch(epoch.clone())))
+            .expect("retire");
+        let _set = retired.set(std::time::Instant::now());
+        let mut created = Vec::new();
+        for worker in workers {
+            let (ids, refused) = worker.join().expect("worker");
+            assert_eq!(refused, 5, "a worker was never refused");
+            created.extend(ids);
+        }
+        // Every receipt under the epoch existed when the retirement committed: the report
+        // counted exactly the ones that were admitted.
+        assert_eq!(report.retired.len(), 1);
+        assert_eq!(
+            report.retired[0].receipts,
+            created.len() as u64,
+            "round {round}: a reservation slipped in after the retirement"
+        );
+        let raw = setup.database();
+        for id in &created {
+            let (live, history) = places(&raw, id.as_str());
+            assert_eq!(live + history, 1, "{id} is in {live} + {history} places");
+        }
+        let total: i64 = raw
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM receipts WHERE retry_epoch = ?1) + \
+                 (SELECT COUNT(*) FROM receipt_history WHERE retry_epoch = ?1)",
+                [epoch.as_str()],
+                |r| r.get(0),
+            )
+            .expect("total");
+        assert_eq!(total, created.len() as i64);
+    }
+}
+
+// ---- Crashes during retirement: a child SIGKILLed while it retires and archives ----
+
+const RETIRE_EPOCHS: usize = 4;
+const RETIRE_RECEIPTS: usize = 12;
+
+/// The child side: sets up a few epochs with receipts (some left unsettled), then retires them
+/// one by one and finally every idle one; logs each step after it returned.
+#[test]
+fn retire_crash_child() {
+    let Ok(data_dir) = std::env::var("LOMI_RETIRE_CHILD_DIR") else {
+        return;
+    };
+    let logs = PathBuf::from(std::env::var("LOMI_RETIRE_LOG_DIR").expect("log dir"));
+    let run = std::env::var("LOMI_RETIRE_RUN").expect("run");
+    let store = Store::open(
+        Path::new(&data_dir),
+        Arc::new(SystemClock),
+        StoreOptions::default(),
+    )
+    .expect("child open");
+    println!("progress opened");
+    let mut epochs = Vec::new();
+    for e in 0..RETIRE_EPOCHS {
+        let name = format!("re_r{run}_{e}");
+        store
+            .create_retry_epoch(&epoch_record(&name, SystemClock.now()))
+            .expect("child epoch");
+        let epoch = RetryEpoch::parse(name.as_str()).expect("epoch");
+        for index in 0..RETIRE_RECEIPTS {
+            let id = store
+                .reserve(&request(&key(&epoch, &format!("rk_{index}")), json!({})))
+                .expect("child reserve")
+                .receipt
+                .operation_id;
+            append_synced(&logs.join("reserved.log"), &format!("reserved {name} {id}"));
+            if index % 3 != 0 {
+                settle(&store, &id);
+            }
+        }
+        epochs.push(epoch);
+        println!("progress epoch");
+    }
+    for epoch in &epochs {
+        store
+            .reconcile(&retire(RetireSelector::Epoch(epoch.clone())))
+            .expect("child retire");
+        append_synced(&logs.join("retired.log"), &format!("retired {epoch} -"));
+        println!("progress retired");
+    }
+    let report = store
+        .reconcile(&retire(RetireSelector::Idle))
+        .expect("child retire idle");
+    for epoch in report.retired {
+        append_synced(
+            &logs.join("retired.log"),
+            &format!("retired {} -", epoch.retry_epoch),
+        );
+    }
+    println!("progress idle");
+}
+
+#[test]
+fn a_kill_during_retirement_loses_no_receipt_and_no_tombstone() {
+    if std::env::var("LOMI_RETIRE_CHILD_DIR").is_ok() {
+        return;
+    }
+    let iterations = if slow_tests() { 200 } else { 20 };
+    let setup = setup();
+    let logs = setup.dir.path().to_path_buf();
+    let executable = std::env::current_exe().expect("test binary");
+    let steps = 1 + RETIRE_EPOCHS * 2 + 1;
+    for iteration in 0..iterations {
+        let stderr_path = logs.join(format!("retire-child-{iteration}.stderr"));
+        let mut child = Command::new(&executable)
+            .args([
+                "--exact",
+                "retire_crash_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("LOMI_RETIRE_CHILD_DIR", setup.data_dir())
+            .env("LOMI_RETIRE_LOG_DIR", &logs)
+            .env("LOMI_RETIRE_RUN", iteration.to_string())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
+            .spawn()
+            .expect("spawn child");
+        // Most kills land in the retirement half, where the transactions are largest.
+        let target = if rand::random_bool(0.75) {
+            rand::random_range(1 + RETIRE_EPOCHS..=steps)
+        } else {
+            rand::random_range(1..=steps)
+        };
+        let stdout = child.stdout.take().expect("child stdout");
+        let mut progress = 0;
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("child line");
+            // The first line follows libtest's "test retire_crash_child ... " on the same line.
+            if line.contains("progress ") {
+                progress += 1;
+                if progress == target {
+                    break;
+                }
+            }
+        }
+        if progress < target {
+            let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            panic!("child {iteration} ended after {progress} of {target} steps; stderr:\n{stderr}");
+        }
+        std::thread::sleep(Duration::from_micros(rand::random_range(0..3_000)));
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reap child");
+        drop_torn_tail(&logs.join("reserved.log"));
+        drop_torn_tail(&logs.join("retired.log"));
+
+        let raw = setup.database();
+        assert_eq!(integrity(&raw), "ok", "iteration {iteration}");
+        // Every receipt the child saw reserved is in exactly one place.
+        for (epoch, id) in log_lines(&logs.join("reserved.log")) {
+            let (live, history) = places(&raw, &id);
+            assert_eq!(
+                live + history,
+                1,
+                "iteration {iteration}: {id} of {epoch} is in {live} live + {history} history"
+            );
+        }
+        let both: i64 = raw
+            .query_row(
+                "SELECT COUNT(*) FROM receipts r JOIN receipt_history h USING (operation_id)",
+                [],
+                |r| r.get(0),
+            )
+            .expect("overlap");
+        assert_eq!(both, 0, "iteration {iteration}: receipts in both places");
+        // Only settled receipts of ended epochs are in the history.
+        let strays: i64 = raw
+            .query_row(
+                "SELECT COUNT(*) FROM receipt_history h WHERE h.state NOT IN \
+                 ('succeeded', 'failed', 'cancelled', 'outcome_unknown') OR NOT EXISTS \
+                 (SELECT 1 FROM retired_epochs t WHERE t.retry_epoch = h.retry_epoch)",
+                [],
+                |r| r.get(0),
+            )
+            .expect("strays");
+        assert_eq!(
+            strays, 0,
+            "iteration {iteration}: history rows of a live epoch"
+        );
+        drop(raw);
+
+        let store = Store::open(
+            &setup.data_dir(),
+            Arc::new(SystemClock),
+            StoreOptions::default(),
+        )
+        .expect("reopen");
+        // No tombstone lost, and no retired epoch valid: each refuses a new reservation.
+        for (epoch, _) in log_lines(&logs.join("retired.log")) {
+            let epoch = RetryEpoch::parse(epoch.as_str()).expect("epoch");
+            assert!(
+                store.retirement(&epoch).expect("read").is_some(),
+                "iteration {iteration}: the tombstone of {epoch} was lost"
+            );
+        }
+        let raw = setup.database();
+        let mut statement = raw
+            .prepare("SELECT retry_epoch FROM retired_epochs")
+            .expect("tombstones");
+        let tombstones: Vec<String> = statement
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        for epoch in tombstones {
+            let epoch = RetryEpoch::parse(epoch.as_str()).expect("epoch");
+            let refused = store
+                .reserve(&request(&key(&epoch, "rk_after_kill"), json!({})))
+                .expect_err("a retired epoch admitted a reservation");
+            assert_eq!(refused.code(), ErrorCode::RetryEpochExpired);
+        }
+    }
 }

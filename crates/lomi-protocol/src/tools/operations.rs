@@ -180,8 +180,25 @@ pub struct StoreStatusView {
     pub expired_retry_epochs: u64,
     pub oldest_receipt_at: Option<Timestamp>,
     pub oldest_retry_epoch_at: Option<Timestamp>,
+    /// New receipts the store admits before RESOURCE_EXHAUSTED.
+    pub receipts_remaining: u64,
+    /// New retry epochs (lomi_connect calls) the store admits before RESOURCE_EXHAUSTED.
+    pub retry_epochs_remaining: u64,
+    /// How full the fuller of the two caps is.
+    pub warning_level: StoreWarningLevel,
     /// What to do when a cap is near: maintenance needs the person.
     pub maintenance: String,
+}
+
+/// `none` below 75 % of both caps, `warning` at 75 % of either, `critical` at 90 %, `full` at a
+/// cap (new operations or connections answer RESOURCE_EXHAUSTED).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreWarningLevel {
+    None,
+    Warning,
+    Critical,
+    Full,
 }
 
 impl From<OperationError> for ToolError {
