@@ -126,3 +126,58 @@ async def test_paths_never_leave_the_project(lomi, workspaces, mcp, tmp_path, pa
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
     assert (outside / "secret.txt").read_text() == "keep out\n"
     assert not (tmp_path / "outside.txt").exists()
+
+
+async def test_folders_are_made_on_request_and_compared_by_revision(lomi, workspaces, mcp, tmp_path):
+    """An agent can build a tree in an empty project: a missing folder says how to make it,
+    createParents and lomi_dir_create make folders, and a stale folder revision is refused."""
+    a, _ = workspaces
+    project = tmp_path / "project-a"
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as agent:
+        ws = a["workspaceId"]
+        epoch = (await agent.connect(ws))["retryEpoch"]
+
+        async def run(tool, key, **arguments):
+            answer = await agent.ok(tool, dict(arguments, workspaceId=ws, retryEpoch=epoch, requestKey=key))
+            return await agent.settle(answer["operationId"])
+
+        missing = await run("lomi_file_create", "f1", path="a/b/c.txt", text="deep\n")
+        assert (missing["state"], missing["effectState"], missing["error"]["code"]) == ("failed", "none", "NOT_FOUND"), dump(missing)
+        assert "lomi_dir_create" in missing["error"]["message"] and "createParents" in missing["error"]["message"], dump(missing)
+        assert not (project / "a").exists()
+
+        made = await run("lomi_file_create", "f2", path="a/b/c.txt", text="deep\n", createParents=True)
+        assert made["state"] == "succeeded", dump(made)
+        assert (project / "a/b/c.txt").read_bytes() == b"deep\n"
+
+        folder = await run("lomi_dir_create", "d1", path="docs")
+        assert folder["state"] == "succeeded" and folder["result"]["path"] == "docs", dump(folder)
+        assert (project / "docs").is_dir()
+        listed = await agent.ok("lomi_dir_list", {"workspaceId": ws, "path": "docs"})
+        assert listed["directoryRevision"] == folder["result"]["directoryRevision"], dump(listed)
+        twice = await run("lomi_dir_create", "d2", path="docs")
+        assert (twice["state"], twice["error"]["code"]) == ("failed", "REVISION_MISMATCH"), dump(twice)
+        nested = await run("lomi_dir_create", "d3", path="x/y/z", createParents=True)
+        assert nested["state"] == "succeeded" and (project / "x/y/z").is_dir(), dump(nested)
+
+        # Compare-and-set on the folder: the revision seen in a listing, then someone adds a file.
+        seen = listed["directoryRevision"]
+        first = await run("lomi_file_create", "p1", path="docs/one.md", text="1\n", expectedParentRevision=seen)
+        assert first["state"] == "succeeded", dump(first)
+        stale = await run("lomi_file_create", "p2", path="docs/two.md", text="2\n", expectedParentRevision=seen)
+        assert (stale["state"], stale["effectState"], stale["error"]["code"]) == ("failed", "none", "REVISION_MISMATCH"), dump(stale)
+        assert not (project / "docs/two.md").exists()
+
+        moved = await run("lomi_file_rename", "r1", **{"from": "docs/one.md", "to": "archive/2026/one.md", "createParents": True})
+        assert moved["state"] == "succeeded", dump(moved)
+        assert (project / "archive/2026/one.md").read_bytes() == b"1\n"
+        # Nothing outside the project: a folder path may not climb out, by `..` or a symlink.
+        outside = tmp_path / "outside-dirs"
+        outside.mkdir()
+        os.symlink(outside, project / "link")
+        for key, path in (("esc1", "../outside-dirs/new"), ("esc2", "link/new/deeper")):
+            escaped = await run("lomi_dir_create", key, path=path, createParents=True)
+            assert (escaped["state"], escaped["effectState"]) == ("failed", "none"), dump(escaped)
+            assert escaped["error"]["code"] == "INVALID_ARGUMENT", dump(escaped)
+        assert list(outside.iterdir()) == []

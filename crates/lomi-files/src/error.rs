@@ -11,6 +11,11 @@ pub enum FilesError {
     /// Nothing exists at the path (or a parent directory is missing).
     #[error("{0} does not exist; list its directory to see what is there")]
     NotFound(String),
+    /// The folder a new entry would go in does not exist.
+    #[error(
+        "the folder {parent} does not exist (for {path}); create it with lomi_dir_create, or pass createParents: true"
+    )]
+    ParentMissing { path: String, parent: String },
     /// The file changed since it was observed; `current` is its revision now.
     #[error("the file changed since it was read (current revision {current}); read it again")]
     RevisionMismatch { current: String },
@@ -47,7 +52,7 @@ impl FilesError {
             | FilesError::NotAFile(_)
             | FilesError::NotADirectory(_)
             | FilesError::DirectoryNotEmpty(_) => ErrorCode::InvalidArgument,
-            FilesError::NotFound(_) => ErrorCode::NotFound,
+            FilesError::NotFound(_) | FilesError::ParentMissing { .. } => ErrorCode::NotFound,
             // "Create" is a write that expects no file: an existing one is a revision conflict.
             FilesError::RevisionMismatch { .. } | FilesError::AlreadyExists(_) => {
                 ErrorCode::RevisionMismatch

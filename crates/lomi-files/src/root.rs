@@ -13,6 +13,7 @@ use rustix::io::Errno;
 use sha2::{Digest, Sha256};
 
 use crate::content::{Encoding, LineEndings, Sniffer};
+use crate::listing::read_entries;
 use crate::{FilesError, paths};
 
 /// Temp files of in-flight writes are named `<TEMP_PREFIX><pid>.<counter>` in the target's
@@ -391,7 +392,7 @@ impl ProjectRoot {
     /// - Concurrent Lomi writers are serialized by an exclusive `flock` on the existing file, so
     ///   of two writes expecting the same revision exactly one succeeds. Programs that do not take
     ///   the lock (an editor) are not held off between the check and the rename.
-    /// - Parent directories are not created.
+    /// - Parent directories are not created here (`ParentMissing`); see [`ProjectRoot::create_dir`].
     pub fn write(
         &self,
         rel: &str,
@@ -405,7 +406,7 @@ impl ProjectRoot {
                 size: bytes.len(),
             });
         }
-        let parent = open_dir(self.fd(), &path.parent, rel)?;
+        let parent = self.open_parent(&path, rel)?;
         let parent = parent.as_fd();
         // Held until after the rename, so a second writer waits and then sees the new file.
         let locked = match &expected {
@@ -473,7 +474,7 @@ impl ProjectRoot {
         let source = paths::file(from)?;
         let target = paths::file(to)?;
         let source_dir = open_dir(self.fd(), &source.parent, from)?;
-        let target_dir = open_dir(self.fd(), &target.parent, to)?;
+        let target_dir = self.open_parent(&target, to)?;
         let locked = match expected_from {
             Some(revision) => {
                 let mut locked = lock_existing(source_dir.as_fd(), source.name, from)?;
@@ -498,6 +499,71 @@ impl ProjectRoot {
         fsync_dir(source_dir.as_fd(), from)?;
         drop(locked);
         Ok(())
+    }
+
+    /// The folder a file path goes in; a missing one is `ParentMissing`, which says how to make it.
+    fn open_parent(&self, path: &paths::FilePath<'_>, rel: &str) -> Result<OwnedFd, FilesError> {
+        open_dir(self.fd(), &path.parent, rel).map_err(|error| match error {
+            FilesError::NotFound(_) => FilesError::ParentMissing {
+                path: rel.to_owned(),
+                parent: path.parent.clone(),
+            },
+            other => other,
+        })
+    }
+
+    /// Creates the directory `rel`, which must not exist yet (`AlreadyExists`). With `parents`,
+    /// each missing directory above it is created first; without, a missing one is
+    /// `ParentMissing`. Every directory is made one name at a time inside a parent opened
+    /// beneath the root, so nothing is created outside it.
+    pub fn create_dir(&self, rel: &str, parents: bool) -> Result<(), FilesError> {
+        let path = paths::file(rel)?;
+        if parents {
+            self.create_parents(rel)?;
+        }
+        let parent = self.open_parent(&path, rel)?;
+        rustix::fs::mkdirat(&parent, path.name, Mode::from_raw_mode(0o777))
+            .map_err(|errno| resolve_error("create", rel, errno))?;
+        fsync_dir(parent.as_fd(), rel)
+    }
+
+    /// Creates each missing directory above the entry `rel` (not `rel` itself).
+    pub fn create_parents(&self, rel: &str) -> Result<(), FilesError> {
+        let path = paths::file(rel)?;
+        if path.parent == "." {
+            return Ok(());
+        }
+        let parts: Vec<&str> = path.parent.split('/').collect();
+        for depth in 1..=parts.len() {
+            let here = parts[..depth].join("/");
+            match open_dir(self.fd(), &here, rel) {
+                Ok(_) => continue,
+                Err(FilesError::NotFound(_)) => {}
+                Err(other) => return Err(other),
+            }
+            let above = if depth == 1 {
+                ".".to_owned()
+            } else {
+                parts[..depth - 1].join("/")
+            };
+            let above = open_dir(self.fd(), &above, rel)?;
+            match rustix::fs::mkdirat(&above, parts[depth - 1], Mode::from_raw_mode(0o777)) {
+                // Made meanwhile by someone else: as good, if it is a directory (checked when
+                // the next step opens it).
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(errno) => return Err(resolve_error("create", &here, errno)),
+            }
+            fsync_dir(above.as_fd(), &here)?;
+        }
+        Ok(())
+    }
+
+    /// The directory revision of the folder an entry `rel` is (or would be) in, as
+    /// [`ProjectRoot::list`] gives it.
+    pub fn parent_revision(&self, rel: &str) -> Result<String, FilesError> {
+        let path = paths::file(rel)?;
+        let parent = self.open_parent(&path, rel)?;
+        read_entries(parent, rel).map(|(_, revision)| revision)
     }
 
     /// Deletes a regular file whose disk revision is `expected`, or an empty directory whose

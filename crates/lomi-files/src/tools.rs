@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use base64::Engine;
 use lomi_broker::{Broker, Confirmation, EffectContext, EffectOutcome, Mutation, Permit};
 use lomi_protocol::tools::files::{
-    DirEntryView, DirListInput, DirListView, FileChanged, FileCreateInput, FileDeleteInput,
-    FileReadInput, FileReadView, FileRenameInput, FileWriteInput,
+    DirCreateInput, DirCreated, DirEntryView, DirListInput, DirListView, FileChanged,
+    FileCreateInput, FileDeleteInput, FileReadInput, FileReadView, FileRenameInput, FileWriteInput,
 };
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::{EffectState, PairingId, ProjectId, Tool, ToolError, WorkspaceId};
@@ -143,17 +143,48 @@ impl ProjectChange<'_> {
     }
 }
 
+/// What a change expects of the folder its new entry goes in.
+#[derive(Default)]
+struct Folder {
+    /// Create the missing folders above the entry first.
+    create_parents: bool,
+    /// The folder's `directoryRevision` as the agent saw it.
+    expected_revision: Option<String>,
+}
+
+impl Folder {
+    /// Checks the folder's revision (if one is expected), then makes the missing folders.
+    fn prepare(self, root: &ProjectRoot, path: &str) -> Result<(), FilesError> {
+        if let Some(expected) = self.expected_revision {
+            let current = root.parent_revision(path)?;
+            if current != expected {
+                return Err(FilesError::RevisionMismatch { current });
+            }
+        }
+        if self.create_parents {
+            root.create_parents(path)?;
+        }
+        Ok(())
+    }
+}
+
 /// What one file mutation does, run inside its operation.
 enum Change {
     Write {
         path: String,
         bytes: Vec<u8>,
         expected: Expected,
+        folder: Folder,
+    },
+    CreateDir {
+        path: String,
+        folder: Folder,
     },
     Rename {
         from: String,
         to: String,
         expected: Option<String>,
+        folder: Folder,
     },
     Delete {
         path: String,
@@ -263,6 +294,7 @@ impl ProjectFiles {
             path: input.path.clone(),
             bytes,
             expected: Expected::Revision(input.expected_disk_revision.clone()),
+            folder: Folder::default(),
         };
         let revision = Some(input.expected_disk_revision.clone());
         self.mutate(
@@ -291,6 +323,10 @@ impl ProjectFiles {
             path: input.path.clone(),
             bytes,
             expected: Expected::Absent,
+            folder: Folder {
+                create_parents: input.create_parents.unwrap_or(false),
+                expected_revision: input.expected_parent_revision.clone(),
+            },
         };
         self.mutate(
             caller,
@@ -317,12 +353,46 @@ impl ProjectFiles {
             from: input.from.clone(),
             to: input.to.clone(),
             expected: input.expected_disk_revision.clone(),
+            folder: Folder {
+                create_parents: input.create_parents.unwrap_or(false),
+                expected_revision: None,
+            },
         };
         let revision = input.expected_disk_revision.clone();
         self.mutate(
             caller,
             ProjectChange {
                 tool: Tool::FileRename,
+                workspace: &input.workspace_id,
+                project: input.project_id.as_ref(),
+                retry_epoch: &input.retry_epoch,
+                request_key: &input.request_key,
+                payload: to_value(&input),
+                revision,
+            },
+            change,
+        )
+        .await
+    }
+
+    /// `lomi_dir_create`.
+    pub async fn create_dir(
+        &self,
+        caller: &PairingId,
+        input: DirCreateInput,
+    ) -> Result<OperationView, ToolError> {
+        let change = Change::CreateDir {
+            path: input.path.clone(),
+            folder: Folder {
+                create_parents: input.create_parents.unwrap_or(false),
+                expected_revision: input.expected_parent_revision.clone(),
+            },
+        };
+        let revision = input.expected_parent_revision.clone();
+        self.mutate(
+            caller,
+            ProjectChange {
+                tool: Tool::DirCreate,
                 workspace: &input.workspace_id,
                 project: input.project_id.as_ref(),
                 retry_epoch: &input.retry_epoch,
@@ -398,39 +468,57 @@ impl ProjectFiles {
     }
 }
 
-fn apply(root: &std::path::Path, change: Change) -> Result<FileChanged, FilesError> {
+fn apply(root: &std::path::Path, change: Change) -> Result<Value, FilesError> {
     let root = ProjectRoot::open(root)?;
-    match change {
+    let changed = match change {
         Change::Write {
             path,
             bytes,
             expected,
+            folder,
         } => {
+            folder.prepare(&root, &path)?;
             let written = root.write(&path, &bytes, expected)?;
-            Ok(FileChanged {
+            FileChanged {
                 path,
                 disk_revision: Some(written.disk_revision),
                 size: Some(written.size),
-            })
+            }
         }
-        Change::Rename { from, to, expected } => {
+        Change::CreateDir { path, folder } => {
+            folder.prepare(&root, &path)?;
+            root.create_dir(&path, false)?;
+            let listed = root.list(&path, 0, 0)?;
+            return Ok(to_value(&DirCreated {
+                path,
+                directory_revision: listed.directory_revision,
+            }));
+        }
+        Change::Rename {
+            from,
+            to,
+            expected,
+            folder,
+        } => {
+            folder.prepare(&root, &to)?;
             root.rename(&from, &to, expected)?;
             // The rename has happened: whatever the read-back finds (a directory, a symlink),
             // the operation reports the change, never "nothing changed".
             let read = root.read(&to, Some((0, 0)), 0).ok();
-            Ok(FileChanged {
+            FileChanged {
                 path: to,
                 disk_revision: read.as_ref().map(|r| r.disk_revision.clone()),
                 size: read.map(|r| r.size),
-            })
+            }
         }
         Change::Delete { path, expected } => {
             root.delete(&path, &expected)?;
-            Ok(FileChanged {
+            FileChanged {
                 path,
                 disk_revision: None,
                 size: None,
-            })
+            }
         }
-    }
+    };
+    Ok(to_value(&changed))
 }

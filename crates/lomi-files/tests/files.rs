@@ -92,7 +92,7 @@ fn outcome<T>(result: Result<T, FilesError>) -> &'static str {
     match result {
         Ok(_) => "ok",
         Err(FilesError::Escape(_)) => "escape",
-        Err(FilesError::NotFound(_)) => "not_found",
+        Err(FilesError::NotFound(_) | FilesError::ParentMissing { .. }) => "not_found",
         Err(FilesError::NotAFile(_)) => "not_a_file",
         Err(FilesError::NotADirectory(_)) => "not_a_directory",
         Err(FilesError::AlreadyExists(_)) => "already_exists",

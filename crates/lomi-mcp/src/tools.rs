@@ -18,7 +18,8 @@ use lomi_protocol::tools::editor::{
     EditorCloseInput, EditorEditInput, EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
 };
 use lomi_protocol::tools::files::{
-    DirListInput, FileCreateInput, FileDeleteInput, FileReadInput, FileRenameInput, FileWriteInput,
+    DirCreateInput, DirListInput, FileCreateInput, FileDeleteInput, FileReadInput, FileRenameInput,
+    FileWriteInput,
 };
 use lomi_protocol::tools::git::{
     GitBranchInput, GitCommitInput, GitDiffInput, GitStageInput, GitStatusInput,
@@ -212,6 +213,10 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
         },
         LomiTool::FileRename => match strict::decode::<FileRenameInput>(name, arguments) {
             Ok(input) => answer(files.rename(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::DirCreate => match strict::decode::<DirCreateInput>(name, arguments) {
+            Ok(input) => answer(files.create_dir(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
         LomiTool::FileDelete => match strict::decode::<FileDeleteInput>(name, arguments) {

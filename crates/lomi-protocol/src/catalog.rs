@@ -23,8 +23,8 @@ use crate::tools::editor::{
     EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
 };
 use crate::tools::files::{
-    DirListInput, DirListView, FileCreateInput, FileDeleteInput, FileReadInput, FileReadView,
-    FileRenameInput, FileWriteInput,
+    DirCreateInput, DirListInput, DirListView, FileCreateInput, FileDeleteInput, FileReadInput,
+    FileReadView, FileRenameInput, FileWriteInput,
 };
 use crate::tools::git::{
     GitBranchInput, GitCommitInput, GitDiffInput, GitDiffView, GitStageInput, GitStatusInput,
@@ -99,6 +99,7 @@ tool_table! {
     FileCreate => "lomi_file_create",
     FileRename => "lomi_file_rename",
     FileDelete => "lomi_file_delete",
+    DirCreate => "lomi_dir_create",
     DirList => "lomi_dir_list",
     EditorOpen => "lomi_editor_open",
     EditorEdit => "lomi_editor_edit",
@@ -400,7 +401,9 @@ impl Tool {
                 "Create a file",
                 Mutation,
                 MUTATION,
-                "Creates a new file in an existing directory of the project; fails if the path exists.",
+                "Creates a new file in the project; an existing path is REVISION_MISMATCH. A missing folder is \
+             NOT_FOUND unless createParents: true; expectedParentRevision (the folder's directoryRevision) \
+             creates only if the folder is as you saw it.",
             ),
             Tool::FileRename => ToolSpec::new::<FileRenameInput, OperationView>(
                 tool,
@@ -422,6 +425,15 @@ impl Tool {
                 },
                 "Deletes a file (by its diskRevision) or an empty directory (by its directoryRevision). Waits for \
              the person's decision (awaiting_user) unless they turned that off. Cannot be undone.",
+            ),
+            Tool::DirCreate => ToolSpec::new::<DirCreateInput, OperationView>(
+                tool,
+                "Create a folder",
+                Mutation,
+                MUTATION,
+                "Makes a folder in the project (with createParents, the missing folders above it too), \
+             optionally only if the folder it goes in is at expectedParentRevision. An existing path is \
+             REVISION_MISMATCH. Returns the operation; its result holds the new directoryRevision.",
             ),
             Tool::DirList => ToolSpec::new::<DirListInput, DirListView>(
                 tool,

@@ -67,6 +67,12 @@ pub struct FileCreateInput {
     pub path: String,
     pub text: Option<String>,
     pub base64: Option<String>,
+    /// Create the missing folders above the file first (default false: a missing folder is
+    /// NOT_FOUND, and says so).
+    pub create_parents: Option<bool>,
+    /// The `directoryRevision` of the file's folder from lomi_dir_list: create only if the
+    /// folder is as you saw it (else REVISION_MISMATCH with the current one).
+    pub expected_parent_revision: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
 }
@@ -81,6 +87,8 @@ pub struct FileRenameInput {
     pub to: String,
     /// The source file's `diskRevision`, to rename only what you saw.
     pub expected_disk_revision: Option<String>,
+    /// Create the missing folders above `to` first (default false).
+    pub create_parents: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
 }
@@ -96,6 +104,32 @@ pub struct FileDeleteInput {
     pub expected_revision: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
+}
+
+/// `lomi_dir_create` input: makes a folder that does not exist yet.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DirCreateInput {
+    pub workspace_id: WorkspaceId,
+    pub project_id: Option<ProjectId>,
+    /// The new folder, relative to the project root.
+    pub path: String,
+    /// Create the missing folders above it too (default false).
+    pub create_parents: Option<bool>,
+    /// The `directoryRevision` of the folder it goes in, from lomi_dir_list: create only if
+    /// that folder is as you saw it.
+    pub expected_parent_revision: Option<String>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of lomi_dir_create.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DirCreated {
+    pub path: String,
+    /// The new folder's `directoryRevision` (it is empty).
+    pub directory_revision: String,
 }
 
 /// The confirmed result of a write, create, rename or delete.
