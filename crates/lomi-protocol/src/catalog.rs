@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::schema::{input_schema, output_schema};
+use crate::schema::{input_schema, operation_schema, output_schema};
 use crate::tools::NoArguments;
 use crate::tools::android::{
     AndroidAttachInput, AndroidCaptureInput, AndroidCaptureView, AndroidDetachInput,
@@ -211,6 +211,26 @@ impl ToolSpec {
         }
     }
 
+    /// A mutation: its output is the operation, whose `result` is `R` once it succeeded (or
+    /// `{details}` of a failure, or null while it runs).
+    fn operation<I: schemars::JsonSchema, R: schemars::JsonSchema>(
+        tool: Tool,
+        title: &'static str,
+        annotations: Annotations,
+        description: &'static str,
+    ) -> Self {
+        ToolSpec {
+            output_schema: operation_schema::<R>(),
+            ..ToolSpec::new::<I, OperationView>(
+                tool,
+                title,
+                ToolKind::Mutation,
+                annotations,
+                description,
+            )
+        }
+    }
+
     /// The tool as the catalog JSON and `tools/list` show it.
     pub fn to_json(&self) -> Value {
         serde_json::json!({
@@ -270,10 +290,12 @@ impl Tool {
              instance only). Pass retryEpoch and your own requestKey to every mutation; keep both to look \
              a receipt up after a lost reply.",
             ),
-            Tool::WorkspaceUpdate => ToolSpec::new::<WorkspaceUpdateInput, OperationView>(
+            Tool::WorkspaceUpdate => ToolSpec::operation::<
+                WorkspaceUpdateInput,
+                crate::tools::session::WorkspaceUpdateResult,
+            >(
                 tool,
                 "Update a workspace",
-                Mutation,
                 MUTATION,
                 "Renames a workspace or reorders its panels, compared and swapped by expectedRevision \
              (REVISION_MISMATCH carries the current revision). Returns the operation; its confirmed result \
@@ -306,16 +328,17 @@ impl Tool {
                 "A bounded page of operation state changes of this connection, after a cursor. A page may be \
              empty: continue with nextCursor. Metadata only; not proof of effect.",
             ),
-            Tool::TerminalCreate => ToolSpec::new::<TerminalCreateInput, OperationView>(
-                tool,
-                "Create a terminal",
-                Mutation,
-                MUTATION,
-                "Starts a real terminal (the person's shell, or argv) in a project directory as a new panel, \
+            Tool::TerminalCreate => {
+                ToolSpec::operation::<TerminalCreateInput, crate::tools::terminal::TerminalCreated>(
+                    tool,
+                    "Create a terminal",
+                    MUTATION,
+                    "Starts a real terminal (the person's shell, or argv) in a project directory as a new panel, \
              compared by the workspace's expectedRevision. Settles succeeded once the process runs and its \
              first output is seen; the result holds panelId, terminalSessionId, generation and a leaseId for \
              input.",
-            ),
+                )
+            }
             Tool::LeaseAcquire => ToolSpec::new::<LeaseAcquireInput, LeaseView>(
                 tool,
                 "Acquire a lease",
@@ -355,28 +378,30 @@ impl Tool {
              by maxBytes. With waitFor it answers once the text or regex appears, output goes idle, or the \
              process exits (bounded by timeoutMs), so there is no need to poll.",
             ),
-            Tool::TerminalInterrupt => ToolSpec::new::<TerminalInterruptInput, OperationView>(
-                tool,
-                "Interrupt a terminal",
-                Mutation,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Sends Ctrl+C (SIGINT) to the terminal's foreground process group. Succeeds when the signal was \
+            Tool::TerminalInterrupt => {
+                ToolSpec::operation::<TerminalInterruptInput, crate::tools::terminal::Interrupted>(
+                    tool,
+                    "Interrupt a terminal",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Sends Ctrl+C (SIGINT) to the terminal's foreground process group. Succeeds when the signal was \
              dispatched; it does not mean the process exited: read the terminal to see.",
-            ),
-            Tool::TerminalClose => ToolSpec::new::<TerminalCloseInput, OperationView>(
-                tool,
-                "Close a terminal",
-                Mutation,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Ends every process of the terminal and removes its panel, compared by expectedRevision. Cannot \
+                )
+            }
+            Tool::TerminalClose => {
+                ToolSpec::operation::<TerminalCloseInput, crate::tools::terminal::TerminalClosed>(
+                    tool,
+                    "Close a terminal",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Ends every process of the terminal and removes its panel, compared by expectedRevision. Cannot \
              be undone.",
-            ),
+                )
+            }
             Tool::FileRead => ToolSpec::new::<FileReadInput, FileReadView>(
                 tool,
                 "Read a file",
@@ -385,56 +410,61 @@ impl Tool {
                 "Reads a project file (or a byte range of it) with its diskRevision (SHA-256 of the exact bytes), \
              encoding and line endings. Valid UTF-8 comes as text, anything else as base64.",
             ),
-            Tool::FileWrite => ToolSpec::new::<FileWriteInput, OperationView>(
-                tool,
-                "Write a file",
-                Mutation,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Replaces an existing file's content atomically, only if it still has expectedDiskRevision \
+            Tool::FileWrite => {
+                ToolSpec::operation::<FileWriteInput, crate::tools::files::FileChanged>(
+                    tool,
+                    "Write a file",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Replaces an existing file's content atomically, only if it still has expectedDiskRevision \
              (REVISION_MISMATCH carries the current one). Permissions are kept; bytes are written exactly.",
-            ),
-            Tool::FileCreate => ToolSpec::new::<FileCreateInput, OperationView>(
-                tool,
-                "Create a file",
-                Mutation,
-                MUTATION,
-                "Creates a new file in the project; an existing path is REVISION_MISMATCH. A missing folder is \
+                )
+            }
+            Tool::FileCreate => {
+                ToolSpec::operation::<FileCreateInput, crate::tools::files::FileChanged>(
+                    tool,
+                    "Create a file",
+                    MUTATION,
+                    "Creates a new file in the project; an existing path is REVISION_MISMATCH. A missing folder is \
              NOT_FOUND unless createParents: true; expectedParentRevision (the folder's directoryRevision) \
              creates only if the folder is as you saw it.",
-            ),
-            Tool::FileRename => ToolSpec::new::<FileRenameInput, OperationView>(
-                tool,
-                "Rename a file",
-                Mutation,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Renames or moves a file within the project; never overwrites an existing target.",
-            ),
-            Tool::FileDelete => ToolSpec::new::<FileDeleteInput, OperationView>(
-                tool,
-                "Delete a file",
-                Mutation,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Deletes a file (by its diskRevision) or an empty directory (by its directoryRevision). Waits for \
+                )
+            }
+            Tool::FileRename => {
+                ToolSpec::operation::<FileRenameInput, crate::tools::files::FileChanged>(
+                    tool,
+                    "Rename a file",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Renames or moves a file within the project; never overwrites an existing target.",
+                )
+            }
+            Tool::FileDelete => {
+                ToolSpec::operation::<FileDeleteInput, crate::tools::files::FileChanged>(
+                    tool,
+                    "Delete a file",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Deletes a file (by its diskRevision) or an empty directory (by its directoryRevision). Waits for \
              the person's decision (awaiting_user) unless they turned that off. Cannot be undone.",
-            ),
-            Tool::DirCreate => ToolSpec::new::<DirCreateInput, OperationView>(
-                tool,
-                "Create a folder",
-                Mutation,
-                MUTATION,
-                "Makes a folder in the project (with createParents, the missing folders above it too), \
+                )
+            }
+            Tool::DirCreate => {
+                ToolSpec::operation::<DirCreateInput, crate::tools::files::DirCreated>(
+                    tool,
+                    "Create a folder",
+                    MUTATION,
+                    "Makes a folder in the project (with createParents, the missing folders above it too), \
              optionally only if the folder it goes in is at expectedParentRevision. An existing path is \
              REVISION_MISMATCH. Returns the operation; its result holds the new directoryRevision.",
-            ),
+                )
+            }
             Tool::DirList => ToolSpec::new::<DirListInput, DirListView>(
                 tool,
                 "List a directory",
@@ -470,18 +500,19 @@ impl Tool {
              is still at expectedBufferRevision (the person may have edited it: REVISION_MISMATCH carries \
              the current revision). Changes the buffer, not the file; save to write it.",
             ),
-            Tool::EditorSave => ToolSpec::new::<EditorSaveInput, OperationView>(
-                tool,
-                "Save an editor document",
-                Mutation,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Writes the document at expectedBufferRevision to its file, with its BOM and line endings, only \
+            Tool::EditorSave => {
+                ToolSpec::operation::<EditorSaveInput, crate::tools::editor::EditorSaved>(
+                    tool,
+                    "Save an editor document",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Writes the document at expectedBufferRevision to its file, with its BOM and line endings, only \
              if the file is still as it was opened or last saved (else REVISION_MISMATCH: nothing is \
              overwritten). Cannot be undone by cancelling.",
-            ),
+                )
+            }
             Tool::EditorClose => ToolSpec::new::<EditorCloseInput, EditorClosed>(
                 tool,
                 "Close an editor document",
@@ -494,19 +525,20 @@ impl Tool {
                 "Closes a document. A document with unsaved changes is refused (INVALID_ARGUMENT) unless \
              discard: true.",
             ),
-            Tool::WorkspaceClose => ToolSpec::new::<WorkspaceCloseInput, OperationView>(
-                tool,
-                "Close a workspace's documents",
-                Mutation,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Saves or discards every open document of the workspace as named in documents (each dirty one \
+            Tool::WorkspaceClose => {
+                ToolSpec::operation::<WorkspaceCloseInput, crate::tools::editor::WorkspaceClosed>(
+                    tool,
+                    "Close a workspace's documents",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Saves or discards every open document of the workspace as named in documents (each dirty one \
              must be named), then closes them. The workspace stays in Lomi. If a save fails nothing is \
              closed and the operation fails, effectState partial when something was saved; \
              result.details names the saved and the failed documents.",
-            ),
+                )
+            }
             Tool::GitStatus => ToolSpec::new::<GitStatusInput, GitStatusView>(
                 tool,
                 "Git status",
@@ -523,29 +555,30 @@ impl Tool {
                 "The unified diff of the unstaged changes, or of the staged ones with staged: true, optionally \
              for one path, bounded by maxBytes.",
             ),
-            Tool::GitStage => ToolSpec::new::<GitStageInput, OperationView>(
+            Tool::GitStage => ToolSpec::operation::<GitStageInput, crate::tools::git::GitStaged>(
                 tool,
                 "Stage changes",
-                Mutation,
                 MUTATION,
                 "Stages the given paths (new, changed or deleted files) for the next commit.",
             ),
-            Tool::GitCommit => ToolSpec::new::<GitCommitInput, OperationView>(
-                tool,
-                "Commit staged changes",
-                Mutation,
-                MUTATION,
-                "Commits what is staged, only if HEAD is still expectedHeadRevision (REVISION_MISMATCH carries \
+            Tool::GitCommit => {
+                ToolSpec::operation::<GitCommitInput, crate::tools::git::GitCommitted>(
+                    tool,
+                    "Commit staged changes",
+                    MUTATION,
+                    "Commits what is staged, only if HEAD is still expectedHeadRevision (REVISION_MISMATCH carries \
              the current one). A commit cannot be undone by cancelling; make a new commit to change it.",
-            ),
-            Tool::GitBranch => ToolSpec::new::<GitBranchInput, OperationView>(
-                tool,
-                "Create or switch a branch",
-                Mutation,
-                MUTATION,
-                "Creates a branch at HEAD and switches to it, or switches to an existing branch. Refused over \
+                )
+            }
+            Tool::GitBranch => {
+                ToolSpec::operation::<GitBranchInput, crate::tools::git::GitBranched>(
+                    tool,
+                    "Create or switch a branch",
+                    MUTATION,
+                    "Creates a branch at HEAD and switches to it, or switches to an existing branch. Refused over \
              uncommitted changes unless allowUncommitted. Cannot be undone by cancelling.",
-            ),
+                )
+            }
             Tool::AndroidDevices => ToolSpec::new::<AndroidDevicesInput, AndroidDeviceList>(
                 tool,
                 "List Android devices",
@@ -554,37 +587,40 @@ impl Tool {
                 "The devices the adb server lists: serial, model, API level, state (ready, offline, \
              unauthorized, …) and the workspace's panel each is attached to.",
             ),
-            Tool::AndroidAttach => ToolSpec::new::<AndroidAttachInput, OperationView>(
-                tool,
-                "Attach an Android device",
-                Mutation,
-                MUTATION,
-                "Attaches a device (a serial, or HOST:PORT of a wireless-debugging device, which Lomi connects) \
+            Tool::AndroidAttach => {
+                ToolSpec::operation::<AndroidAttachInput, crate::tools::android::AndroidAttached>(
+                    tool,
+                    "Attach an Android device",
+                    MUTATION,
+                    "Attaches a device (a serial, or HOST:PORT of a wireless-debugging device, which Lomi connects) \
              as a panel, compared by expectedRevision. The first attach of a device waits for the person \
              (awaiting_user); later ones follow their remembered choice, and a denial fails USER_DENIED. The \
              result holds panelId, generation (changes when the device reconnects) and a leaseId for input. \
              Attaching a device whose panel lost it gives that panel a new generation.",
-            ),
-            Tool::AndroidDetach => ToolSpec::new::<AndroidDetachInput, OperationView>(
-                tool,
-                "Detach an Android device",
-                Mutation,
-                MUTATION,
-                "Removes a device's panel, compared by expectedRevision; leases on it end. The device itself is \
+                )
+            }
+            Tool::AndroidDetach => {
+                ToolSpec::operation::<AndroidDetachInput, crate::tools::android::AndroidDetached>(
+                    tool,
+                    "Detach an Android device",
+                    MUTATION,
+                    "Removes a device's panel, compared by expectedRevision; leases on it end. The device itself is \
              not touched.",
-            ),
-            Tool::AndroidLaunch => ToolSpec::new::<AndroidLaunchInput, OperationView>(
-                tool,
-                "Launch an Android activity",
-                Mutation,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Starts an activity (component) or sends an implicit intent (action, data, package) with `am \
+                )
+            }
+            Tool::AndroidLaunch => {
+                ToolSpec::operation::<AndroidLaunchInput, crate::tools::android::AndroidLaunched>(
+                    tool,
+                    "Launch an Android activity",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Starts an activity (component) or sends an implicit intent (action, data, package) with `am \
              start`, under a lease. Succeeds when the intent was delivered; that does not mean the app is \
              ready: take a UI snapshot to see.",
-            ),
+                )
+            }
             Tool::AndroidInput => ToolSpec::new::<AndroidInputInput, AndroidInputAccepted>(
                 tool,
                 "Send input to an Android device",
@@ -618,35 +654,38 @@ impl Tool {
                 "A screenshot (screencap -p), checked to be a whole PNG, optionally clipped, scaled or fitted to \
              maxBytes; the PNG comes as an MCP image block after the metadata.",
             ),
-            Tool::AndroidShell => ToolSpec::new::<AndroidShellInput, OperationView>(
-                tool,
-                "Run an Android shell command",
-                Mutation,
-                Annotations {
-                    destructive_hint: true,
-                    idempotent_hint: false,
-                    ..MUTATION
-                },
-                "Runs a command line in the device's shell under a lease. Waits for the person's decision \
+            Tool::AndroidShell => {
+                ToolSpec::operation::<AndroidShellInput, crate::tools::android::AndroidShellResult>(
+                    tool,
+                    "Run an Android shell command",
+                    Annotations {
+                        destructive_hint: true,
+                        idempotent_hint: false,
+                        ..MUTATION
+                    },
+                    "Runs a command line in the device's shell under a lease. Waits for the person's decision \
              (awaiting_user) unless they turned that off. The result holds the output, cut to maxBytes; \
              there is no exit status (adb's legacy shell reports none).",
-            ),
-            Tool::BrowserCreate => ToolSpec::new::<BrowserCreateInput, OperationView>(
-                tool,
-                "Create a browser",
-                Mutation,
-                MUTATION,
-                "Starts a headless Chromium with a fresh profile as a new panel, compared by expectedRevision. The \
+                )
+            }
+            Tool::BrowserCreate => {
+                ToolSpec::operation::<BrowserCreateInput, crate::tools::browser::BrowserCreated>(
+                    tool,
+                    "Create a browser",
+                    MUTATION,
+                    "Starts a headless Chromium with a fresh profile as a new panel, compared by expectedRevision. The \
              result holds panelId, browserGeneration (changes if the browser is replaced) and the first tabId.",
-            ),
-            Tool::BrowserNavigate => ToolSpec::new::<BrowserNavigateInput, OperationView>(
-                tool,
-                "Navigate",
-                Mutation,
-                MUTATION,
-                "Opens a URL in the active tab and waits for waitUntil. Succeeds once the navigation committed; the \
+                )
+            }
+            Tool::BrowserNavigate => {
+                ToolSpec::operation::<BrowserNavigateInput, crate::tools::browser::Navigated>(
+                    tool,
+                    "Navigate",
+                    MUTATION,
+                    "Opens a URL in the active tab and waits for waitUntil. Succeeds once the navigation committed; the \
              result holds navigationId, the final URL, HTTP status and the load state reached.",
-            ),
+                )
+            }
             Tool::BrowserSnapshot => ToolSpec::new::<BrowserSnapshotInput, SnapshotView>(
                 tool,
                 "Snapshot a page",
@@ -656,65 +695,73 @@ impl Tool {
              Refs belong to this snapshotId: pass both to actions; after navigation or re-rendering they are \
              SNAPSHOT_STALE, never another element. Bounded by maxBytes; find filters; sinceSnapshotId diffs.",
             ),
-            Tool::BrowserClick => ToolSpec::new::<BrowserClickInput, OperationView>(
-                tool,
-                "Click",
-                Mutation,
-                MUTATION,
-                "Clicks an element (snapshotId + elementRef) or a point. Succeeds when the page confirmed the click \
+            Tool::BrowserClick => {
+                ToolSpec::operation::<BrowserClickInput, crate::tools::browser::ActionDone>(
+                    tool,
+                    "Click",
+                    MUTATION,
+                    "Clicks an element (snapshotId + elementRef) or a point. Succeeds when the page confirmed the click \
              reached that element; refused if another element covers it.",
-            ),
-            Tool::BrowserType => ToolSpec::new::<BrowserTypeInput, OperationView>(
-                tool,
-                "Type text",
-                Mutation,
-                MUTATION,
-                "Focuses an element and inserts text (replacing its content by default). Succeeds when the element \
+                )
+            }
+            Tool::BrowserType => {
+                ToolSpec::operation::<BrowserTypeInput, crate::tools::browser::ActionDone>(
+                    tool,
+                    "Type text",
+                    MUTATION,
+                    "Focuses an element and inserts text (replacing its content by default). Succeeds when the element \
              received the input; the result shows its value.",
-            ),
-            Tool::BrowserPress => ToolSpec::new::<BrowserPressInput, OperationView>(
-                tool,
-                "Press a key",
-                Mutation,
-                MUTATION,
-                "Presses a key at an element, or at the focused element without a target.",
-            ),
-            Tool::BrowserSelect => ToolSpec::new::<BrowserSelectInput, OperationView>(
-                tool,
-                "Select options",
-                Mutation,
-                MUTATION,
-                "Selects exactly the given options (by value or label) of a select element.",
-            ),
-            Tool::BrowserHover => ToolSpec::new::<BrowserHoverInput, OperationView>(
-                tool,
-                "Hover",
-                Mutation,
-                MUTATION,
-                "Moves the mouse over an element or a point.",
-            ),
-            Tool::BrowserScroll => ToolSpec::new::<BrowserScrollInput, OperationView>(
-                tool,
-                "Scroll",
-                Mutation,
-                MUTATION,
-                "Scrolls an element into view, or turns the wheel by deltaX/deltaY at a point (or the centre).",
-            ),
-            Tool::BrowserUpload => ToolSpec::new::<BrowserUploadInput, OperationView>(
-                tool,
-                "Upload files",
-                Mutation,
-                MUTATION,
-                "Sets a file input's files from the project. Succeeds when the input changed; it does not prove a \
+                )
+            }
+            Tool::BrowserPress => {
+                ToolSpec::operation::<BrowserPressInput, crate::tools::browser::ActionDone>(
+                    tool,
+                    "Press a key",
+                    MUTATION,
+                    "Presses a key at an element, or at the focused element without a target.",
+                )
+            }
+            Tool::BrowserSelect => {
+                ToolSpec::operation::<BrowserSelectInput, crate::tools::browser::ActionDone>(
+                    tool,
+                    "Select options",
+                    MUTATION,
+                    "Selects exactly the given options (by value or label) of a select element.",
+                )
+            }
+            Tool::BrowserHover => {
+                ToolSpec::operation::<BrowserHoverInput, crate::tools::browser::ActionDone>(
+                    tool,
+                    "Hover",
+                    MUTATION,
+                    "Moves the mouse over an element or a point.",
+                )
+            }
+            Tool::BrowserScroll => {
+                ToolSpec::operation::<BrowserScrollInput, crate::tools::browser::ActionDone>(
+                    tool,
+                    "Scroll",
+                    MUTATION,
+                    "Scrolls an element into view, or turns the wheel by deltaX/deltaY at a point (or the centre).",
+                )
+            }
+            Tool::BrowserUpload => {
+                ToolSpec::operation::<BrowserUploadInput, crate::tools::browser::ActionDone>(
+                    tool,
+                    "Upload files",
+                    MUTATION,
+                    "Sets a file input's files from the project. Succeeds when the input changed; it does not prove a \
              server accepted them.",
-            ),
-            Tool::BrowserDialog => ToolSpec::new::<BrowserDialogInput, OperationView>(
-                tool,
-                "Answer a dialog",
-                Mutation,
-                MUTATION,
-                "Accepts or dismisses the JavaScript dialog (alert, confirm, prompt) a snapshot shows as open.",
-            ),
+                )
+            }
+            Tool::BrowserDialog => {
+                ToolSpec::operation::<BrowserDialogInput, crate::tools::browser::ActionDone>(
+                    tool,
+                    "Answer a dialog",
+                    MUTATION,
+                    "Accepts or dismisses the JavaScript dialog (alert, confirm, prompt) a snapshot shows as open.",
+                )
+            }
             Tool::BrowserTabList => ToolSpec::new::<BrowserPanelInput, TabList>(
                 tool,
                 "List tabs",
@@ -722,30 +769,33 @@ impl Tool {
                 READ,
                 "The browser's tabs; actions and snapshots go to the active one. Pages a tab opened (popups) are listed with their openerTabId, not made active.",
             ),
-            Tool::BrowserTabOpen => ToolSpec::new::<BrowserTabInput, OperationView>(
-                tool,
-                "Open a tab",
-                Mutation,
-                MUTATION,
-                "Opens a tab (at url, else about:blank) and makes it active.",
-            ),
-            Tool::BrowserTabSwitch => ToolSpec::new::<BrowserTabInput, OperationView>(
-                tool,
-                "Switch tabs",
-                Mutation,
-                MUTATION,
-                "Makes tabId the active tab.",
-            ),
-            Tool::BrowserTabClose => ToolSpec::new::<BrowserTabInput, OperationView>(
-                tool,
-                "Close a tab",
-                Mutation,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Closes tabId (not the last one).",
-            ),
+            Tool::BrowserTabOpen => {
+                ToolSpec::operation::<BrowserTabInput, crate::tools::browser::TabsChanged>(
+                    tool,
+                    "Open a tab",
+                    MUTATION,
+                    "Opens a tab (at url, else about:blank) and makes it active.",
+                )
+            }
+            Tool::BrowserTabSwitch => {
+                ToolSpec::operation::<BrowserTabInput, crate::tools::browser::TabsChanged>(
+                    tool,
+                    "Switch tabs",
+                    MUTATION,
+                    "Makes tabId the active tab.",
+                )
+            }
+            Tool::BrowserTabClose => {
+                ToolSpec::operation::<BrowserTabInput, crate::tools::browser::TabsChanged>(
+                    tool,
+                    "Close a tab",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Closes tabId (not the last one).",
+                )
+            }
             Tool::BrowserConsole => ToolSpec::new::<BrowserLogInput, ConsolePage>(
                 tool,
                 "Read the console",
@@ -760,17 +810,18 @@ impl Tool {
                 READ,
                 "Requests of every tab after a cursor (method, URL, type, status, size, failure), paged.",
             ),
-            Tool::BrowserEvaluate => ToolSpec::new::<BrowserEvaluateInput, OperationView>(
-                tool,
-                "Evaluate JavaScript",
-                Mutation,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Runs a JavaScript expression in the active tab's page. Waits for the person's decision \
+            Tool::BrowserEvaluate => {
+                ToolSpec::operation::<BrowserEvaluateInput, crate::tools::browser::Evaluated>(
+                    tool,
+                    "Evaluate JavaScript",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Runs a JavaScript expression in the active tab's page. Waits for the person's decision \
              (awaiting_user) unless they turned that off.",
-            ),
+                )
+            }
             Tool::BrowserCapture => ToolSpec::new::<BrowserCaptureInput, CaptureView>(
                 tool,
                 "Capture a PNG",
@@ -785,16 +836,17 @@ impl Tool {
              maxBytes, as an image block with width, height, bytes and sha256. With save it is also written \
              into the project (an operation; saved holds it).",
             ),
-            Tool::BrowserClose => ToolSpec::new::<BrowserCloseInput, OperationView>(
-                tool,
-                "Close a browser",
-                Mutation,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Ends the browser's processes and removes its panel, compared by expectedRevision.",
-            ),
+            Tool::BrowserClose => {
+                ToolSpec::operation::<BrowserCloseInput, crate::tools::browser::BrowserClosed>(
+                    tool,
+                    "Close a browser",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Ends the browser's processes and removes its panel, compared by expectedRevision.",
+                )
+            }
             Tool::StoreStatus => ToolSpec::new::<NoArguments, StoreStatusView>(
                 tool,
                 "Receipt store status",

@@ -52,6 +52,32 @@ pub fn output_schema<T: JsonSchema>() -> Map<String, Value> {
     map
 }
 
+/// The output schema of a mutation: the envelope around its operation, whose `result` is
+/// described by `R` (the tool's confirmed result), or is `{details}` (what a failure left to
+/// inspect), or null (not settled yet).
+pub fn operation_schema<R: JsonSchema>() -> Map<String, Value> {
+    let mut schema = output_schema::<crate::tools::operations::OperationView>();
+    let mut result = Value::Object(schema_of::<R>());
+    compact_output(&mut result);
+    if let Value::Object(map) = &mut result {
+        map.remove("$schema");
+    }
+    let failure = serde_json::json!({
+        "type": "object",
+        "properties": {"details": true},
+        "required": ["details"],
+        "additionalProperties": false,
+    });
+    let slot = schema
+        .get_mut("oneOf")
+        .and_then(|branches| branches.get_mut(0))
+        .and_then(|ok| ok.pointer_mut("/properties/data/properties/result"));
+    if let Some(slot) = slot {
+        *slot = serde_json::json!({"anyOf": [result, failure, {"type": "null"}]});
+    }
+    schema
+}
+
 /// Keywords an output schema leaves out: annotations and input-only limits.
 const OUTPUT_OMITS: &[&str] = &[
     "description",
@@ -96,6 +122,19 @@ fn compact_output(schema: &mut Value) {
         }
     }
     collapse_constant_choices(map);
+    forget_error_codes(map);
+}
+
+/// An error code in an output schema is a string: the full list of codes (docs/errors.md,
+/// `ErrorCode::ALL`) repeated in every tool's output schema was a quarter of `tools/list`.
+fn forget_error_codes(map: &mut Map<String, Value>) {
+    let all: Vec<Value> = crate::ErrorCode::ALL
+        .iter()
+        .map(|code| Value::from(code.as_str()))
+        .collect();
+    if map.get("enum") == Some(&Value::Array(all)) {
+        map.remove("enum");
+    }
 }
 
 /// `oneOf: [{const: a, type: string}, {const: b, type: string}]` → `enum: [a, b], type: string`.
