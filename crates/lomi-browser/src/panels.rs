@@ -96,7 +96,9 @@ pub fn tool_error(error: BrowserError) -> ToolError {
         BrowserError::Invalid(message) => ToolError::invalid(message),
         BrowserError::Gone(_) => ToolError::new(
             ErrorCode::GenerationMismatch,
-            format!("{error}; relaunch it with lomi_browser_create and this panelId"),
+            format!(
+                "{error}; close its panel with lomi_browser_close, then start a new browser with lomi_browser_create"
+            ),
         ),
         BrowserError::Timeout(_) => ToolError::new(
             ErrorCode::RuntimeUnavailable,
@@ -286,7 +288,7 @@ impl BrowserPanels {
             let current = record.generation.clone();
             let why = match runtime.browser.exit() {
                 Some(Exit::Crashed(why)) => format!(
-                    "the browser of panel {panel} crashed ({why}); relaunch it with lomi_browser_create and this panelId"
+                    "the browser of panel {panel} crashed ({why}); close the panel with lomi_browser_close, then start a new browser with lomi_browser_create"
                 ),
                 _ => format!(
                     "browserGeneration {generation} is not the panel's current browser ({}); re-read it with lomi_panel_list",
@@ -480,7 +482,7 @@ impl BrowserPanels {
     }
 
     /// Notices a browser that ends without being closed: its panel keeps its place but has
-    /// no runtime generation until it is relaunched.
+    /// no runtime generation until it is closed.
     fn watch(&self, panel: PanelId, browser: Browser) {
         let broker = self.broker.clone();
         tokio::spawn(async move {
