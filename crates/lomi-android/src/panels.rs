@@ -146,6 +146,45 @@ async fn blocking<T: Send + 'static>(
         })
 }
 
+/// What a lease-guarded device command names: the panel, the lease and runtime it acts
+/// under, and its request identity.
+struct Guard<'a> {
+    panel: &'a PanelId,
+    lease: &'a lomi_protocol::LeaseId,
+    generation: &'a str,
+    retry_epoch: &'a lomi_protocol::RetryEpoch,
+    request_key: &'a lomi_protocol::RequestKey,
+}
+
+/// Inputs of lease-guarded device commands.
+trait LeaseGuarded {
+    fn guard(&self) -> Guard<'_>;
+}
+
+impl LeaseGuarded for AndroidLaunchInput {
+    fn guard(&self) -> Guard<'_> {
+        Guard {
+            panel: &self.panel_id,
+            lease: &self.lease_id,
+            generation: &self.generation,
+            retry_epoch: &self.retry_epoch,
+            request_key: &self.request_key,
+        }
+    }
+}
+
+impl LeaseGuarded for AndroidShellInput {
+    fn guard(&self) -> Guard<'_> {
+        Guard {
+            panel: &self.panel_id,
+            lease: &self.lease_id,
+            generation: &self.generation,
+            retry_epoch: &self.retry_epoch,
+            request_key: &self.request_key,
+        }
+    }
+}
+
 /// The envelope error for a failed device command, saying what happened to the effect.
 fn device_error(error: &AndroidError) -> ToolError {
     let effect = if error.effect_unknown() {
@@ -595,29 +634,57 @@ impl AndroidPanels {
             .await
     }
 
-    /// The mutation of a lease-guarded device command (launch, shell), keyed by its input and
-    /// retry epoch alone so a retry finds its receipt after the lease or panel is gone.
-    fn device_mutation(
+    /// A lease-guarded device command (launch, shell) through the engine, keyed by its input
+    /// and retry epoch alone so a retry finds its receipt after the lease or panel is gone.
+    /// The lease and generation are checked after that lookup, the generation again at
+    /// dispatch (a device that reconnected must not get work meant for its previous runtime);
+    /// `effect` gets the device.
+    async fn on_device<F, Fut>(
         &self,
         caller: &PairingId,
         tool: Tool,
-        input: &impl Serialize,
-        (retry_epoch, request_key): (&lomi_protocol::RetryEpoch, &lomi_protocol::RequestKey),
-        panel: &PanelId,
-        generation: &str,
-    ) -> Result<Mutation, ToolError> {
-        let workspace_id = self.broker.retry_epoch_workspace(caller, retry_epoch)?;
-        Ok(Mutation {
+        input: &(impl Serialize + LeaseGuarded),
+        effect: F,
+    ) -> Result<OperationView, ToolError>
+    where
+        F: FnOnce(Device, lomi_broker::EffectContext) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = EffectOutcome> + Send + 'static,
+    {
+        let guard = input.guard();
+        let workspace_id = self
+            .broker
+            .retry_epoch_workspace(caller, guard.retry_epoch)?;
+        let mutation = Mutation {
             tool,
-            retry_epoch: retry_epoch.clone(),
-            request_key: request_key.clone(),
-            workspace_id,
+            retry_epoch: guard.retry_epoch.clone(),
+            request_key: guard.request_key.clone(),
+            workspace_id: workspace_id.clone(),
             project_id: None,
             payload: to_value(input),
-            generation: Some(generation.to_owned()),
+            generation: Some(guard.generation.to_owned()),
             revision: None,
-            permit: Permit::Panel(panel.clone()),
-        })
+            permit: Permit::Panel(guard.panel.clone()),
+        };
+        let panels = self.clone();
+        let (panel, generation) = (guard.panel.clone(), guard.generation.to_owned());
+        self.broker
+            .operate(
+                caller,
+                mutation,
+                Confirmation::Policy,
+                async {
+                    self.guarded(
+                        caller,
+                        &workspace_id,
+                        guard.panel,
+                        guard.lease,
+                        guard.generation,
+                    )
+                },
+                move |_, _| panels.still_current(&panel, &generation),
+                effect,
+            )
+            .await
     }
 
     /// Checks the lease and generation of a lease-guarded command; returns the device.
@@ -664,14 +731,6 @@ impl AndroidPanels {
         caller: &PairingId,
         input: AndroidLaunchInput,
     ) -> Result<OperationView, ToolError> {
-        let mutation = self.device_mutation(
-            caller,
-            Tool::AndroidLaunch,
-            &input,
-            (&input.retry_epoch, &input.request_key),
-            &input.panel_id,
-            &input.generation,
-        )?;
         let target = match (&input.component, &input.intent) {
             (Some(component), None) => Launch::Component(component.clone()),
             (None, Some(intent)) => Launch::Intent {
@@ -685,54 +744,38 @@ impl AndroidPanels {
                 ));
             }
         };
-        let workspace_id = mutation.workspace_id.clone();
         let panels = self.clone();
         let panel_id = input.panel_id.clone();
         let generation = input.generation.clone();
-        let (check_panel, check_generation) = (panel_id.clone(), generation.clone());
-        self.broker
-            .operate(
-                caller,
-                mutation,
-                Confirmation::Policy,
-                async {
-                    self.guarded(
-                        caller,
-                        &workspace_id,
-                        &input.panel_id,
-                        &input.lease_id,
-                        &input.generation,
-                    )
-                },
-                {
-                    let panels = self.clone();
-                    move |_, _| panels.still_current(&check_panel, &check_generation)
-                },
-                move |device, _context| async move {
-                    let launched = blocking(move || match target {
-                        Launch::Component(component) => device.launch(&component),
-                        Launch::Intent {
-                            action,
-                            data,
-                            package,
-                        } => device.launch_intent(&action, data.as_deref(), package.as_deref()),
-                    })
-                    .await;
-                    match launched {
-                        Ok(am_output) => EffectOutcome::Succeeded(to_value(&AndroidLaunched {
-                            panel_id,
-                            generation,
-                            delivered: true,
-                            am_output,
-                        })),
-                        Err(error) => {
-                            panels.note_failure(&panel_id, &generation, &error);
-                            failed_outcome(&error)
-                        }
+        self.on_device(
+            caller,
+            Tool::AndroidLaunch,
+            &input,
+            move |device, _context| async move {
+                let launched = blocking(move || match target {
+                    Launch::Component(component) => device.launch(&component),
+                    Launch::Intent {
+                        action,
+                        data,
+                        package,
+                    } => device.launch_intent(&action, data.as_deref(), package.as_deref()),
+                })
+                .await;
+                match launched {
+                    Ok(am_output) => EffectOutcome::Succeeded(to_value(&AndroidLaunched {
+                        panel_id,
+                        generation,
+                        delivered: true,
+                        am_output,
+                    })),
+                    Err(error) => {
+                        panels.note_failure(&panel_id, &generation, &error);
+                        failed_outcome(&error)
                     }
-                },
-            )
-            .await
+                }
+            },
+        )
+        .await
     }
 
     /// `lomi_android_shell`: waits for the person unless their policy says otherwise.
@@ -741,14 +784,6 @@ impl AndroidPanels {
         caller: &PairingId,
         input: AndroidShellInput,
     ) -> Result<OperationView, ToolError> {
-        let mutation = self.device_mutation(
-            caller,
-            Tool::AndroidShell,
-            &input,
-            (&input.retry_epoch, &input.request_key),
-            &input.panel_id,
-            &input.generation,
-        )?;
         if input.command.trim().is_empty()
             || input.command.len() > MAX_SHELL_COMMAND
             || input.command.contains('\0')
@@ -763,57 +798,41 @@ impl AndroidPanels {
                 "maxBytes must be 1 to {MAX_SHELL_BYTES}"
             )));
         }
-        let workspace_id = mutation.workspace_id.clone();
         let panels = self.clone();
         let panel_id = input.panel_id.clone();
         let generation = input.generation.clone();
-        let (check_panel, check_generation) = (panel_id.clone(), generation.clone());
         let command = input.command.clone();
-        self.broker
-            .operate(
-                caller,
-                mutation,
-                Confirmation::Policy,
-                async {
-                    self.guarded(
-                        caller,
-                        &workspace_id,
-                        &input.panel_id,
-                        &input.lease_id,
-                        &input.generation,
-                    )
-                },
-                {
-                    let panels = self.clone();
-                    move |_, _| panels.still_current(&check_panel, &check_generation)
-                },
-                move |device, context| async move {
-                    let ran = blocking(move || device.shell(&command, max_bytes as usize));
-                    // adb cannot stop a command it started: on cancellation Lomi stops
-                    // waiting; the command started, and may still run on the device.
-                    let ran = tokio::select! {
-                        ran = ran => ran,
-                        () = context.cancel.cancelled() => {
-                            return EffectOutcome::Cancelled { effect: EffectState::Partial };
-                        }
-                    };
-                    match ran {
-                        Ok((output, truncated)) => {
-                            EffectOutcome::Succeeded(to_value(&AndroidShellResult {
-                                panel_id,
-                                bytes: output.len() as u64,
-                                output: String::from_utf8_lossy(&output).into_owned(),
-                                truncated,
-                            }))
-                        }
-                        Err(error) => {
-                            panels.note_failure(&panel_id, &generation, &error);
-                            failed_outcome(&error)
-                        }
+        self.on_device(
+            caller,
+            Tool::AndroidShell,
+            &input,
+            move |device, context| async move {
+                let ran = blocking(move || device.shell(&command, max_bytes as usize));
+                // adb cannot stop a command it started: on cancellation Lomi stops
+                // waiting; the command started, and may still run on the device.
+                let ran = tokio::select! {
+                    ran = ran => ran,
+                    () = context.cancel.cancelled() => {
+                        return EffectOutcome::Cancelled { effect: EffectState::Partial };
                     }
-                },
-            )
-            .await
+                };
+                match ran {
+                    Ok((output, truncated)) => {
+                        EffectOutcome::Succeeded(to_value(&AndroidShellResult {
+                            panel_id,
+                            bytes: output.len() as u64,
+                            output: String::from_utf8_lossy(&output).into_owned(),
+                            truncated,
+                        }))
+                    }
+                    Err(error) => {
+                        panels.note_failure(&panel_id, &generation, &error);
+                        failed_outcome(&error)
+                    }
+                }
+            },
+        )
+        .await
     }
 
     /// `lomi_android_input`: ordered by lease and inputSequence.
