@@ -447,26 +447,27 @@ impl Broker {
             },
         };
         let (to, effect_state, recorded) = settlement(outcome);
-        // The receipt is running, or cancelling if cancellation was asked for meanwhile.
-        let first = self.step(
-            &id,
-            OperationState::Running,
-            to,
-            effect_state,
-            Some(recorded.clone()),
-        );
+        // The receipt is running, or cancelling if cancellation was asked for meanwhile (an
+        // effect that reports `cancelled` saw the token, so it is always the latter).
+        let from = if to == OperationState::Cancelled {
+            OperationState::Cancelling
+        } else {
+            OperationState::Running
+        };
+        let first = self.step(&id, from, to, effect_state, Some(recorded.clone()));
         if let Err(StoreError::StateMismatch {
             current: OperationState::Cancelling,
             ..
         }) = first
         {
-            let (to, effect_state) = if to == OperationState::Succeeded {
-                (to, effect_state)
-            } else if effect_state == EffectState::None && to == OperationState::Failed {
-                (OperationState::Cancelled, EffectState::None)
-            } else {
-                (to, effect_state)
-            };
+            // Cancellation was asked for while the effect ran: a failure that changed nothing
+            // is the cancellation; anything else settles as it happened.
+            let (to, effect_state) =
+                if effect_state == EffectState::None && to == OperationState::Failed {
+                    (OperationState::Cancelled, EffectState::None)
+                } else {
+                    (to, effect_state)
+                };
             let _recorded = self.step(
                 &id,
                 OperationState::Cancelling,

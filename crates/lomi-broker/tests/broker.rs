@@ -158,7 +158,7 @@ async fn wait_settled(broker: &Broker, id: &OperationId) -> OperationView {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("operation {id} never settled");
+    panic!("operation {id} never settled: {:#?}", broker.operation(id));
 }
 
 fn workspace_state(broker: &Broker, id: &WorkspaceId) -> (String, DomainRevision) {
@@ -1480,4 +1480,143 @@ async fn remove_counted(
             },
         )
         .await
+}
+
+/// Runs one operation whose effect is `effect`, for the engine's settlement rules.
+async fn run_effect<F, Fut>(
+    broker: &Broker,
+    pairing: &PairingId,
+    (workspace, epoch, key): (&WorkspaceId, &RetryEpoch, &str),
+    effect: F,
+) -> OperationId
+where
+    F: FnOnce((), lomi_broker::EffectContext) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = lomi_broker::EffectOutcome> + Send + 'static,
+{
+    let mutation = lomi_broker::Mutation {
+        tool: Tool::TerminalCreate,
+        retry_epoch: epoch.clone(),
+        request_key: RequestKey::parse(key).expect("request key"),
+        workspace_id: workspace.clone(),
+        project_id: None,
+        payload: serde_json::json!({ "key": key }),
+        generation: None,
+        revision: None,
+        permit: lomi_broker::Permit::Workspace(workspace.clone()),
+    };
+    broker
+        .operate(
+            pairing,
+            mutation,
+            lomi_broker::Confirmation::Policy,
+            async { Ok(()) },
+            |_, ()| Ok(()),
+            effect,
+        )
+        .await
+        .expect("operate")
+        .operation_id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_outcome_settles_in_a_legal_state_and_cancellation_reaches_the_effect() {
+    use lomi_broker::EffectOutcome;
+    let setup = Setup {
+        settle_wait: Duration::from_millis(50),
+        ..setup()
+    };
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let pairing = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &pairing, &workspace);
+    let at = |key| (&workspace, &epoch, key);
+
+    // A panicking effect never leaves its receipt running.
+    let id = run_effect(&broker, &pairing, at("panics"), |(), _| async {
+        panic!("an effect that fails in a way nobody planned for")
+    })
+    .await;
+    let settled = wait_settled(&broker, &id).await;
+    assert_eq!(
+        (settled.state, settled.effect_state),
+        (OperationState::OutcomeUnknown, EffectState::Unknown),
+        "{settled:#?}"
+    );
+    assert_eq!(
+        settled.error.as_ref().map(|e| e.code),
+        Some(ErrorCode::OutcomeUnknown)
+    );
+
+    // A failure that cannot say what it did is outcome_unknown, keeping its code: `failed`
+    // with an unknown effect is not a state a receipt may reach.
+    let id = run_effect(&broker, &pairing, at("unknown-failure"), |(), _| async {
+        EffectOutcome::Failed {
+            effect: EffectState::Unknown,
+            error: ToolError::new(ErrorCode::RuntimeUnavailable, "the device went away"),
+        }
+    })
+    .await;
+    let settled = wait_settled(&broker, &id).await;
+    assert_eq!(
+        (settled.state, settled.effect_state),
+        (OperationState::OutcomeUnknown, EffectState::Unknown)
+    );
+    assert_eq!(
+        settled.error.as_ref().map(|e| e.code),
+        Some(ErrorCode::RuntimeUnavailable)
+    );
+
+    // Cancelling a running effect fires its token: `cancelling` while it stops, then
+    // `cancelled` with the effect it reached.
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let id = run_effect(
+        &broker,
+        &pairing,
+        at("cancelled"),
+        |(), context| async move {
+            let _started = started_tx.send(());
+            context.cancel.cancelled().await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            EffectOutcome::Cancelled {
+                effect: EffectState::Partial,
+            }
+        },
+    )
+    .await;
+    started_rx.await.expect("the effect started");
+    let cancelling = broker
+        .operation_cancel(&pairing, &id)
+        .await
+        .expect("cancel");
+    assert_eq!(
+        cancelling.state,
+        OperationState::Cancelling,
+        "{cancelling:#?}"
+    );
+    let settled = wait_settled(&broker, &id).await;
+    assert_eq!(
+        (settled.state, settled.effect_state),
+        (OperationState::Cancelled, EffectState::Partial)
+    );
+
+    // An effect that finished before it looked at the token stays succeeded.
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+    let id = run_effect(&broker, &pairing, at("finished"), |(), _| async move {
+        let _started = started_tx.send(());
+        let _released = release_rx.await;
+        EffectOutcome::Succeeded(serde_json::json!({ "done": true }))
+    })
+    .await;
+    started_rx.await.expect("the effect started");
+    broker
+        .operation_cancel(&pairing, &id)
+        .await
+        .expect("cancel");
+    let _release = release_tx.send(());
+    let settled = wait_settled(&broker, &id).await;
+    assert_eq!(
+        (settled.state, settled.effect_state),
+        (OperationState::Succeeded, EffectState::Complete)
+    );
 }
