@@ -2,7 +2,8 @@
 approves an agent by clicking, grants one workspace of two, decides an awaiting_user
 operation, takes a terminal over by typing in it, revokes the agent; the window hides (not
 quits) while agents are paired; SIGTERM stops the broker cleanly; a second launch shows the
-running window instead of starting a second broker."""
+running window instead of starting a second broker; an agent fills a small store, the window
+warns at 90 % and at the cap, and the person frees room in Settings → Storage."""
 
 from __future__ import annotations
 
