@@ -197,6 +197,7 @@ pub fn notifications(app: AppHandle) {
 
 /// Sends one desktop notification; a desktop without a notification service only logs it.
 async fn notify(app: &AppHandle, title: String, body: String) {
+    tracing::info!("desktop notification: {title}: {body}");
     let app = app.clone();
     let shown = tokio::task::spawn_blocking(move || {
         app.notification().builder().title(title).body(body).show()

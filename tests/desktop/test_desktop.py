@@ -434,6 +434,16 @@ async def test_storage_warns_before_the_store_is_full_and_frees_room_in_the_wind
         assert refused["code"] == "RESOURCE_EXHAUSTED", dump(refused)
         window.wait_for("#store-notice.level-full")
         assert "agents' changes are refused" in window.text_of("#store-notice .notice-text")
+        # The desktop notifications too, once per level however often the overview changed.
+        def notified() -> list[str]:
+            log = (desktop.logs / "driver.stderr").read_text(errors="replace")
+            return [line.split("desktop notification: ", 1)[1] for line in log.splitlines() if "desktop notification: " in line]
+
+        wait_until(lambda: any("store is full" in n for n in notified()), "the native notification at the cap")
+        store_notices = [n for n in notified() if "Lomi's store" in n]
+        assert [n.split(":", 1)[0] for n in store_notices if "90 %" in n or "full" in n] == [
+            "Lomi's store is 90 % full", "Lomi's store is full"
+        ], store_notices
         desktop.screenshot("store-notice.png")
 
         # The notice opens Storage: the store's room, per agent.
