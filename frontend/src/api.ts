@@ -78,6 +78,54 @@ export interface PolicyEntry {
   confirm: boolean;
 }
 
+/** The store's warning level: 75 % of a cap (`warning`), 90 % (`critical`), at a cap (`full`). */
+export type WarningLevel = "none" | "warning" | "critical" | "full";
+
+/** One pairing's use of the store (`storeStatus.pairings`). */
+export interface PairingUsage {
+  pairingId: string;
+  liveRetryEpochs: number;
+  idleRetryEpochs: number;
+  endedRetryEpochs: number;
+  receipts: number;
+  unsettledReceipts: number;
+}
+
+/** The `storeStatus` reply (`lomi store status`). */
+export interface StoreStatus {
+  databasePath: string;
+  receipts: number;
+  receiptCap: number;
+  unsettledReceipts: number;
+  removableReceipts: number;
+  retryEpochs: number;
+  retryEpochCap: number;
+  expiredRetryEpochs: number;
+  oldestReceiptAt: string | null;
+  receiptsRemaining: number;
+  retryEpochsRemaining: number;
+  idleRetryEpochs: number;
+  retiredRetryEpochs: number;
+  historyReceipts: number;
+  warningLevel: WarningLevel;
+  pairings: PairingUsage[];
+}
+
+/** Which retry epochs `storeReconcile` retires (`lomi store reconcile --retire …`). */
+export type Retire = { idle: Record<string, never> } | { pairing: { pairingId: string } } | { olderThan: { seconds: number } };
+
+/** The `storeReconcile` reply: what it did, or with `apply: false` what it would do now. */
+export interface ReconcileReport {
+  retired: { retryEpoch: string; pairingId: string; createdAt: string; receipts: number; unsettledReceipts: number }[];
+  retryEpochsRetired: number;
+  retryEpochsRemoved: number;
+  receiptsArchived: number;
+  eventsRemoved: number;
+  endedRetryEpochsKept: number;
+  warningLevel: WarningLevel;
+  receiptsRemaining: number;
+}
+
 /** A control reply: the same envelope as every Lomi answer. */
 export type Envelope<T> =
   | { controlApiVersion: string; status: "ok"; data: T }
@@ -92,6 +140,7 @@ export interface Overview {
   panels: Record<string, Envelope<Panel[]>>;
   feed: Envelope<FeedItem[]>;
   policy: Envelope<PolicyEntry[]>;
+  store: Envelope<StoreStatus>;
 }
 
 export interface AppInfo {

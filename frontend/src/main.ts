@@ -7,6 +7,8 @@ import { open } from "@tauri-apps/plugin-dialog";
 import {
   type AppInfo,
   type Overview,
+  type ReconcileReport,
+  type StoreStatus,
   androidCapture,
   appInfo,
   browserWatch,
@@ -19,7 +21,19 @@ import {
 import { decisionDialog, pairingDialog } from "./approval";
 import { h, morph, show } from "./dom";
 import { PanelsView, feedView } from "./live";
-import { type StoreStatus, reconcileDialog, settingsView } from "./settings";
+import { settingsView } from "./settings";
+import {
+  DEFAULT_RETIRE,
+  type RetireChoice,
+  StoreNotice,
+  freeRoomDialog,
+  noticeBanner,
+  pairingName,
+  previewText,
+  resultText,
+  retireRequest,
+  shownChoice,
+} from "./storage";
 
 type Tab = "live" | "settings";
 
@@ -27,10 +41,12 @@ const root = document.getElementById("app")!;
 let info: AppInfo = { url: "", dataDir: "", brokerInstanceId: "", version: "" };
 let overview: Overview | null = null;
 let tab: Tab = "live";
-let store: StoreStatus | null = null;
-/** Which dialog is up (`pairing:ID`, `decision:ID`, `reconcile`), so it is not rebuilt. */
+let retire: RetireChoice = DEFAULT_RETIRE;
+let lastResult: string | null = null;
+const notice = new StoreNotice();
+/** Which dialog is up (`pairing:ID`, `decision:ID`, `free-room`), so it is not rebuilt. */
 let shownDialog = "";
-let reconcile: HTMLElement | null = null;
+let freeRoom: HTMLElement | null = null;
 
 const panels = new PanelsView({
   attach: terminalAttach,
@@ -41,6 +57,7 @@ const panels = new PanelsView({
 const toast = h("div", { id: "toast", role: "status" });
 const overlay = h("div", { id: "overlay", hidden: true });
 const content = h("main", { id: "content" });
+const banner = h("div", { id: "notices" });
 const tabs = h("nav", { id: "tabs" });
 
 function say(message: string, error = false): void {
@@ -67,7 +84,6 @@ function renderTabs(): void {
         class: tab === id ? "tab active" : "tab",
         onclick: () => {
           tab = id;
-          if (id === "settings") refreshStore();
           render();
         },
       },
@@ -84,11 +100,39 @@ function renderTabs(): void {
   morph(tabs, next);
 }
 
+function storeStatus(): StoreStatus | null {
+  return overview ? dataOr<StoreStatus | null>(overview.store, null) : null;
+}
+
+function renderNotice(): void {
+  const status = storeStatus();
+  if (!status || notice.shown === null) {
+    banner.replaceChildren();
+    return;
+  }
+  const next = banner.cloneNode(false) as HTMLElement;
+  next.append(
+    noticeBanner(notice.shown, status, {
+      open: () => {
+        notice.dismiss();
+        tab = "settings";
+        render();
+        document.getElementById("settings-storage")?.scrollIntoView({ block: "start" });
+      },
+      dismiss: () => {
+        notice.dismiss();
+        render();
+      },
+    }),
+  );
+  morph(banner, next);
+}
+
 function renderDialogs(): void {
-  if (reconcile) {
-    if (shownDialog !== "reconcile") {
-      overlay.replaceChildren(reconcile);
-      shownDialog = "reconcile";
+  if (freeRoom) {
+    if (shownDialog !== "free-room") {
+      overlay.replaceChildren(freeRoom);
+      shownDialog = "free-room";
     }
     overlay.hidden = false;
     return;
@@ -131,6 +175,7 @@ function renderDialogs(): void {
 
 function render(): void {
   renderTabs();
+  renderNotice();
   renderDialogs();
   if (!overview) {
     content.replaceChildren(h("p", { class: "empty" }, "Starting…"));
@@ -161,7 +206,9 @@ function render(): void {
           workspaces,
           pairings: dataOr(overview.pairings, []),
           policy: dataOr(overview.policy, []),
-          store,
+          store: storeStatus(),
+          retire,
+          lastResult,
         },
         {
           addWorkspace: (name) => void addWorkspace(name),
@@ -174,8 +221,11 @@ function render(): void {
           revoke: (pairingId) => act("Revoke", { pairingRevoke: { pairingId } }),
           setConfirm: (tool, confirm) => act("Policy", { confirm: { tool, confirm } }),
           copy: (text) => void copy(text),
-          reconcile: () => void askReconcile(),
-          refreshStore: () => refreshStore(),
+          chooseRetire: (choice) => {
+            retire = choice;
+            render();
+          },
+          freeRoom: () => void askFreeRoom(),
         },
       ),
     );
@@ -203,44 +253,40 @@ async function copy(text: string): Promise<void> {
   }
 }
 
-function refreshStore(): void {
-  control<StoreStatus>({ storeStatus: {} })
-    .then((status) => {
-      store = status;
-      if (tab === "settings") render();
-    })
-    .catch((error) => say(`Store: ${(error as Error).message}`, true));
-}
-
-async function askReconcile(): Promise<void> {
+/** "Free room": the preview of the person's choice, then the same request applied once they confirm. */
+async function askFreeRoom(): Promise<void> {
+  const store = storeStatus();
+  const request = { retire: retireRequest(store ? shownChoice(retire, store) : retire) };
   try {
-    const preview = await control<{ retryEpochsRemoved: number; receiptsRemoved: number; eventsRemoved: number }>({
-      storeReconcile: { apply: false },
-    });
+    const preview = await control<ReconcileReport>({ storeReconcile: { apply: false, ...request } });
+    const pairings = overview ? dataOr(overview.pairings, []) : [];
     const close = () => {
-      reconcile = null;
+      freeRoom = null;
       render();
     };
-    reconcile = reconcileDialog(
+    freeRoom = freeRoomDialog(
       preview,
+      previewText(preview, (id) => pairingName(pairings, id)),
       () => {
-        control({ storeReconcile: { apply: true } })
-          .then(() => say("Expired records removed."))
-          .catch((error) => say(`Reconcile: ${(error as Error).message}`, true))
-          .finally(() => {
-            close();
-            refreshStore();
-          });
+        control<ReconcileReport>({ storeReconcile: { apply: true, ...request } })
+          .then((report) => {
+            lastResult = resultText(report);
+            // The agent chosen may have no connection left: start from the default again.
+            retire = DEFAULT_RETIRE;
+            say(lastResult);
+          })
+          .catch((error) => say(`Free room: ${(error as Error).message}`, true))
+          .finally(close);
       },
       close,
     );
     render();
   } catch (error) {
-    say(`Reconcile: ${(error as Error).message}`, true);
+    say(`Free room: ${(error as Error).message}`, true);
   }
 }
 
-root.replaceChildren(tabs, content, overlay, toast);
+root.replaceChildren(tabs, banner, content, overlay, toast);
 render();
 appInfo()
   .then((value) => {
@@ -250,6 +296,8 @@ appInfo()
   .catch((error) => say(`Lomi: ${(error as Error).message}`, true));
 watch((next) => {
   overview = next;
+  const status = storeStatus();
+  if (status) notice.update(status.warningLevel);
   render();
 }).catch((error) => say(`Lomi: ${(error as Error).message}`, true));
 // Relative times ("5 s ago") move on even when nothing else changes.

@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
 import type { Pairing, Workspace } from "./api";
 import { show } from "./dom";
-import { clientConfigs, portOf, reconcileDialog, settingsView, type SettingsActions, type SettingsState } from "./settings";
+import { clientConfigs, portOf, settingsView, type SettingsActions, type SettingsState } from "./settings";
+import { DEFAULT_RETIRE } from "./storage";
 
 const workspaces: Workspace[] = [
   {
@@ -39,8 +40,8 @@ function actions(): SettingsActions {
     revoke: vi.fn(),
     setConfirm: vi.fn(),
     copy: vi.fn(),
-    reconcile: vi.fn(),
-    refreshStore: vi.fn(),
+    chooseRetire: vi.fn(),
+    freeRoom: vi.fn(),
   };
 }
 
@@ -53,6 +54,8 @@ function state(extra: Partial<SettingsState> = {}): SettingsState {
     pairings: [],
     policy: [],
     store: null,
+    retire: DEFAULT_RETIRE,
+    lastResult: null,
     now: new Date("2026-12-03T06:10:00Z"),
     ...extra,
   };
@@ -157,38 +160,6 @@ describe("settings", () => {
     expect(act.setBrowserProfile).toHaveBeenCalledWith("ws_a", true);
     persistent.click();
     expect(act.setBrowserProfile).toHaveBeenCalledWith("ws_b", false);
-  });
-
-  it("shows store status and puts reconcile behind a confirmation", () => {
-    const act = actions();
-    const view = settingsView(
-      state({
-        store: {
-          receipts: 12,
-          receiptCap: 4096,
-          unsettledReceipts: 1,
-          removableReceipts: 5,
-          retryEpochs: 3,
-          retryEpochCap: 4096,
-          expiredRetryEpochs: 2,
-          oldestReceiptAt: null,
-        },
-      }),
-      act,
-    );
-    expect(view.querySelector(".receipts")!.textContent).toBe("12 of 4096 (1 unsettled)");
-    expect(view.querySelector(".removable")!.textContent).toBe("5 receipts");
-    (view.querySelector("#reconcile") as HTMLElement).click();
-    expect(act.reconcile).toHaveBeenCalled();
-
-    const confirm = vi.fn();
-    const cancel = vi.fn();
-    const dialog = reconcileDialog({ retryEpochsRemoved: 2, receiptsRemoved: 5, eventsRemoved: 9 }, confirm, cancel);
-    expect(dialog.textContent).toContain("2 expired retry epochs, 5 settled receipts and 9 events");
-    (dialog.querySelector("#reconcile-cancel") as HTMLElement).click();
-    expect(confirm).not.toHaveBeenCalled();
-    (dialog.querySelector("#reconcile-confirm") as HTMLElement).click();
-    expect(confirm).toHaveBeenCalled();
   });
 
   it("keeps the Revoke button under the pointer when an agent's activity re-renders the view", () => {

@@ -1,20 +1,10 @@
 // Settings: workspaces and projects, pairings with their grants and last activity (revoke),
-// the confirmation policy per tool, the MCP endpoint with client configs to copy, and the
-// store's status with reconcile behind a confirmation.
+// the confirmation policy per tool, the MCP endpoint with client configs to copy, and Storage
+// (storage.ts).
 
-import type { Pairing, PolicyEntry, Workspace } from "./api";
+import type { Pairing, PolicyEntry, StoreStatus, Workspace } from "./api";
 import { ago, h } from "./dom";
-
-export interface StoreStatus {
-  receipts: number;
-  receiptCap: number;
-  unsettledReceipts: number;
-  removableReceipts: number;
-  retryEpochs: number;
-  retryEpochCap: number;
-  expiredRetryEpochs: number;
-  oldestReceiptAt: string | null;
-}
+import { type RetireChoice, storageSection } from "./storage";
 
 export interface SettingsState {
   url: string;
@@ -23,6 +13,8 @@ export interface SettingsState {
   pairings: Pairing[];
   policy: PolicyEntry[];
   store: StoreStatus | null;
+  retire: RetireChoice;
+  lastResult: string | null;
   now?: Date;
 }
 
@@ -35,8 +27,8 @@ export interface SettingsActions {
   revoke(pairingId: string): void;
   setConfirm(tool: string, confirm: boolean): void;
   copy(text: string): void;
-  reconcile(): void;
-  refreshStore(): void;
+  chooseRetire(choice: RetireChoice): void;
+  freeRoom(): void;
 }
 
 /** The client configurations a person pastes into their agent, for this endpoint. */
@@ -256,55 +248,10 @@ export function settingsView(state: SettingsState, actions: SettingsActions): HT
     ),
   );
 
-  const store = state.store;
-  const storeSection = h(
-    "section",
-    { id: "settings-store" },
-    h("h2", {}, "Receipt store"),
-    store
-      ? h(
-          "dl",
-          { class: "store" },
-          h("dt", {}, "Receipts"),
-          h("dd", { class: "receipts" }, `${store.receipts} of ${store.receiptCap} (${store.unsettledReceipts} unsettled)`),
-          h("dt", {}, "Retry epochs"),
-          h("dd", {}, `${store.retryEpochs} of ${store.retryEpochCap} (${store.expiredRetryEpochs} expired)`),
-          h("dt", {}, "Removable by reconcile"),
-          h("dd", { class: "removable" }, `${store.removableReceipts} receipts`),
-        )
-      : h("p", { class: "empty" }, "Loading…"),
-    h("p", { class: "hint" }, `Data dir: ${state.dataDir}`),
-    h(
-      "div",
-      { class: "buttons" },
-      h("button", { class: "secondary", onclick: () => actions.refreshStore() }, "Refresh"),
-      h("button", { id: "reconcile", class: "danger", onclick: () => actions.reconcile() }, "Reconcile…"),
-    ),
+  const storage = storageSection(
+    { store: state.store, pairings: state.pairings, retire: state.retire, lastResult: state.lastResult },
+    actions,
   );
 
-  return h("div", { class: "settings" }, workspaces, pairings, policy, endpoint, storeSection);
-}
-
-/** The confirmation before reconcile, with exactly what it would remove. */
-export function reconcileDialog(
-  preview: { retryEpochsRemoved: number; receiptsRemoved: number; eventsRemoved: number },
-  onConfirm: () => void,
-  onCancel: () => void,
-): HTMLElement {
-  return h(
-    "div",
-    { class: "dialog", id: "reconcile-dialog", role: "dialog", "aria-modal": "true" },
-    h("h2", {}, "Remove expired records?"),
-    h(
-      "p",
-      { class: "what" },
-      `Reconcile removes ${preview.retryEpochsRemoved} expired retry epochs, ${preview.receiptsRemoved} settled receipts and ${preview.eventsRemoved} events. Unexpired or unsettled records are never removed.`,
-    ),
-    h(
-      "div",
-      { class: "buttons" },
-      h("button", { class: "secondary", id: "reconcile-cancel", onclick: onCancel }, "Cancel"),
-      h("button", { class: "danger", id: "reconcile-confirm", onclick: onConfirm }, "Remove them"),
-    ),
-  );
+  return h("div", { class: "settings" }, workspaces, pairings, policy, endpoint, storage);
 }

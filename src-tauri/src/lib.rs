@@ -42,6 +42,10 @@ struct Args {
         env = "LOMI_ADB_SERVER"
     )]
     adb_server: std::net::SocketAddrV4,
+    /// For tests only, like `lomi serve --store-cap`: caps both receipts and retry epochs at
+    /// N, so a test fills the store in seconds.
+    #[arg(long, hide = true, env = "LOMI_STORE_CAP", value_name = "N")]
+    store_cap: Option<usize>,
 }
 
 /// What the commands reach: the running host and how the window is told to show itself.
@@ -105,12 +109,15 @@ fn start(args: Args) -> anyhow::Result<ExitCode> {
 
     let (show_tx, show_rx) = tokio::sync::mpsc::unbounded_channel();
     let host = runtime
-        .block_on(Host::start(HostOptions {
-            data_dir: data_dir.clone(),
-            http: args.http,
-            adb_server: args.adb_server,
-            show_window: Some(show_tx.clone()),
-        }))
+        .block_on(Host::start_with_store(
+            HostOptions {
+                data_dir: data_dir.clone(),
+                http: args.http,
+                adb_server: args.adb_server,
+                show_window: Some(show_tx.clone()),
+            },
+            lomi_mcp::host::store_options(args.store_cap),
+        ))
         .context("cannot start Lomi")?;
     println!("Lomi is running.");
     println!("  MCP endpoint:  {}", host.url());

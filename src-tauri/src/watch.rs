@@ -1,5 +1,6 @@
 //! What the window watches: the overview stream (over a Tauri channel), native notifications
-//! for new pending pairings and decisions, and requests to show the window.
+//! for new pending pairings and decisions and for the store filling up, and requests to show
+//! the window.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -15,6 +16,10 @@ use tauri_plugin_notification::NotificationExt;
 /// How often the broker's state is compared with what the window last saw.
 const POLL: Duration = Duration::from_millis(250);
 
+/// The store's status is read every this many polls (once a second): it counts every table,
+/// the history too, which grows without a cap.
+const STORE_EVERY: u64 = 4;
+
 /// How many operations the feed shows.
 const FEED_LIMIT: usize = 50;
 
@@ -28,8 +33,8 @@ pub fn agents_paired(broker: &Broker) -> bool {
 }
 
 /// Everything the main window shows, in one value: each part is the same envelope the
-/// matching control request answers.
-fn snapshot(lomi: &lomi_mcp::Lomi, front: &Front) -> Value {
+/// matching control request answers (`store` is the last `storeStatus`, read less often).
+fn snapshot(lomi: &lomi_mcp::Lomi, front: &Front, store: &Value) -> Value {
     let broker = &lomi.broker;
     let ask = |request| control::handle(broker, front, request);
     let workspaces = ask(ControlRequest::WorkspaceList {});
@@ -64,6 +69,8 @@ fn snapshot(lomi: &lomi_mcp::Lomi, front: &Front) -> Value {
         "panels": panels,
         "feed": ask(ControlRequest::Feed { limit: FEED_LIMIT }),
         "policy": ask(ControlRequest::PolicyList {}),
+        // Settings → Storage and the window's "store almost full" notice read this.
+        "store": store,
     })
 }
 
@@ -71,8 +78,12 @@ fn snapshot(lomi: &lomi_mcp::Lomi, front: &Front) -> Value {
 pub fn overview(lomi: lomi_mcp::Lomi, front: Front, channel: Channel<Value>) {
     tauri::async_runtime::spawn(async move {
         let mut last = Value::Null;
-        loop {
-            let now = snapshot(&lomi, &front);
+        let mut store = Value::Null;
+        for tick in 0u64.. {
+            if tick % STORE_EVERY == 0 {
+                store = control::handle(&lomi.broker, &front, ControlRequest::StoreStatus {});
+            }
+            let now = snapshot(&lomi, &front, &store);
             if now != last {
                 if channel.send(now.clone()).is_err() {
                     return;
@@ -103,13 +114,41 @@ pub fn show_requests(app: AppHandle, mut requests: tokio::sync::mpsc::UnboundedR
     });
 }
 
+/// The store's `warningLevel`s (`storeStatus`), lowest first: 75 %, 90 % of a cap, at a cap.
+const STORE_LEVELS: [&str; 4] = ["none", "warning", "critical", "full"];
+
+/// The native notification for the store's level rising to `level` (the window shows the same
+/// notice, with a button to its Storage view); `None` for `none`.
+fn store_notice(level: &str, status: &Value) -> Option<(String, String)> {
+    let room = format!(
+        "Room left: {} receipts, {} connections.",
+        status["receiptsRemaining"], status["retryEpochsRemaining"]
+    );
+    let title = match level {
+        "warning" => "Lomi's store is 75 % full",
+        "critical" => "Lomi's store is 90 % full",
+        "full" => "Lomi's store is full: agents' changes are refused",
+        _ => return None,
+    };
+    Some((
+        title.to_owned(),
+        format!("{room} Free room in Lomi: Settings → Storage."),
+    ))
+}
+
 /// Raises a native notification (and shows the window) for every new pending pairing and every
-/// new operation waiting for the person.
+/// new operation waiting for the person; and one each time the store's warning level rises
+/// (75 %, 90 %, full), not again while it stays there. The window is shown only when the
+/// store is full: agents are refused then, as they wait for a decision.
 pub fn notifications(app: AppHandle) {
     tauri::async_runtime::spawn(async move {
         let mut seen: HashSet<String> = HashSet::new();
-        loop {
-            let broker = app.state::<crate::Desktop>().broker().clone();
+        let mut store_level = 0;
+        for tick in 0u64.. {
+            let (broker, front) = {
+                let desktop = app.state::<crate::Desktop>();
+                (desktop.broker().clone(), desktop.front.clone())
+            };
             let mut fresh = Vec::new();
             for pairing in broker.pairing_list() {
                 if pairing.state == PairingState::Pending
@@ -132,11 +171,24 @@ pub fn notifications(app: AppHandle) {
                     ));
                 }
             }
-            if !fresh.is_empty() {
-                show_window(&app);
-                for (title, body) in fresh {
-                    notify(&app, title, body).await;
+            let mut show = !fresh.is_empty();
+            if tick % STORE_EVERY == 0 {
+                let status = control::handle(&broker, &front, ControlRequest::StoreStatus {});
+                let level = status["data"]["warningLevel"].as_str().unwrap_or("none");
+                let rank = STORE_LEVELS.iter().position(|l| *l == level).unwrap_or(0);
+                if rank > store_level
+                    && let Some(notice) = store_notice(level, &status["data"])
+                {
+                    show |= level == "full";
+                    fresh.push(notice);
                 }
+                store_level = rank;
+            }
+            if show {
+                show_window(&app);
+            }
+            for (title, body) in fresh {
+                notify(&app, title, body).await;
             }
             tokio::time::sleep(POLL).await;
         }
@@ -145,6 +197,7 @@ pub fn notifications(app: AppHandle) {
 
 /// Sends one desktop notification; a desktop without a notification service only logs it.
 async fn notify(app: &AppHandle, title: String, body: String) {
+    tracing::info!("desktop notification: {title}: {body}");
     let app = app.clone();
     let shown = tokio::task::spawn_blocking(move || {
         app.notification().builder().title(title).body(body).show()

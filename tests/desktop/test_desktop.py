@@ -2,7 +2,8 @@
 approves an agent by clicking, grants one workspace of two, decides an awaiting_user
 operation, takes a terminal over by typing in it, revokes the agent; the window hides (not
 quits) while agents are paired; SIGTERM stops the broker cleanly; a second launch shows the
-running window instead of starting a second broker."""
+running window instead of starting a second broker; an agent fills a small store, the window
+warns at 90 % and at the cap, and the person frees room in Settings → Storage."""
 
 from __future__ import annotations
 
@@ -386,3 +387,104 @@ async def test_a_browser_panel_shows_its_address_and_a_live_view_of_the_page(des
     finally:
         desktop.stop()
         site.close()
+
+
+STORE_CAP = 20
+
+
+async def test_storage_warns_before_the_store_is_full_and_frees_room_in_the_window(desktop: Desktop, tmp_path: Path):
+    """An agent fills a small store (the hidden `--store-cap`): the window's notice appears at
+    90 % and at the cap, opens Settings → Storage, and "Free room" for that agent shows its
+    preview, asks, applies it; the agent reconnects and works again."""
+    desktop.start("--store-cap", str(STORE_CAP))
+    lomi = desktop.lomi
+    window = desktop.window
+    assert window is not None
+    a, token, mcp = one_workspace_agent(desktop, "Busy workspace", "Busy agent", tmp_path / "project-a")
+    async with mcp.session(token=token) as agent:
+        connection = await agent.connect(a["workspaceId"])
+        epoch, revision = connection["retryEpoch"], int(connection["domainRevision"])
+        serial = 0
+
+        async def rename() -> dict:
+            nonlocal serial, revision
+            serial += 1
+            request = support.rename_args(a["workspaceId"], str(revision), epoch, f"k-{serial}", f"Busy #{serial}")
+            envelope = await agent.call("lomi_workspace_update", request)
+            if envelope["status"] == "ok":
+                op = envelope["data"]
+                if op["state"] != "succeeded":
+                    op = await agent.settle(op["operationId"])
+                assert op["state"] == "succeeded", dump(op)
+                revision += 1
+            return envelope
+
+        # Up to 90 % of the receipt cap: the window says so, once, with a way to Storage.
+        while (await agent.ok("lomi_store_status"))["warningLevel"] != "critical":
+            assert (await rename())["status"] == "ok"
+        assert lomi.cli("store", "status")["receipts"] == STORE_CAP * 9 // 10
+        window.wait_for("#store-notice.level-critical")
+        notice = window.text_of("#store-notice .notice-text")
+        assert "90 % full" in notice and "Room left: 2 receipts" in notice, notice
+
+        # At the cap the agent is refused (RESOURCE_EXHAUSTED) and the notice says the store is full.
+        while (await rename())["status"] == "ok":
+            pass
+        refused = await rename()
+        assert refused["code"] == "RESOURCE_EXHAUSTED", dump(refused)
+        window.wait_for("#store-notice.level-full")
+        assert "agents' changes are refused" in window.text_of("#store-notice .notice-text")
+        # The desktop notifications too, once per level however often the overview changed.
+        def notified() -> list[str]:
+            log = (desktop.logs / "driver.stderr").read_text(errors="replace")
+            return [line.split("desktop notification: ", 1)[1] for line in log.splitlines() if "desktop notification: " in line]
+
+        wait_until(lambda: any("store is full" in n for n in notified()), "the native notification at the cap")
+        store_notices = [n for n in notified() if "Lomi's store" in n]
+        assert [n.split(":", 1)[0] for n in store_notices if "90 %" in n or "full" in n] == [
+            "Lomi's store is 90 % full", "Lomi's store is full"
+        ], store_notices
+        desktop.screenshot("store-notice.png")
+
+        # The notice opens Storage: the store's room, per agent.
+        window.click_on("#open-storage")
+        window.wait_for("#settings-storage")
+        window.wait_gone("#store-notice")
+        assert window.text_of("#store-receipts .meter-text") == f"{STORE_CAP} of {STORE_CAP} (100 %) · 0 left"
+        assert len(window.find_all("#settings-storage .store-pairing")) == 1
+        assert window.text_of("#settings-storage .store-pairing td") == "Busy agent"
+
+        # Free room for this agent: the preview first, nothing changes until the person confirms.
+        window.click_on("#settings-storage input.retire-pairing")
+        wait_until(lambda: window.selected_of("#settings-storage input.retire-pairing"), "the agent's choice")
+        window.click_on("#free-room")
+        what = window.text_of("#free-room-dialog .what")
+        assert f"end 1 connection of Busy agent and move {STORE_CAP} settled receipts to the history" in what, what
+        assert "must call lomi_connect again" in what and "history keeps every receipt" in what, what
+        assert lomi.cli("store", "status")["receipts"] == STORE_CAP, "a preview changes nothing"
+        desktop.screenshot("storage-preview.png")
+        window.click_on("#free-room-confirm")
+        window.wait_gone("#free-room-dialog")
+        wait_until(
+            lambda: window.text_of("#store-receipts .meter-text") == f"0 of {STORE_CAP} (0 %) · {STORE_CAP} left",
+            "the Storage view shows room again",
+        )
+        assert "moved 20 receipts to the history" in window.text_of("#settings-storage .free-room-result")
+        window.script("document.getElementById('settings-storage').scrollIntoView({block: 'start'}); return true")
+        desktop.screenshot("storage.png")
+        status = lomi.cli("store", "status")
+        assert (status["receipts"], status["historyReceipts"], status["warningLevel"]) == (0, STORE_CAP, "none"), dump(status)
+
+        # The agent's ended connection is refused; after lomi_connect its next change succeeds.
+        await agent.error(
+            "lomi_workspace_update",
+            support.rename_args(a["workspaceId"], str(revision), epoch, "after", "After"),
+            "RETRY_EPOCH_EXPIRED",
+        )
+        connection = await agent.connect(a["workspaceId"])
+        epoch, revision = connection["retryEpoch"], int(connection["domainRevision"])
+        assert (await rename())["status"] == "ok"
+        wait_until(
+            lambda: window.text_of("#store-receipts .meter-text").startswith(f"1 of {STORE_CAP}"),
+            "the agent's new receipt in the Storage view",
+        )

@@ -12,12 +12,6 @@ pub async fn run(
     adb_server: std::net::SocketAddrV4,
     store_cap: Option<usize>,
 ) -> anyhow::Result<()> {
-    let mut store_options = lomi_store::StoreOptions::default();
-    if let Some(cap) = store_cap {
-        // For tests only (hidden option): both caps, so filling the store takes seconds.
-        store_options.caps.receipts = cap;
-        store_options.caps.retry_epochs = cap;
-    }
     let host = Host::start_with_store(
         HostOptions {
             data_dir: data_dir.to_owned(),
@@ -25,7 +19,7 @@ pub async fn run(
             adb_server,
             show_window: None,
         },
-        store_options,
+        lomi_mcp::host::store_options(store_cap),
     )
     .await?;
     let broker = host.broker();

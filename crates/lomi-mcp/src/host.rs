@@ -30,6 +30,17 @@ pub struct HostOptions {
     pub show_window: Option<UnboundedSender<()>>,
 }
 
+/// The store options of `--store-cap N` (hidden, for tests; `LOMI_STORE_CAP`), the same for
+/// `lomi serve` and the app: both caps at N, so a test fills the store in seconds.
+pub fn store_options(store_cap: Option<usize>) -> lomi_store::StoreOptions {
+    let mut options = lomi_store::StoreOptions::default();
+    if let Some(cap) = store_cap {
+        options.caps.receipts = cap;
+        options.caps.retry_epochs = cap;
+    }
+    options
+}
+
 /// A started broker with its endpoints. Dropping it without `stop` leaves the tasks running
 /// until the runtime ends; `stop` is the clean way out.
 pub struct Host {
