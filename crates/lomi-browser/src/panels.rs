@@ -830,13 +830,14 @@ impl BrowserPanels {
                         Err(refused) => return refused,
                     };
                     let limit = Duration::from_millis(u64::from(timeout));
-                    let navigated = tokio::select! {
-                        navigated = tab.navigate(&url, &until, limit) => navigated,
-                        // The navigation was sent: stop the load where it is.
-                        () = cancel.cancelled() => {
-                            tab.stop_loading().await;
-                            return EffectOutcome::Cancelled { effect: EffectState::Partial };
-                        }
+                    // Cancelled, the load stops where it is: the navigation was sent.
+                    let Some(navigated) = tab
+                        .navigate_unless_cancelled(&url, &until, limit, &cancel)
+                        .await
+                    else {
+                        return EffectOutcome::Cancelled {
+                            effect: EffectState::Partial,
+                        };
                     };
                     match navigated {
                         Ok((navigation_id, url, status, reached)) => {
@@ -1005,13 +1006,12 @@ impl BrowserPanels {
                     (true, _) => match browser.open_tab().await {
                         Ok(tab) => {
                             if let Some(url) = url {
-                                let navigated = tokio::select! {
-                                    navigated = tab.navigate(&url, "load", Duration::from_secs(30)) => navigated,
-                                    // The tab is open; its page stops loading where it is.
-                                    () = cancel.cancelled() => {
-                                        tab.stop_loading().await;
-                                        return EffectOutcome::Cancelled { effect: EffectState::Partial };
-                                    }
+                                // Cancelled, the tab stays open and its page stops loading.
+                                let Some(navigated) = tab
+                                    .navigate_unless_cancelled(&url, "load", Duration::from_secs(30), &cancel)
+                                    .await
+                                else {
+                                    return EffectOutcome::Cancelled { effect: EffectState::Partial };
                                 };
                                 if let Err(error) = navigated {
                                     return settle(Err(error), "tab open", &tab.id, None);

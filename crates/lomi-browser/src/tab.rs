@@ -38,6 +38,9 @@ const WALKER: &str = include_str!("walker.js");
 const WORLD: &str = "lomi";
 /// How long an action waits for the page to confirm that its event arrived.
 const ACK_LIMIT: Duration = Duration::from_secs(5);
+/// How long a cancelled navigation's own answer is awaited after its load was stopped (one that
+/// had just finished still reports its success).
+const STOPPED_NAVIGATION_WAIT: Duration = Duration::from_secs(1);
 /// Snapshots kept per tab; refs of older ones are SNAPSHOT_STALE.
 const SNAPSHOTS_KEPT: usize = 8;
 
@@ -1337,6 +1340,34 @@ impl Tab {
         };
         let _ = committed;
         Ok((loader, final_url, status, reached.name()))
+    }
+
+    /// [`Tab::navigate`] that stops when `cancel` fires: the load is stopped and the
+    /// navigation's own answer is still awaited (bounded), so the command Chromium is working
+    /// on is never abandoned half-way. `None`: it was stopped before it finished; otherwise
+    /// what the navigation answered (it may have finished first).
+    #[expect(
+        clippy::type_complexity,
+        reason = "the navigate answer, as `navigate` gives it"
+    )]
+    pub async fn navigate_unless_cancelled(
+        &self,
+        url: &str,
+        until: &str,
+        limit: Duration,
+        cancel: &lomi_broker::CancellationToken,
+    ) -> Option<Result<(String, String, Option<u16>, &'static str), ActionError>> {
+        let navigation = self.navigate(url, until, limit);
+        tokio::pin!(navigation);
+        tokio::select! {
+            navigated = &mut navigation => return Some(navigated),
+            () = cancel.cancelled() => {}
+        }
+        self.stop_loading().await;
+        match tokio::time::timeout(STOPPED_NAVIGATION_WAIT, &mut navigation).await {
+            Ok(Ok(done)) => Some(Ok(done)),
+            Ok(Err(_)) | Err(_) => None,
+        }
     }
 
     /// Stops loading the tab's page (a cancelled navigation); what has loaded stays.
