@@ -1346,10 +1346,6 @@ impl Tab {
     /// navigation's own answer is still awaited (bounded), so the command Chromium is working
     /// on is never abandoned half-way. `None`: it was stopped before it finished; otherwise
     /// what the navigation answered (it may have finished first).
-    #[expect(
-        clippy::type_complexity,
-        reason = "the navigate answer, as `navigate` gives it"
-    )]
     pub async fn navigate_unless_cancelled(
         &self,
         url: &str,
