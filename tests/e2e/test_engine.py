@@ -676,11 +676,9 @@ async def test_a_cancelled_navigation_stops_its_slow_load(lomi, workspaces, mcp,
         await w.close_browser(b["panelId"])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "chromiumoxide answers Page.navigate only at the new document's load and queues navigations one "
-    "at a time: a stopped navigation blocks the next one until its 30 s deadline (the same queue makes "
-    "a same-document navigation hang 30 s). Navigation must bypass that queue (the browser issue)."))
 async def test_a_navigation_after_a_cancelled_one_goes_through(lomi, workspaces, mcp, tmp_path, pages):
+    """A stopped navigation leaves nothing behind that holds the next one back (Page.navigate
+    goes to the page directly, not through a queue that waits for each load)."""
     a, _ = workspaces
     token = lomi.create_token(a["workspaceId"])["token"]
     async with mcp.session(token=token) as session:
@@ -739,3 +737,25 @@ async def test_cancelling_succeeded_work_leaves_it_succeeded(lomi, workspaces, m
             assert lomi.workspace(w.ws)["name"] == "Renamed once"
         else:
             assert (w.project / "notes.txt").read_bytes() == b"two\n"
+
+
+async def test_a_same_document_navigation_settles_at_once(lomi, workspaces, mcp, tmp_path, pages):
+    """Navigating to a fragment of the page already shown is done when Chromium says so: it
+    used to wait 30 s for a load that never comes and settle outcome_unknown."""
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        w = await world(lomi, workspaces, session, tmp_path, pages)
+        b = await w.browser("/start")
+        for key, url in (("frag-1", pages.url("/start#section")), ("frag-2", pages.url("/start#other"))):
+            op = await session.ok("lomi_browser_navigate", w.keyed({
+                "panelId": b["panelId"], "browserGeneration": b["browserGeneration"], "url": url,
+            }, key))
+            op = await session.settle(op["operationId"])
+            assert (op["state"], op["effectState"]) == ("succeeded", "complete"), dump(op)
+        after = await session.ok("lomi_browser_navigate", w.keyed({
+            "panelId": b["panelId"], "browserGeneration": b["browserGeneration"], "url": pages.url("/one"),
+        }, "after-frag"))
+        after = await session.settle(after["operationId"])
+        assert after["state"] == "succeeded" and after["result"]["url"] == pages.url("/one"), dump(after)
+        await w.close_browser(b["panelId"])

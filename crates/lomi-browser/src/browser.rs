@@ -123,6 +123,8 @@ impl Logs {
 
 struct Inner {
     cdp: chromiumoxide::Browser,
+    /// `host:port` of Chromium's DevTools endpoint (for commands sent to a page directly).
+    devtools: String,
     pid: u32,
     generation: String,
     options: BrowserOptions,
@@ -156,6 +158,7 @@ impl Browser {
         )
         .await?;
         let pid = process.pid();
+        let devtools = devtools_address(&process.ws_url);
         let (cdp, mut handler) = match chromiumoxide::Browser::connect(process.ws_url.clone()).await
         {
             Ok(pair) => pair,
@@ -197,6 +200,7 @@ impl Browser {
         let browser = Browser {
             inner: Arc::new(Inner {
                 cdp,
+                devtools,
                 pid,
                 generation,
                 options,
@@ -221,6 +225,11 @@ impl Browser {
         };
         browser.close_other_targets(&first.id).await;
         Ok(browser)
+    }
+
+    /// `host:port` of Chromium's DevTools endpoint.
+    pub(crate) fn devtools(&self) -> &str {
+        &self.inner.devtools
     }
 
     pub fn pid(&self) -> u32 {
@@ -534,4 +543,10 @@ async fn follow(
             else => break,
         }
     }
+}
+
+/// `host:port` of a DevTools WebSocket URL (`ws://127.0.0.1:PORT/devtools/browser/ID`).
+fn devtools_address(ws_url: &str) -> String {
+    let rest = ws_url.strip_prefix("ws://").unwrap_or(ws_url);
+    rest.split('/').next().unwrap_or(rest).to_owned()
 }

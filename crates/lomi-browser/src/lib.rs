@@ -5,6 +5,7 @@
 
 mod browser;
 mod confine;
+mod direct;
 mod launch;
 pub mod panels;
 mod snapshot;

@@ -256,6 +256,22 @@ impl Tab {
         }
     }
 
+    /// A command sent to this tab's page over its own DevTools connection (see `direct.rs`),
+    /// given up when the browser ends.
+    async fn direct(&self, method: &'static str, params: Value) -> Result<Value, BrowserError> {
+        if let Some(gone) = self.browser.gone() {
+            return Err(gone);
+        }
+        tokio::select! {
+            answer = crate::direct::page_command(self.browser.devtools(), &self.id, method, params) => {
+                answer.map_err(|error| self.browser.failure(error))
+            }
+            _exit = self.browser.exited() => Err(self.browser.failure(BrowserError::Gone(
+                "the browser ended during the call".to_owned(),
+            ))),
+        }
+    }
+
     /// Waits (at most `limit`) until `done` holds for the tab's state, re-checking on every
     /// event. Returns whether it did.
     async fn wait_until(&self, limit: Duration, mut done: impl FnMut(&State) -> bool) -> bool {
@@ -1297,7 +1313,7 @@ impl Tab {
             _ => Reached::Load,
         };
         let answer = self
-            .raw("Page.navigate", json!({ "url": url }))
+            .direct("Page.navigate", json!({ "url": url }))
             .await
             .map_err(ActionError::Dispatched)?;
         if let Some(error) = answer["errorText"].as_str().filter(|e| !e.is_empty()) {
