@@ -339,8 +339,16 @@ fn a_directory_flipping_to_an_outside_symlink_during_writes_never_leaks() {
                 .write(&format!("d/new{attempt}"), b"x", Expected::Absent)
             {
                 Ok(_) => written += 1,
-                Err(FilesError::Escape(_) | FilesError::NotFound(_)) => refused += 1,
-                Err(other) => panic!("unexpected {other:?}"),
+                Err(
+                    FilesError::Escape(_)
+                    | FilesError::NotFound(_)
+                    | FilesError::ParentMissing { .. },
+                ) => refused += 1,
+                Err(other) => {
+                    // Stop the flipping thread first, or the scope would wait for it forever.
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    panic!("unexpected {other:?}")
+                }
             }
             attempt += 1;
         }
@@ -826,10 +834,14 @@ fn writes_renames_and_deletes_check_what_they_expect() {
         root.write("missing.txt", b"z", Expected::Revision(sha(b"a"))),
         Err(FilesError::NotFound(_))
     ));
-    assert!(matches!(
+    // A missing folder says which one and how to make it.
+    assert_eq!(
         root.write("nodir/new.txt", b"z", Expected::Absent),
-        Err(FilesError::NotFound(_))
-    ));
+        Err(FilesError::ParentMissing {
+            path: "nodir/new.txt".to_owned(),
+            parent: "nodir".to_owned(),
+        })
+    );
     assert!(matches!(
         root.write("a.txt/new", b"z", Expected::Absent),
         Err(FilesError::NotADirectory(_))
