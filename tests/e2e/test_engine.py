@@ -521,11 +521,7 @@ CASES = [
     # The browser is closed: the capture half of the call has nothing to capture, but the save
     # half must still answer its receipt (or the conflict) rather than NOT_FOUND.
     Case("lomi_browser_capture", prep_browser_capture, gone_browser_capture, observe_shot, capture_elsewhere,
-         operation=lambda data: data["saved"], label="browser-closed",
-         marks=[pytest.mark.xfail(strict=True, reason=(
-             "lomi_browser_capture looks the panel's runtime up (and captures) before the save's "
-             "prior receipt is looked for, so a retry after lomi_browser_close answers NOT_FOUND; "
-             "its receipt key also needs the runtime's projectId"))]),
+         operation=lambda data: data["saved"], label="browser-closed"),
     Case("lomi_browser_close", prep_browser_close, nothing, observe_panels, changed(expectedRevision="999")),
     Case("lomi_file_write", prep_file_write, gone_file, observe_files, changed(text="three\n")),
     Case("lomi_file_create", prep_file_create, gone_file, observe_files, changed(text="other\n")),

@@ -83,6 +83,10 @@ pub struct BrowserPanels {
     broker: Broker,
     options: BrowserOptions,
     runtimes: Arc<Mutex<HashMap<PanelId, BrowserRuntime>>>,
+    /// The workspace and project of every browser panel of this broker, kept after it closes:
+    /// a saved capture's receipt key names the project, so its retry finds the receipt when
+    /// the browser is gone. One entry per browser created.
+    anchors: Arc<Mutex<HashMap<PanelId, (WorkspaceId, ProjectId)>>>,
 }
 
 fn to_value<T: serde::Serialize>(value: &T) -> Value {
@@ -105,6 +109,26 @@ pub fn tool_error(error: BrowserError) -> ToolError {
             format!("{error}; the browser may be busy: look at the panel before trying again"),
         ),
         other => ToolError::internal(other.to_string()),
+    }
+}
+
+/// The operation of a capture saved into the project, keyed like every mutation.
+fn capture_mutation(
+    input: &BrowserCaptureInput,
+    save: &lomi_protocol::tools::browser::CaptureSave,
+    workspace_id: WorkspaceId,
+    project_id: ProjectId,
+) -> Mutation {
+    Mutation {
+        tool: Tool::BrowserCapture,
+        retry_epoch: save.retry_epoch.clone(),
+        request_key: save.request_key.clone(),
+        workspace_id,
+        project_id: Some(project_id.clone()),
+        payload: to_value(input),
+        generation: None,
+        revision: None,
+        permit: Permit::Project(project_id),
     }
 }
 
@@ -245,6 +269,7 @@ impl BrowserPanels {
             broker,
             options: BrowserOptions::default(),
             runtimes: Arc::default(),
+            anchors: Arc::default(),
         }
     }
 
@@ -446,6 +471,11 @@ impl BrowserPanels {
                         project_id: Some(project_id.clone()),
                         generation: Some(generation.clone()),
                     };
+                    panels
+                        .anchors
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(panel_id.clone(), (workspace_id.clone(), project_id.clone()));
                     panels.runtimes().insert(
                         panel_id.clone(),
                         BrowserRuntime {
@@ -1220,7 +1250,19 @@ impl BrowserPanels {
                 "maxBytes must be {MIN_CAPTURE_BYTES} to {MAX_CAPTURE_BYTES}"
             )));
         }
-        let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
+        let (_record, runtime) = match self.runtime(caller, &input.panel_id) {
+            Ok(found) => found,
+            // The browser is gone: a retry of a saved capture still answers its operation,
+            // with the image it saved.
+            Err(error) => {
+                if let Some(save) = &input.save
+                    && let Some(answer) = self.saved_before(caller, &input, save).await?
+                {
+                    return Ok(answer);
+                }
+                return Err(error);
+            }
+        };
         if let Some(gone) = runtime.browser.gone() {
             return Err(tool_error(gone));
         }
@@ -1257,6 +1299,89 @@ impl BrowserPanels {
         ))
     }
 
+    /// The answer to a retried capture whose browser is gone and whose save has a receipt:
+    /// that operation, with the image it saved read back from the project (while the browser
+    /// runs, a retry captures again and answers the same save operation). `None` when there is
+    /// no such receipt.
+    async fn saved_before(
+        &self,
+        caller: &PairingId,
+        input: &BrowserCaptureInput,
+        save: &lomi_protocol::tools::browser::CaptureSave,
+    ) -> Result<Option<(CaptureView, Vec<u8>)>, ToolError> {
+        let workspace = self
+            .broker
+            .retry_epoch_workspace(caller, &save.retry_epoch)?;
+        let anchor = self
+            .anchors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&input.panel_id)
+            .cloned();
+        let Some((panel_workspace, project)) = anchor else {
+            return Ok(None);
+        };
+        if panel_workspace != workspace {
+            return Ok(None);
+        }
+        let mutation = capture_mutation(input, save, workspace.clone(), project.clone());
+        let Some(prior) = self.broker.prior(caller, &mutation)? else {
+            return Ok(None);
+        };
+        let operation = self.broker.answer(caller, &prior).await?;
+        let saved: Option<CaptureSaved> = operation
+            .result
+            .clone()
+            .and_then(|result| serde_json::from_value(result).ok());
+        let not_shown = |why: &str| {
+            ToolError::new(
+                ErrorCode::NotFound,
+                format!(
+                    "this request was answered before by operation {prior} ({}); {why}: read it with lomi_operation_get",
+                    operation.state
+                ),
+            )
+            .with_details(json!({ "operation": to_value(&operation) }))
+        };
+        let Some(saved) = saved else {
+            return Err(not_shown("it saved no image to show again"));
+        };
+        let (_, root) = self
+            .broker
+            .project_root(caller, &workspace, Some(&project))?;
+        let path = saved.path.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            confined_existing_file(&root, &path).and_then(|real| {
+                std::fs::read(&real).map_err(|error| format!("{}: {error}", real.display()))
+            })
+        })
+        .await
+        .map_err(|error| ToolError::internal(error.to_string()))?;
+        let Ok(png) = read else {
+            return Err(not_shown(&format!("{} is gone", saved.path)));
+        };
+        let Ok(capture) = lomi_capture::process(&png, &lomi_capture::CaptureOptions::default())
+        else {
+            return Err(not_shown(&format!("{} is no longer a PNG", saved.path)));
+        };
+        if capture.sha256 != saved.sha256 {
+            return Err(not_shown(&format!("{} has changed since", saved.path)));
+        }
+        // The tab it came from is gone with its browser.
+        let tab_id = String::new();
+        Ok(Some((
+            CaptureView {
+                width: capture.width,
+                height: capture.height,
+                bytes: capture.png.len() as u64,
+                sha256: capture.sha256,
+                tab_id,
+                saved: Some(to_value(&operation)),
+            },
+            capture.png,
+        )))
+    }
+
     async fn save(
         &self,
         caller: &PairingId,
@@ -1274,17 +1399,7 @@ impl BrowserPanels {
                 input.panel_id
             )));
         }
-        let mutation = Mutation {
-            tool: Tool::BrowserCapture,
-            retry_epoch: save.retry_epoch.clone(),
-            request_key: save.request_key.clone(),
-            workspace_id,
-            project_id: Some(runtime.project_id.clone()),
-            payload: to_value(input),
-            generation: None,
-            revision: None,
-            permit: Permit::Project(runtime.project_id.clone()),
-        };
+        let mutation = capture_mutation(input, save, workspace_id, runtime.project_id.clone());
         let root = runtime.root.clone();
         let path = save.path.clone();
         let overwrite = save.overwrite.unwrap_or(false);

@@ -492,6 +492,8 @@ pub struct CaptureView {
     pub height: u32,
     pub bytes: u64,
     pub sha256: String,
+    /// The tab captured; empty when a retried save answers with the image it saved before
+    /// and that browser is gone.
     pub tab_id: String,
     /// The save's operation, when `save` was given.
     pub saved: Option<Value>,
