@@ -13,7 +13,7 @@ use rusqlite::{Connection, params_from_iter};
 use crate::store::{
     Failure, SETTLED_STATES, UNSETTLED_STATES, count, decode_id, raise_removed_through, refuse,
 };
-use crate::{Result, SCHEMA_VERSION, Store, StoreError};
+use crate::{Caps, Result, SCHEMA_VERSION, Store, StoreError};
 
 /// Which live retry epochs a maintenance run retires.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -236,6 +236,23 @@ fn selector_sql(
     }
 }
 
+/// The idle rule as it applies now. At a cap nothing can be admitted under any epoch, so the
+/// quiet window that spares an agent in the middle of its work protects nothing: every epoch
+/// without unsettled work is idle, and `--retire idle` frees room at once.
+fn idle_now(connection: &Connection, caps: Caps, idle: &IdleRule) -> Result<IdleRule, Failure> {
+    let receipts = count(connection, "SELECT COUNT(*) FROM receipts", [])?;
+    let epochs = count(connection, "SELECT COUNT(*) FROM retry_epochs", [])?;
+    let full = receipts >= caps.receipts as u64 || epochs >= caps.retry_epochs as u64;
+    Ok(if full {
+        IdleRule {
+            quiet_for: Duration::ZERO,
+            ..idle.clone()
+        }
+    } else {
+        idle.clone()
+    })
+}
+
 fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
@@ -291,11 +308,13 @@ fn run(
     transaction: &Connection,
     now: Timestamp,
     maintenance: &Maintenance,
+    caps: Caps,
 ) -> Result<ReconcileReport, Failure> {
     let at = [now.millis()];
     let mut retired = Vec::new();
     if let Some(selector) = &maintenance.retire {
-        retired = select_epochs(transaction, selector, &maintenance.idle, now)?;
+        let idle = idle_now(transaction, caps, &maintenance.idle)?;
+        retired = select_epochs(transaction, selector, &idle, now)?;
         if let RetireSelector::Epoch(epoch) = selector
             && retired.is_empty()
         {
@@ -417,7 +436,8 @@ impl Store {
             };
             let receipts: u64 = receipts_by_state.iter().map(|s| s.count).sum();
             let retry_epochs = count(&snapshot, "SELECT COUNT(*) FROM retry_epochs", [])?;
-            let idle_epochs = select_epochs(&snapshot, &RetireSelector::Idle, idle, now)?;
+            let idle = idle_now(&snapshot, caps, idle)?;
+            let idle_epochs = select_epochs(&snapshot, &RetireSelector::Idle, &idle, now)?;
             let pairings = pairing_usage(&snapshot, now, &idle_epochs)?;
             Ok(StoreStatus {
                 schema_version: SCHEMA_VERSION,
@@ -461,8 +481,9 @@ impl Store {
 
     /// What `reconcile` would do now, for the confirmation prompt: the same run, rolled back.
     pub fn reconcile_preview(&self, maintenance: &Maintenance) -> Result<ReconcileReport> {
+        let caps = self.options().caps;
         self.transact("previewing maintenance", false, |transaction, now| {
-            run(transaction, now, maintenance)
+            run(transaction, now, maintenance, caps)
         })
     }
 
@@ -472,8 +493,9 @@ impl Store {
     /// removes ended epochs left without receipts, and drops tombstones past their epoch's
     /// 24 hours. Unsettled receipts never move.
     pub fn reconcile(&self, maintenance: &Maintenance) -> Result<ReconcileReport> {
+        let caps = self.options().caps;
         self.write("maintaining the store", |transaction, now| {
-            run(transaction, now, maintenance)
+            run(transaction, now, maintenance, caps)
         })
     }
 }

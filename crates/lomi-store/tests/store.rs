@@ -1857,6 +1857,28 @@ fn at_the_cap_retiring_idle_epochs_lets_work_go_on() {
 }
 
 #[test]
+fn at_a_cap_an_epoch_busy_a_moment_ago_is_idle_so_one_command_frees_room() {
+    let setup = setup();
+    let store = setup.open_with(small_caps(8, 8)).expect("open");
+    let busy = setup.epoch(&store, "re_busy");
+    let running = Maintenance {
+        retire: Some(RetireSelector::Idle),
+        idle: IdleRule::new(Some(BrokerInstanceId::parse("bi_test").expect("instance"))),
+    };
+    for index in 0..7 {
+        settle(&store, &reserve_new(&store, &busy, &format!("rk_{index}")));
+    }
+    // Below the cap, an epoch that just worked is spared: its agent is in the middle of it.
+    let spared = store.reconcile(&running).expect("retire idle");
+    assert_eq!((spared.retired.len(), spared.receipts_archived), (0, 0));
+    settle(&store, &reserve_new(&store, &busy, "rk_7"));
+    // At the cap nothing can be admitted under any epoch: the same command frees room now.
+    let freed = store.reconcile(&running).expect("retire idle at the cap");
+    assert_eq!((freed.retired.len(), freed.receipts_archived), (1, 8));
+    assert_eq!(status(&store).receipts, 0);
+}
+
+#[test]
 fn a_retirement_racing_reservations_under_the_same_epoch_never_admits_one_after_it() {
     const THREADS: usize = 8;
     let rounds = if slow_tests() { 20 } else { 4 };
