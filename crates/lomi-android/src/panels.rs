@@ -469,6 +469,8 @@ impl AndroidPanels {
                         title,
                     );
                     tokio::select! {
+                        // The work first: what finished by now is reported as finished.
+                        biased;
                         outcome = attached => outcome,
                         // Cancelled while the device was reached: nothing was added to the
                         // workspace; `adb connect` may have added the device to adb's list.
@@ -681,7 +683,15 @@ impl AndroidPanels {
                         guard.generation,
                     )
                 },
-                move |_, _| panels.still_current(&panel, &generation),
+                // The lease may have ended while the operation waited (for the person, say),
+                // and the device may have reconnected as a new runtime.
+                {
+                    let (holder, lease) = (caller.clone(), guard.lease.clone());
+                    move |broker: &lomi_broker::Broker, _: &Device| {
+                        broker.lease_check(&holder, &lease, &panel, &generation)?;
+                        panels.still_current(&panel, &generation)
+                    }
+                },
                 effect,
             )
             .await

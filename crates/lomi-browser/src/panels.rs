@@ -41,6 +41,8 @@ const MIN_SNAPSHOT_BYTES: u32 = 1024;
 pub const SNAPSHOT_HEADER_BYTES: u32 = 768;
 const MAX_SNAPSHOT_BYTES: u32 = 1024 * 1024;
 const DEFAULT_NAVIGATE_MS: u32 = 30_000;
+/// How long the person's live view waits for one picture of a page.
+const PREVIEW_LIMIT: Duration = Duration::from_secs(3);
 const MAX_NAVIGATE_MS: u32 = 60_000;
 const MAX_TYPE_BYTES: usize = 64 * 1024;
 const MAX_UPLOAD_FILES: usize = 32;
@@ -347,11 +349,26 @@ impl BrowserPanels {
                 return Some(preview);
             }
         };
-        (preview.url, preview.title) = tab.location().await;
+        // The window asks again shortly: a Chromium answer that is late (or lost) must not
+        // hold the person's view for chromiumoxide's 30 s command timeout.
+        preview.url = tab.current_url();
         preview.tab_id = Some(tab.id.clone());
-        match tab.preview(quality.clamp(1, 100)).await {
-            Ok(jpeg) => preview.jpeg_base64 = Some(jpeg),
-            Err(error) => preview.note = Some(browser.failure(error).to_string()),
+        let looked = tokio::time::timeout(PREVIEW_LIMIT, async {
+            (
+                tab.location().await,
+                tab.preview(quality.clamp(1, 100)).await,
+            )
+        })
+        .await;
+        match looked {
+            Ok(((url, title), shot)) => {
+                (preview.url, preview.title) = (url, title);
+                match shot {
+                    Ok(jpeg) => preview.jpeg_base64 = Some(jpeg),
+                    Err(error) => preview.note = Some(browser.failure(error).to_string()),
+                }
+            }
+            Err(_) => preview.note = Some("the page did not answer in time".to_owned()),
         }
         Some(preview)
     }
@@ -435,6 +452,8 @@ impl BrowserPanels {
                     };
                     let generation = format!("bg_{}", hex_id(&context.broker));
                     let launched = tokio::select! {
+                        // The work first: what finished by now is reported as finished.
+                        biased;
                         launched = Browser::launch(options, generation.clone()) => launched,
                         // Dropping the launch ends the Chromium it started (its process is
                         // killed with the handle); nothing was added to the workspace.
@@ -447,9 +466,10 @@ impl BrowserPanels {
                         Err(error) => {
                             return EffectOutcome::Failed {
                                 effect: EffectState::None,
-                                error: ToolError::internal(format!(
-                                    "the browser did not start: {error}"
-                                )),
+                                error: ToolError::new(
+                                    ErrorCode::RuntimeUnavailable,
+                                    format!("the browser did not start: {error}"),
+                                ),
                             };
                         }
                     };
@@ -628,6 +648,8 @@ impl BrowserPanels {
                     };
                     let before = tab.navigation_id();
                     let result = tokio::select! {
+                        // The work first: what finished by now is reported as finished.
+                        biased;
                         result = act(tab.clone(), target) => result,
                         () = cancel.cancelled() => {
                             return EffectOutcome::Cancelled { effect: EffectState::Unknown };
@@ -806,6 +828,8 @@ impl BrowserPanels {
                         Err(refused) => return refused,
                     };
                     let result = tokio::select! {
+                        // The work first: what finished by now is reported as finished.
+                        biased;
                         result = tab.upload(&snapshot_id, &element_ref, &files) => result,
                         () = cancel.cancelled() => {
                             return EffectOutcome::Cancelled { effect: EffectState::Unknown };

@@ -258,16 +258,14 @@ impl Tab {
 
     /// A command sent to this tab's page over its own DevTools connection (see `direct.rs`),
     /// given up when the browser ends.
-    async fn direct(&self, method: &'static str, params: Value) -> Result<Value, BrowserError> {
+    async fn direct(&self, method: &'static str, params: Value) -> Result<Value, ActionError> {
         if let Some(gone) = self.browser.gone() {
-            return Err(gone);
+            return Err(ActionError::Refused(gone));
         }
         tokio::select! {
-            answer = crate::direct::page_command(self.browser.devtools(), &self.id, method, params) => {
-                answer.map_err(|error| self.browser.failure(error))
-            }
-            _exit = self.browser.exited() => Err(self.browser.failure(BrowserError::Gone(
-                "the browser ended during the call".to_owned(),
+            answer = crate::direct::page_command(self.browser.devtools(), &self.id, method, params) => answer,
+            _exit = self.browser.exited() => Err(ActionError::Dispatched(self.browser.failure(
+                BrowserError::Gone("the browser ended during the call".to_owned()),
             ))),
         }
     }
@@ -292,17 +290,27 @@ impl Tab {
         }
     }
 
-    /// The current URL and title.
+    /// The current URL, as the page's events last said (no call to Chromium).
+    pub fn current_url(&self) -> String {
+        self.lock().url.clone()
+    }
+
+    /// The current URL and title, as the browser reports the tab (the URL from the page's
+    /// events when the browser does not answer).
     pub async fn location(&self) -> (String, String) {
-        let url = self.lock().url.clone();
         // Asked of the browser, not the page, so an open dialog does not block it.
-        let title = self
+        let info = self
             .raw("Target.getTargetInfo", json!({ "targetId": self.id }))
             .await
-            .ok()
-            .and_then(|v| v["targetInfo"]["title"].as_str().map(str::to_owned))
-            .unwrap_or_default();
-        (url, title)
+            .ok();
+        let field = |name: &str| {
+            info.as_ref()
+                .and_then(|v| v["targetInfo"][name].as_str().map(str::to_owned))
+        };
+        let url = field("url")
+            .filter(|url| !url.is_empty())
+            .unwrap_or_else(|| self.current_url());
+        (url, field("title").unwrap_or_default())
     }
 
     pub fn navigation_id(&self) -> String {
@@ -1312,10 +1320,19 @@ impl Tab {
             "domcontentloaded" => Reached::DomContentLoaded,
             _ => Reached::Load,
         };
-        let answer = self
-            .direct("Page.navigate", json!({ "url": url }))
-            .await
-            .map_err(ActionError::Dispatched)?;
+        // Chromium answers once the navigation commits (or fails): that wait has the same
+        // limit as the rest, and a navigation still pending then is stopped.
+        let sent = tokio::time::timeout(limit, self.direct("Page.navigate", json!({ "url": url })));
+        let answer = match sent.await {
+            Ok(answer) => answer?,
+            Err(_) => {
+                self.stop_loading().await;
+                return Err(ActionError::Unconfirmed(format!(
+                    "the navigation did not commit within {} ms and was stopped",
+                    limit.as_millis()
+                )));
+            }
+        };
         if let Some(error) = answer["errorText"].as_str().filter(|e| !e.is_empty()) {
             return Err(ActionError::Failed(format!(
                 "the navigation failed: {error}"
@@ -1372,6 +1389,8 @@ impl Tab {
         let navigation = self.navigate(url, until, limit);
         tokio::pin!(navigation);
         tokio::select! {
+            // The work first: what finished by now is reported as finished.
+            biased;
             navigated = &mut navigation => return Some(navigated),
             () = cancel.cancelled() => {}
         }

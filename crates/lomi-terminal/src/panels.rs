@@ -201,6 +201,8 @@ impl TerminalPanels {
                     };
                     // Cancelled before the process spoke: it is stopped, and nothing was added.
                     let spoke = tokio::select! {
+                        // The work first: what finished by now is reported as finished.
+                        biased;
                         spoke = terminal.first_output(FIRST_OUTPUT) => spoke,
                         () = context.cancel.cancelled() => {
                             terminal.close(CLOSE_GRACE).await;
@@ -211,10 +213,14 @@ impl TerminalPanels {
                         let status = terminal.close(CLOSE_GRACE).await;
                         return EffectOutcome::Failed {
                             effect: EffectState::Partial,
-                            error: ToolError::internal(format!(
-                                "the process printed nothing within {} s and was stopped ({status:?})",
-                                FIRST_OUTPUT.as_secs()
-                            )),
+                            error: ToolError::new(
+                                ErrorCode::RuntimeUnavailable,
+                                format!(
+                                    "the program printed nothing within {} s and was stopped ({status:?}); \
+                                     start one that writes to the terminal, or the shell",
+                                    FIRST_OUTPUT.as_secs()
+                                ),
+                            ),
                         };
                     }
                     let panel_id = PanelId::from_random(context.broker.random_bytes());
@@ -469,7 +475,20 @@ impl TerminalPanels {
                     let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
                     Ok((runtime.terminal, panel_id))
                 },
-                |_, _| Ok(()),
+                // The lease may have ended while the operation waited (a takeover, a release).
+                {
+                    let (holder, lease, panel, generation) = (
+                        caller.clone(),
+                        input.lease_id.clone(),
+                        input.panel_id.clone(),
+                        input.generation.clone(),
+                    );
+                    move |broker: &Broker, _: &(Terminal, PanelId)| {
+                        broker
+                            .lease_check(&holder, &lease, &panel, &generation)
+                            .map(|_| ())
+                    }
+                },
                 |(terminal, panel_id), _context| async move {
                     match terminal.interrupt() {
                         Ok(sent) => EffectOutcome::Succeeded(to_value(&Interrupted {
