@@ -5,6 +5,7 @@ never leave the project."""
 import base64
 import hashlib
 import os
+import subprocess
 
 import anyio
 import pytest
@@ -181,3 +182,30 @@ async def test_folders_are_made_on_request_and_compared_by_revision(lomi, worksp
             assert (escaped["state"], escaped["effectState"]) == ("failed", "none"), dump(escaped)
             assert escaped["error"]["code"] == "INVALID_ARGUMENT", dump(escaped)
         assert list(outside.iterdir()) == []
+
+
+async def test_a_folder_on_a_full_disk_is_no_space_with_no_effect(lomi, mcp, tmp_path):
+    """A disk out of room for one more folder (a tmpfs with 4 inodes) answers NO_SPACE, not an
+    unknown outcome: a failed mkdir made nothing."""
+    disk = tmp_path / "tiny-disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,nr_inodes=4", "tmpfs", str(disk)], check=True)
+    try:
+        workspace = lomi.add_workspace("Tiny disk", disk)
+        ws = workspace["workspaceId"]
+        token = lomi.create_token(ws)["token"]
+        async with mcp.session(token=token) as agent:
+            epoch = (await agent.connect(ws))["retryEpoch"]
+            states = []
+            for index in range(8):
+                op = await agent.ok("lomi_dir_create", {
+                    "workspaceId": ws, "path": f"d{index}", "retryEpoch": epoch, "requestKey": f"d{index}",
+                })
+                op = await agent.settle(op["operationId"])
+                states.append((op["state"], op["effectState"], (op.get("error") or {}).get("code")))
+                if op["state"] != "succeeded":
+                    break
+            assert states[-1] == ("failed", "none", "NO_SPACE"), dump(states)
+            assert sorted(p.name for p in disk.iterdir()) == [f"d{i}" for i in range(len(states) - 1)]
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

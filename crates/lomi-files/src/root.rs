@@ -95,6 +95,14 @@ fn io_error(what: &str, rel: &str, errno: Errno) -> FilesError {
     FilesError::Io(format!("could not {what} {rel}: {errno}"))
 }
 
+/// A failed `mkdirat`: it made nothing, and a full disk is the person's to fix.
+fn mkdir_error(rel: &str, errno: Errno) -> FilesError {
+    match errno {
+        Errno::NOSPC | Errno::DQUOT => FilesError::NoSpace(rel.to_owned()),
+        other => resolve_error("create", rel, other),
+    }
+}
+
 /// A failed write or sync of a temp file: a full disk is the person's to fix (the target file
 /// is untouched, the temp file removed); anything else is an I/O fault.
 fn write_error(what: &str, rel: &str, error: &std::io::Error) -> FilesError {
@@ -523,7 +531,7 @@ impl ProjectRoot {
         }
         let parent = self.open_parent(&path, rel)?;
         rustix::fs::mkdirat(&parent, path.name, Mode::from_raw_mode(0o777))
-            .map_err(|errno| resolve_error("create", rel, errno))?;
+            .map_err(|errno| mkdir_error(rel, errno))?;
         fsync_dir(parent.as_fd(), rel)
     }
 
@@ -551,7 +559,7 @@ impl ProjectRoot {
                 // Made meanwhile by someone else: as good, if it is a directory (checked when
                 // the next step opens it).
                 Ok(()) | Err(Errno::EXIST) => {}
-                Err(errno) => return Err(resolve_error("create", &here, errno)),
+                Err(errno) => return Err(mkdir_error(&here, errno)),
             }
             fsync_dir(above.as_fd(), &here)?;
         }
