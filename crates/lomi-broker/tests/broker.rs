@@ -1116,36 +1116,21 @@ async fn counted(
     broker: &Broker,
     pairing: &PairingId,
     confirmation: lomi_broker::Confirmation,
-    (workspace, epoch, key): (&WorkspaceId, &RetryEpoch, &str),
+    at: (&WorkspaceId, &RetryEpoch, &str),
     runs: &Arc<std::sync::atomic::AtomicUsize>,
 ) -> OperationId {
-    let mutation = lomi_broker::Mutation {
-        tool: Tool::AndroidAttach,
-        retry_epoch: epoch.clone(),
-        request_key: RequestKey::parse(key).expect("request key"),
-        workspace_id: workspace.clone(),
-        project_id: None,
-        payload: serde_json::json!({ "key": key }),
-        generation: None,
-        revision: None,
-        permit: lomi_broker::Permit::Workspace(workspace.clone()),
-    };
     let runs = runs.clone();
-    broker
-        .operate(
-            pairing,
-            mutation,
-            confirmation,
-            async { Ok(()) },
-            |_, ()| Ok(()),
-            move |(), _context| async move {
-                runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                lomi_broker::EffectOutcome::Succeeded(serde_json::json!({ "ran": true }))
-            },
-        )
-        .await
-        .expect("operate")
-        .operation_id
+    run_effect(
+        broker,
+        pairing,
+        confirmation,
+        at,
+        move |(), _context| async move {
+            runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            lomi_broker::EffectOutcome::Succeeded(serde_json::json!({ "ran": true }))
+        },
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1482,10 +1467,12 @@ async fn remove_counted(
         .await
 }
 
-/// Runs one operation whose effect is `effect`, for the engine's settlement rules.
+/// Runs one operation whose effect is `effect` (the engine's settlement rules, the person's
+/// decision); answers its id.
 async fn run_effect<F, Fut>(
     broker: &Broker,
     pairing: &PairingId,
+    confirmation: lomi_broker::Confirmation,
     (workspace, epoch, key): (&WorkspaceId, &RetryEpoch, &str),
     effect: F,
 ) -> OperationId
@@ -1494,7 +1481,7 @@ where
     Fut: std::future::Future<Output = lomi_broker::EffectOutcome> + Send + 'static,
 {
     let mutation = lomi_broker::Mutation {
-        tool: Tool::TerminalCreate,
+        tool: Tool::AndroidAttach,
         retry_epoch: epoch.clone(),
         request_key: RequestKey::parse(key).expect("request key"),
         workspace_id: workspace.clone(),
@@ -1508,7 +1495,7 @@ where
         .operate(
             pairing,
             mutation,
-            lomi_broker::Confirmation::Policy,
+            confirmation,
             async { Ok(()) },
             |_, ()| Ok(()),
             effect,
@@ -1530,9 +1517,10 @@ async fn every_outcome_settles_in_a_legal_state_and_cancellation_reaches_the_eff
     let pairing = approved(&broker, "agent", &workspace);
     let epoch = connect(&broker, &pairing, &workspace);
     let at = |key| (&workspace, &epoch, key);
+    use lomi_broker::Confirmation::Policy;
 
     // A panicking effect never leaves its receipt running.
-    let id = run_effect(&broker, &pairing, at("panics"), |(), _| async {
+    let id = run_effect(&broker, &pairing, Policy, at("panics"), |(), _| async {
         panic!("an effect that fails in a way nobody planned for")
     })
     .await;
@@ -1549,12 +1537,18 @@ async fn every_outcome_settles_in_a_legal_state_and_cancellation_reaches_the_eff
 
     // A failure that cannot say what it did is outcome_unknown, keeping its code: `failed`
     // with an unknown effect is not a state a receipt may reach.
-    let id = run_effect(&broker, &pairing, at("unknown-failure"), |(), _| async {
-        EffectOutcome::Failed {
-            effect: EffectState::Unknown,
-            error: ToolError::new(ErrorCode::RuntimeUnavailable, "the device went away"),
-        }
-    })
+    let id = run_effect(
+        &broker,
+        &pairing,
+        Policy,
+        at("unknown-failure"),
+        |(), _| async {
+            EffectOutcome::Failed {
+                effect: EffectState::Unknown,
+                error: ToolError::new(ErrorCode::RuntimeUnavailable, "the device went away"),
+            }
+        },
+    )
     .await;
     let settled = wait_settled(&broker, &id).await;
     assert_eq!(
@@ -1572,6 +1566,7 @@ async fn every_outcome_settles_in_a_legal_state_and_cancellation_reaches_the_eff
     let id = run_effect(
         &broker,
         &pairing,
+        Policy,
         at("cancelled"),
         |(), context| async move {
             let _started = started_tx.send(());
@@ -1602,11 +1597,17 @@ async fn every_outcome_settles_in_a_legal_state_and_cancellation_reaches_the_eff
     // An effect that finished before it looked at the token stays succeeded.
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();
     let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
-    let id = run_effect(&broker, &pairing, at("finished"), |(), _| async move {
-        let _started = started_tx.send(());
-        let _released = release_rx.await;
-        EffectOutcome::Succeeded(serde_json::json!({ "done": true }))
-    })
+    let id = run_effect(
+        &broker,
+        &pairing,
+        Policy,
+        at("finished"),
+        |(), _| async move {
+            let _started = started_tx.send(());
+            let _released = release_rx.await;
+            EffectOutcome::Succeeded(serde_json::json!({ "done": true }))
+        },
+    )
     .await;
     started_rx.await.expect("the effect started");
     broker
