@@ -470,15 +470,7 @@ impl ProjectGit {
             .map_err(|e| e.to_tool_error())?;
         self.mutate(
             caller,
-            ProjectChange {
-                tool: Tool::GitStage,
-                workspace: &input.workspace_id,
-                project: input.project_id.as_ref(),
-                retry_epoch: &input.retry_epoch,
-                request_key: &input.request_key,
-                payload: to_value(&input),
-                revision: None,
-            },
+            ProjectChange::of(Tool::GitStage, &input, None),
             Change::Stage { paths },
         )
         .await
@@ -500,15 +492,7 @@ impl ProjectGit {
         let revision = Some(input.expected_head_revision.clone());
         self.mutate(
             caller,
-            ProjectChange {
-                tool: Tool::GitCommit,
-                workspace: &input.workspace_id,
-                project: input.project_id.as_ref(),
-                retry_epoch: &input.retry_epoch,
-                request_key: &input.request_key,
-                payload: to_value(&input),
-                revision,
-            },
+            ProjectChange::of(Tool::GitCommit, &input, revision),
             change,
         )
         .await
@@ -528,15 +512,7 @@ impl ProjectGit {
         };
         self.mutate(
             caller,
-            ProjectChange {
-                tool: Tool::GitBranch,
-                workspace: &input.workspace_id,
-                project: input.project_id.as_ref(),
-                retry_epoch: &input.retry_epoch,
-                request_key: &input.request_key,
-                payload: to_value(&input),
-                revision: None,
-            },
+            ProjectChange::of(Tool::GitBranch, &input, None),
             change,
         )
         .await

@@ -102,6 +102,63 @@ pub(crate) struct ProjectChange<'a> {
     pub revision: Option<String>,
 }
 
+/// An input of a tool that changes a project: it names the workspace, maybe the project, and
+/// its request identity, with the same field names on every such tool.
+pub(crate) trait ProjectInput: serde::Serialize {
+    fn place(
+        &self,
+    ) -> (
+        &WorkspaceId,
+        Option<&ProjectId>,
+        &lomi_protocol::RetryEpoch,
+        &lomi_protocol::RequestKey,
+    );
+}
+
+macro_rules! project_inputs {
+    ($($input:ty),* $(,)?) => {
+        $(impl ProjectInput for $input {
+            fn place(
+                &self,
+            ) -> (
+                &WorkspaceId,
+                Option<&ProjectId>,
+                &lomi_protocol::RetryEpoch,
+                &lomi_protocol::RequestKey,
+            ) {
+                (&self.workspace_id, self.project_id.as_ref(), &self.retry_epoch, &self.request_key)
+            }
+        })*
+    };
+}
+
+project_inputs!(
+    FileWriteInput,
+    FileCreateInput,
+    FileRenameInput,
+    FileDeleteInput,
+    DirCreateInput,
+    lomi_protocol::tools::git::GitStageInput,
+    lomi_protocol::tools::git::GitCommitInput,
+    lomi_protocol::tools::git::GitBranchInput,
+);
+
+impl<'a> ProjectChange<'a> {
+    /// The change a project tool's input asks for, compared by `revision` when it names one.
+    pub(crate) fn of(tool: Tool, input: &'a impl ProjectInput, revision: Option<String>) -> Self {
+        let (workspace, project, retry_epoch, request_key) = input.place();
+        ProjectChange {
+            tool,
+            workspace,
+            project,
+            retry_epoch,
+            request_key,
+            payload: to_value(input),
+            revision,
+        }
+    }
+}
+
 impl ProjectChange<'_> {
     /// Runs the change in the broker's engine: `find` (after the prior receipt was looked
     /// for) gives what the effect needs besides the project root; `effect` runs with both.
@@ -299,15 +356,7 @@ impl ProjectFiles {
         let revision = Some(input.expected_disk_revision.clone());
         self.mutate(
             caller,
-            ProjectChange {
-                tool: Tool::FileWrite,
-                workspace: &input.workspace_id,
-                project: input.project_id.as_ref(),
-                retry_epoch: &input.retry_epoch,
-                request_key: &input.request_key,
-                payload: to_value(&input),
-                revision,
-            },
+            ProjectChange::of(Tool::FileWrite, &input, revision),
             change,
         )
         .await
@@ -330,15 +379,7 @@ impl ProjectFiles {
         };
         self.mutate(
             caller,
-            ProjectChange {
-                tool: Tool::FileCreate,
-                workspace: &input.workspace_id,
-                project: input.project_id.as_ref(),
-                retry_epoch: &input.retry_epoch,
-                request_key: &input.request_key,
-                payload: to_value(&input),
-                revision: None,
-            },
+            ProjectChange::of(Tool::FileCreate, &input, None),
             change,
         )
         .await
@@ -361,15 +402,7 @@ impl ProjectFiles {
         let revision = input.expected_disk_revision.clone();
         self.mutate(
             caller,
-            ProjectChange {
-                tool: Tool::FileRename,
-                workspace: &input.workspace_id,
-                project: input.project_id.as_ref(),
-                retry_epoch: &input.retry_epoch,
-                request_key: &input.request_key,
-                payload: to_value(&input),
-                revision,
-            },
+            ProjectChange::of(Tool::FileRename, &input, revision),
             change,
         )
         .await
@@ -391,15 +424,7 @@ impl ProjectFiles {
         let revision = input.expected_parent_revision.clone();
         self.mutate(
             caller,
-            ProjectChange {
-                tool: Tool::DirCreate,
-                workspace: &input.workspace_id,
-                project: input.project_id.as_ref(),
-                retry_epoch: &input.retry_epoch,
-                request_key: &input.request_key,
-                payload: to_value(&input),
-                revision,
-            },
+            ProjectChange::of(Tool::DirCreate, &input, revision),
             change,
         )
         .await
@@ -417,15 +442,7 @@ impl ProjectFiles {
         let revision = Some(input.expected_revision.clone());
         self.mutate(
             caller,
-            ProjectChange {
-                tool: Tool::FileDelete,
-                workspace: &input.workspace_id,
-                project: input.project_id.as_ref(),
-                retry_epoch: &input.retry_epoch,
-                request_key: &input.request_key,
-                payload: to_value(&input),
-                revision,
-            },
+            ProjectChange::of(Tool::FileDelete, &input, revision),
             change,
         )
         .await
