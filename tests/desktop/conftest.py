@@ -50,9 +50,9 @@ def process_gone(pid: int) -> bool:
     """True once `pid` exited (gone, or a zombie its parent has not reaped yet)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat[stat.rfind(")") + 2] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True  # gone, or reaped between open and read
+    return stat[stat.rfind(")") + 2] in ("Z", "X", "x")
 
 
 class Desktop:
