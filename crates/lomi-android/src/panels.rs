@@ -7,12 +7,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use lomi_broker::{
-    Broker, Confirmation, EffectOutcome, InputFailure, LeasedInput, Mutation, PanelRecord,
-    PanelRemoval, Permit, persist,
+    Broker, Confirmation, EffectOutcome, InputFailure, LeasedInput, PanelAddition, PanelCall,
+    PanelRecord, PanelRemoval, PanelRuntime, Runtimes, persist,
 };
 use lomi_protocol::tools::android::{
     AndroidAction, AndroidAttachInput, AndroidAttached, AndroidBounds, AndroidCaptureInput,
@@ -100,6 +100,12 @@ struct Runtime {
     snapshot: Option<SnapshotRecord>,
 }
 
+impl PanelRuntime for Runtime {
+    fn live_generation(&self, panel: &PanelId) -> Result<String, ToolError> {
+        AndroidPanels::live_generation(panel, self, None)
+    }
+}
+
 /// The latest capture an agent took of a panel, for the person's window.
 #[derive(Clone)]
 pub struct LatestCapture {
@@ -115,7 +121,7 @@ pub struct LatestCapture {
 pub struct AndroidPanels {
     broker: Broker,
     server: AdbServer,
-    runtimes: Arc<Mutex<HashMap<PanelId, Runtime>>>,
+    runtimes: Runtimes<Runtime>,
     latest: Arc<Mutex<(u64, HashMap<PanelId, LatestCapture>)>>,
     /// Serialises writes of the choices file.
     choices: Arc<Mutex<()>>,
@@ -222,7 +228,7 @@ impl AndroidPanels {
         AndroidPanels {
             broker,
             server,
-            runtimes: Arc::default(),
+            runtimes: Runtimes::new(PanelKind::Android),
             latest: Arc::default(),
             choices: Arc::default(),
         }
@@ -236,10 +242,6 @@ impl AndroidPanels {
 
     pub fn server(&self) -> AdbServer {
         self.server
-    }
-
-    fn runtimes(&self) -> MutexGuard<'_, HashMap<PanelId, Runtime>> {
-        self.runtimes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn choices_path(&self) -> PathBuf {
@@ -283,16 +285,9 @@ impl AndroidPanels {
 
     /// The runtime behind a panel the caller may see.
     fn runtime(&self, caller: &PairingId, panel: &PanelId) -> Result<Runtime, ToolError> {
-        let record = self.broker.panel(caller, panel)?;
-        if record.kind != PanelKind::Android {
-            return Err(ToolError::invalid(format!(
-                "panel {panel} is not an Android panel"
-            )));
-        }
-        self.runtimes()
-            .get(panel)
-            .cloned()
-            .ok_or_else(|| ToolError::not_found(format!("panel {panel} has no Android device")))
+        self.runtimes
+            .find(&self.broker, caller, panel)
+            .map(|(_, runtime)| runtime)
     }
 
     /// The runtime's live generation, checked against the one the caller named.
@@ -323,7 +318,7 @@ impl AndroidPanels {
     /// The device went away: the panel's runtime ends (if it is still `generation`), and with
     /// it every lease on it.
     fn lose(&self, panel: &PanelId, generation: &str) {
-        let mut runtimes = self.runtimes();
+        let mut runtimes = self.runtimes.lock();
         if let Some(runtime) = runtimes.get_mut(panel)
             && runtime.generation.as_deref() == Some(generation)
         {
@@ -358,7 +353,7 @@ impl AndroidPanels {
         let listed = blocking(move || server.devices())
             .await
             .map_err(|error| device_error(&error))?;
-        let runtimes = self.runtimes();
+        let runtimes = self.runtimes.lock();
         let devices = listed
             .into_iter()
             .map(|device| {
@@ -393,16 +388,14 @@ impl AndroidPanels {
         }
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
-        let mutation = Mutation {
+        let addition = PanelAddition {
             tool: Tool::AndroidAttach,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
+            expected,
             payload: to_value(&input),
-            generation: None,
-            revision: Some(expected.to_string()),
-            permit: Permit::Workspace(workspace_id.clone()),
         };
         let serial = input.serial.clone();
         if serial.is_empty() || serial.len() > 256 || serial.chars().any(char::is_control) {
@@ -424,16 +417,15 @@ impl AndroidPanels {
                 }
             }
         };
-        let check_workspace = workspace_id.clone();
         let panels = self.clone();
         let creator = caller.clone();
         let title = input.title.clone();
         let listed_serial = serial.clone();
         let listed_workspace = workspace_id.clone();
         self.broker
-            .operate(
+            .add_panel(
                 caller,
-                mutation,
+                addition,
                 confirmation,
                 async {
                     self.broker.panel_list(
@@ -458,7 +450,6 @@ impl AndroidPanels {
                     }
                     Ok(())
                 },
-                move |broker, ()| broker.check_revision(&check_workspace, expected),
                 move |(), context| async move {
                     let attached = panels.attach_effect(
                         &creator,
@@ -517,7 +508,8 @@ impl AndroidPanels {
         };
         let generation = generation.to_string();
         let existing = self
-            .runtimes()
+            .runtimes
+            .lock()
             .iter()
             .find(|(_, runtime)| {
                 runtime.workspace_id == workspace_id && runtime.device.serial() == info.serial
@@ -526,7 +518,7 @@ impl AndroidPanels {
         let (panel_id, domain_revision, reattached) = match existing {
             Some((panel_id, previous)) => {
                 let reattached = previous.as_deref() != Some(generation.as_str());
-                if let Some(runtime) = self.runtimes().get_mut(&panel_id) {
+                if let Some(runtime) = self.runtimes.lock().get_mut(&panel_id) {
                     runtime.device = device;
                     runtime.generation = Some(generation.clone());
                     runtime.screen = screen;
@@ -539,7 +531,6 @@ impl AndroidPanels {
                 (panel_id, expected, reattached)
             }
             None => {
-                let panel_id = PanelId::from_random(self.broker.random_bytes());
                 let title = title.unwrap_or_else(|| match &info.model {
                     Some(model) => format!("{model} ({})", info.serial),
                     None => info.serial.clone(),
@@ -551,20 +542,19 @@ impl AndroidPanels {
                     project_id: None,
                     generation: Some(generation.clone()),
                 };
-                self.runtimes().insert(
-                    panel_id.clone(),
-                    Runtime {
-                        device,
-                        workspace_id: workspace_id.clone(),
-                        generation: Some(generation.clone()),
-                        screen,
-                        snapshot: None,
-                    },
-                );
-                match self.broker.panel_add(expected, panel_id.clone(), record) {
-                    Ok(revision) => (panel_id, revision, false),
+                let runtime = Runtime {
+                    device,
+                    workspace_id: workspace_id.clone(),
+                    generation: Some(generation.clone()),
+                    screen,
+                    snapshot: None,
+                };
+                match self
+                    .broker
+                    .place_panel(&self.runtimes, expected, record, runtime)
+                {
+                    Ok((panel_id, revision)) => (panel_id, revision, false),
                     Err(error) => {
-                        self.runtimes().remove(&panel_id);
                         return EffectOutcome::Failed {
                             effect: EffectState::None,
                             error,
@@ -625,7 +615,7 @@ impl AndroidPanels {
                 },
                 move |(), panel_id| async move {
                     move |revision| {
-                        panels.runtimes().remove(&panel_id);
+                        panels.runtimes.remove(&panel_id);
                         to_value(&AndroidDetached {
                             panel_id,
                             domain_revision: revision,
@@ -636,11 +626,8 @@ impl AndroidPanels {
             .await
     }
 
-    /// A lease-guarded device command (launch, shell) through the engine, keyed by its input
-    /// and retry epoch alone so a retry finds its receipt after the lease or panel is gone.
-    /// The lease and generation are checked after that lookup, the generation again at
-    /// dispatch (a device that reconnected must not get work meant for its previous runtime);
-    /// `effect` gets the device.
+    /// A lease-guarded device command (launch, shell) on the panel's device, through the
+    /// engine's panel order (see [`Broker::operate_on_panel`]); `effect` gets the device.
     async fn on_device<F, Fut>(
         &self,
         caller: &PairingId,
@@ -653,86 +640,24 @@ impl AndroidPanels {
         Fut: std::future::Future<Output = EffectOutcome> + Send + 'static,
     {
         let guard = input.guard();
-        let workspace_id = self
-            .broker
-            .retry_epoch_workspace(caller, guard.retry_epoch)?;
-        let mutation = Mutation {
+        let call = PanelCall {
             tool,
-            retry_epoch: guard.retry_epoch.clone(),
-            request_key: guard.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
+            retry_epoch: guard.retry_epoch,
+            request_key: guard.request_key,
+            panel_id: guard.panel,
+            generation: guard.generation,
+            lease: Some(guard.lease),
             payload: to_value(input),
-            generation: Some(guard.generation.to_owned()),
-            revision: None,
-            permit: Permit::Panel(guard.panel.clone()),
         };
-        let panels = self.clone();
-        let (panel, generation) = (guard.panel.clone(), guard.generation.to_owned());
         self.broker
-            .operate(
+            .operate_on_panel(
                 caller,
-                mutation,
-                Confirmation::Policy,
-                async {
-                    self.guarded(
-                        caller,
-                        &workspace_id,
-                        guard.panel,
-                        guard.lease,
-                        guard.generation,
-                    )
-                },
-                // The lease may have ended while the operation waited (for the person, say),
-                // and the device may have reconnected as a new runtime.
-                {
-                    let (holder, lease) = (caller.clone(), guard.lease.clone());
-                    move |broker: &lomi_broker::Broker, _: &Device| {
-                        broker.lease_check(&holder, &lease, &panel, &generation)?;
-                        panels.still_current(&panel, &generation)
-                    }
-                },
-                effect,
+                call,
+                &self.runtimes,
+                |_| Ok(()),
+                |runtime, (), context| effect(runtime.device, context),
             )
             .await
-    }
-
-    /// Checks the lease and generation of a lease-guarded command; returns the device.
-    fn guarded(
-        &self,
-        caller: &PairingId,
-        workspace: &WorkspaceId,
-        panel: &PanelId,
-        lease: &lomi_protocol::LeaseId,
-        generation: &str,
-    ) -> Result<Device, ToolError> {
-        let record = self.broker.lease_check(caller, lease, panel, generation)?;
-        if &record.workspace_id != workspace {
-            return Err(ToolError::invalid(format!(
-                "panel {panel} is not in this retry epoch's workspace {workspace}"
-            )));
-        }
-        let runtime = self.runtime(caller, panel)?;
-        Self::live_generation(panel, &runtime, Some(generation))?;
-        Ok(runtime.device)
-    }
-
-    /// Whether the panel still runs `generation`; a device that reconnected since admission
-    /// must not get work meant for its previous runtime.
-    fn still_current(&self, panel: &PanelId, generation: &str) -> Result<(), ToolError> {
-        let current = self
-            .runtimes()
-            .get(panel)
-            .and_then(|runtime| runtime.generation.clone());
-        if current.as_deref() == Some(generation) {
-            Ok(())
-        } else {
-            Err(ToolError::new(
-                ErrorCode::GenerationMismatch,
-                format!("panel {panel} no longer runs generation {generation}"),
-            )
-            .with_details(serde_json::json!({ "currentGeneration": current })))
-        }
     }
 
     /// `lomi_android_launch`.
@@ -926,9 +851,8 @@ impl AndroidPanels {
         action: AndroidAction,
     ) -> Result<String, InputFailure> {
         let runtime = self
-            .runtimes()
+            .runtimes
             .get(panel)
-            .cloned()
             .ok_or_else(|| ToolError::not_found(format!("panel {panel} was detached")))
             .map_err(InputFailure::NotSent)?;
         Self::live_generation(panel, &runtime, Some(generation)).map_err(InputFailure::NotSent)?;
@@ -1081,7 +1005,7 @@ impl AndroidPanels {
                 })
                 .collect(),
         };
-        if let Some(runtime) = self.runtimes().get_mut(&input.panel_id)
+        if let Some(runtime) = self.runtimes.lock().get_mut(&input.panel_id)
             && runtime.generation.as_deref() == Some(generation.as_str())
         {
             runtime.snapshot = Some(record);

@@ -8,6 +8,8 @@ mod entropy;
 mod pairings;
 mod panels;
 pub mod persist;
+mod projects;
+mod runtimes;
 mod session;
 
 use std::collections::HashMap;
@@ -31,6 +33,8 @@ pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};
 pub use pairings::{CreatedPairing, PairingSummary};
 pub use panels::{InputFailure, LeasedInput, PanelRecord, PanelRemoval};
+pub use projects::ProjectChange;
+pub use runtimes::{PanelAddition, PanelCall, PanelRuntime, Runtimes};
 pub use tokio_util::sync::CancellationToken;
 
 /// The file in the data dir that holds the person's domain.

@@ -105,6 +105,10 @@ pub(crate) struct Panels {
     /// (sequence, workspace, event), oldest first.
     events: VecDeque<(u64, WorkspaceId, PanelEvent)>,
     last_event: u64,
+    /// The workspace and project of every panel added since Lomi started, kept after it
+    /// closes: a retry of a project-keyed request made through a panel (a saved capture)
+    /// finds its receipt when the panel is gone. One small entry per panel added.
+    anchors: HashMap<PanelId, (WorkspaceId, Option<ProjectId>)>,
 }
 
 impl Broker {
@@ -167,8 +171,18 @@ impl Broker {
             workspace.revision = workspace.revision.next();
             Ok(workspace.revision)
         })?;
-        self.panels().records.insert(id, record);
+        let mut panels = self.panels();
+        panels.anchors.insert(
+            id.clone(),
+            (record.workspace_id.clone(), record.project_id.clone()),
+        );
+        panels.records.insert(id, record);
         Ok(revision)
+    }
+
+    /// The workspace and project a panel was added to, also after it closed (until Lomi stops).
+    pub fn panel_anchor(&self, id: &PanelId) -> Option<(WorkspaceId, Option<ProjectId>)> {
+        self.panels().anchors.get(id).cloned()
     }
 
     /// Removes a panel from its workspace (compared by revision when `expected` is given) and

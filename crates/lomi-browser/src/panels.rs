@@ -2,25 +2,22 @@
 //! changes, evaluation, saving a capture and closing are operations through the broker's engine
 //! (a receipt each); snapshots, tab lists, logs and captures themselves are reads.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lomi_broker::{
-    Broker, CancellationToken, Confirmation, EffectOutcome, Mutation, PanelRecord, PanelRemoval,
-    Permit,
+    Broker, CancellationToken, Confirmation, EffectOutcome, PanelAddition, PanelCall, PanelRecord,
+    PanelRemoval, PanelRuntime, ProjectChange, Runtimes,
 };
 use lomi_protocol::tools::browser::{
-    Action, ActionCommon, ActionDone, ActionTarget, BrowserCaptureInput, BrowserClickInput,
-    BrowserCloseInput, BrowserClosed, BrowserCreateInput, BrowserCreated, BrowserDialogInput,
-    BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput, BrowserNavigateInput,
-    BrowserPanelInput, BrowserPressInput, BrowserScrollInput, BrowserSelectInput,
-    BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput, BrowserUploadInput, CaptureSaved,
-    CaptureView, ConsolePage, Evaluated, Navigated, NetworkPage, SnapshotView, TabList,
-    TabsChanged,
+    Action, ActionDone, ActionTarget, BrowserCaptureInput, BrowserClickInput, BrowserCloseInput,
+    BrowserClosed, BrowserCreateInput, BrowserCreated, BrowserDialogInput, BrowserEvaluateInput,
+    BrowserHoverInput, BrowserLogInput, BrowserNavigateInput, BrowserPanelInput, BrowserPressInput,
+    BrowserScrollInput, BrowserSelectInput, BrowserSnapshotInput, BrowserTabInput,
+    BrowserTypeInput, BrowserUploadInput, CaptureSaved, CaptureView, ConsolePage, Evaluated,
+    Navigated, NetworkPage, SnapshotView, TabList, TabsChanged,
 };
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::PanelKind;
@@ -84,11 +81,16 @@ pub struct BrowserPreview {
 pub struct BrowserPanels {
     broker: Broker,
     options: BrowserOptions,
-    runtimes: Arc<Mutex<HashMap<PanelId, BrowserRuntime>>>,
-    /// The workspace and project of every browser panel of this broker, kept after it closes:
-    /// a saved capture's receipt key names the project, so its retry finds the receipt when
-    /// the browser is gone. One entry per browser created.
-    anchors: Arc<Mutex<HashMap<PanelId, (WorkspaceId, ProjectId)>>>,
+    runtimes: Runtimes<BrowserRuntime>,
+}
+
+impl PanelRuntime for BrowserRuntime {
+    fn live_generation(&self, _panel: &PanelId) -> Result<String, ToolError> {
+        match self.browser.gone() {
+            Some(gone) => Err(tool_error(gone)),
+            None => Ok(self.browser.generation().to_owned()),
+        }
+    }
 }
 
 fn to_value<T: serde::Serialize>(value: &T) -> Value {
@@ -114,25 +116,61 @@ pub fn tool_error(error: BrowserError) -> ToolError {
     }
 }
 
-/// The operation of a capture saved into the project, keyed like every mutation.
-fn capture_mutation(
+/// A capture saved into the project: a change to the panel's project, keyed like every one.
+fn capture_change<'a>(
     input: &BrowserCaptureInput,
-    save: &lomi_protocol::tools::browser::CaptureSave,
-    workspace_id: WorkspaceId,
-    project_id: ProjectId,
-) -> Mutation {
-    Mutation {
+    save: &'a lomi_protocol::tools::browser::CaptureSave,
+    workspace: &'a WorkspaceId,
+    project: &'a ProjectId,
+) -> ProjectChange<'a> {
+    ProjectChange {
         tool: Tool::BrowserCapture,
-        retry_epoch: save.retry_epoch.clone(),
-        request_key: save.request_key.clone(),
-        workspace_id,
-        project_id: Some(project_id.clone()),
+        workspace,
+        project: Some(project),
+        retry_epoch: &save.retry_epoch,
+        request_key: &save.request_key,
         payload: to_value(input),
-        generation: None,
         revision: None,
-        permit: Permit::Project(project_id),
     }
 }
+
+/// A browser operation's input: it names its panel, the browser generation and its request
+/// identity, with the same field names on every such tool.
+trait BrowserRequest: serde::Serialize {
+    fn call(&self, tool: Tool) -> PanelCall<'_>;
+}
+
+macro_rules! browser_requests {
+    ($($input:ty),* $(,)?) => {
+        $(impl BrowserRequest for $input {
+            fn call(&self, tool: Tool) -> PanelCall<'_> {
+                PanelCall {
+                    tool,
+                    retry_epoch: &self.retry_epoch,
+                    request_key: &self.request_key,
+                    panel_id: &self.panel_id,
+                    generation: &self.browser_generation,
+                    lease: None,
+                    payload: to_value(self),
+                }
+            }
+        })*
+    };
+}
+
+browser_requests!(
+    BrowserClickInput,
+    BrowserHoverInput,
+    BrowserTypeInput,
+    BrowserPressInput,
+    BrowserSelectInput,
+    BrowserScrollInput,
+    BrowserUploadInput,
+    BrowserNavigateInput,
+    BrowserDialogInput,
+    BrowserTabInput,
+    BrowserEvaluateInput,
+);
 
 /// The active tab an effect acts on, or the outcome of having none (nothing happened).
 fn active_tab(runtime: &BrowserRuntime) -> Result<Tab, EffectOutcome> {
@@ -270,8 +308,7 @@ impl BrowserPanels {
         BrowserPanels {
             broker,
             options: BrowserOptions::default(),
-            runtimes: Arc::default(),
-            anchors: Arc::default(),
+            runtimes: Runtimes::new(PanelKind::Browser),
         }
     }
 
@@ -280,59 +317,20 @@ impl BrowserPanels {
         self
     }
 
-    fn runtimes(&self) -> std::sync::MutexGuard<'_, HashMap<PanelId, BrowserRuntime>> {
-        self.runtimes.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The runtime behind a browser panel the caller may see.
     fn runtime(
         &self,
         caller: &PairingId,
         panel: &PanelId,
     ) -> Result<(PanelRecord, BrowserRuntime), ToolError> {
-        let record = self.broker.panel(caller, panel)?;
-        if record.kind != PanelKind::Browser {
-            return Err(ToolError::invalid(format!(
-                "panel {panel} is not a browser"
-            )));
-        }
-        let runtime =
-            self.runtimes().get(panel).cloned().ok_or_else(|| {
-                ToolError::not_found(format!("panel {panel} has no browser running"))
-            })?;
-        Ok((record, runtime))
-    }
-
-    /// The runtime, checked to be the generation the caller names and still alive.
-    fn live(
-        &self,
-        caller: &PairingId,
-        panel: &PanelId,
-        generation: &str,
-    ) -> Result<BrowserRuntime, ToolError> {
-        let (record, runtime) = self.runtime(caller, panel)?;
-        if runtime.browser.exit().is_some() || runtime.browser.generation() != generation {
-            let current = record.generation.clone();
-            let why = match runtime.browser.exit() {
-                Some(Exit::Crashed(why)) => format!(
-                    "the browser of panel {panel} crashed ({why}); close the panel with lomi_browser_close, then start a new browser with lomi_browser_create"
-                ),
-                _ => format!(
-                    "browserGeneration {generation} is not the panel's current browser ({}); re-read it with lomi_panel_list",
-                    current.as_deref().unwrap_or("none")
-                ),
-            };
-            return Err(ToolError::new(ErrorCode::GenerationMismatch, why)
-                .with_details(json!({ "currentGeneration": current })));
-        }
-        Ok(runtime)
+        self.runtimes.find(&self.broker, caller, panel)
     }
 
     /// What the person's window shows of a browser panel: its active tab's address and title
     /// and a JPEG of the viewport (`quality` 1–100). `None` when the panel has no browser.
     /// While the browser is gone or a dialog is open, the preview says so instead of an image.
     pub async fn preview(&self, panel: &PanelId, quality: u8) -> Option<BrowserPreview> {
-        let runtime = self.runtimes().get(panel).cloned()?;
+        let runtime = self.runtimes.get(panel)?;
         let browser = &runtime.browser;
         let mut preview = BrowserPreview {
             generation: browser.generation().to_owned(),
@@ -375,12 +373,17 @@ impl BrowserPanels {
 
     /// PIDs of the running browsers (for the person's view and tests).
     pub fn pids(&self) -> Vec<u32> {
-        self.runtimes().values().map(|r| r.browser.pid()).collect()
+        self.runtimes
+            .lock()
+            .values()
+            .map(|r| r.browser.pid())
+            .collect()
     }
 
     /// The panel whose running browser uses a persistent profile folder, if one does.
     pub fn profile_holder(&self, dir: &std::path::Path) -> Option<PanelId> {
-        self.runtimes()
+        self.runtimes
+            .lock()
             .iter()
             .find(|(_, r)| r.profile.as_deref() == Some(dir) && r.browser.exit().is_none())
             .map(|(panel, _)| panel.clone())
@@ -409,18 +412,15 @@ impl BrowserPanels {
                 .project_root(caller, &input.workspace_id, input.project_id.as_ref())?;
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
-        let mutation = Mutation {
+        let addition = PanelAddition {
             tool: Tool::BrowserCreate,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: Some(project_id.clone()),
+            expected,
             payload: to_value(&input),
-            generation: None,
-            revision: Some(expected.to_string()),
-            permit: Permit::Workspace(workspace_id.clone()),
         };
-        let check_workspace = workspace_id.clone();
         let panels = self.clone();
         let title = input.title.clone();
         let options = BrowserOptions {
@@ -429,12 +429,11 @@ impl BrowserPanels {
             ..self.options.clone()
         };
         self.broker
-            .operate(
+            .add_panel(
                 caller,
-                mutation,
+                addition,
                 Confirmation::Policy,
                 async { Ok(()) },
-                move |broker, ()| broker.check_revision(&check_workspace, expected),
                 move |(), context| async move {
                     // The person's choice at the time the browser starts.
                     let profile = context.broker.persistent_browser_profile(&workspace_id);
@@ -483,7 +482,6 @@ impl BrowserPanels {
                             };
                         }
                     };
-                    let panel_id = PanelId::from_random(context.broker.random_bytes());
                     let record = PanelRecord {
                         workspace_id: workspace_id.clone(),
                         kind: PanelKind::Browser,
@@ -491,33 +489,28 @@ impl BrowserPanels {
                         project_id: Some(project_id.clone()),
                         generation: Some(generation.clone()),
                     };
-                    panels
-                        .anchors
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(panel_id.clone(), (workspace_id.clone(), project_id.clone()));
-                    panels.runtimes().insert(
-                        panel_id.clone(),
-                        BrowserRuntime {
-                            browser: browser.clone(),
-                            workspace_id: workspace_id.clone(),
-                            project_id,
-                            root,
-                            profile,
-                        },
-                    );
-                    let revision =
-                        match context.broker.panel_add(expected, panel_id.clone(), record) {
-                            Ok(revision) => revision,
-                            Err(error) => {
-                                panels.runtimes().remove(&panel_id);
-                                browser.close().await;
-                                return EffectOutcome::Failed {
-                                    effect: EffectState::Partial,
-                                    error,
-                                };
-                            }
-                        };
+                    let runtime = BrowserRuntime {
+                        browser: browser.clone(),
+                        workspace_id,
+                        project_id,
+                        root,
+                        profile,
+                    };
+                    let (panel_id, revision) = match context.broker.place_panel(
+                        &panels.runtimes,
+                        expected,
+                        record,
+                        runtime,
+                    ) {
+                        Ok(placed) => placed,
+                        Err(error) => {
+                            browser.close().await;
+                            return EffectOutcome::Failed {
+                                effect: EffectState::Partial,
+                                error,
+                            };
+                        }
+                    };
                     panels.watch(panel_id.clone(), browser.clone());
                     EffectOutcome::Succeeded(to_value(&BrowserCreated {
                         panel_id,
@@ -543,78 +536,61 @@ impl BrowserPanels {
         });
     }
 
-    /// A browser operation on a panel, through the broker's engine: after the prior receipt
-    /// is looked for, the runtime at the named generation is found and `prepare` checks
-    /// what needs it (a URL or file confined to its project); at dispatch the generation
-    /// is checked again; `effect` gets the runtime, what `prepare` gave and the cancel token.
-    async fn operate<T, P, F>(
+    /// A browser operation on a panel, in the engine's panel order (see
+    /// [`Broker::operate_on_panel`]): `prepare` checks what needs the runtime (a URL or file
+    /// confined to its project) before anything is recorded; `effect` gets the runtime, what
+    /// `prepare` gave and the cancel token.
+    async fn operate<P, F, Fut>(
         &self,
         caller: &PairingId,
         tool: Tool,
-        common: &ActionCommon,
-        payload: Value,
-        prepare: P,
+        input: &impl BrowserRequest,
+        prepare: impl FnOnce(&BrowserRuntime) -> Result<P, ToolError>,
         effect: F,
     ) -> Result<OperationView, ToolError>
     where
-        T: Send + 'static,
-        P: FnOnce(&BrowserRuntime) -> Result<T, ToolError>,
-        F: FnOnce(
-                BrowserRuntime,
-                T,
-                CancellationToken,
-            ) -> Pin<Box<dyn Future<Output = EffectOutcome> + Send>>
-            + Send
-            + 'static,
+        P: Send + 'static,
+        F: FnOnce(BrowserRuntime, P, CancellationToken) -> Fut + Send + 'static,
+        Fut: Future<Output = EffectOutcome> + Send + 'static,
     {
-        let workspace_id = self
-            .broker
-            .retry_epoch_workspace(caller, &common.retry_epoch)?;
-        let mutation = Mutation {
-            tool,
-            retry_epoch: common.retry_epoch.clone(),
-            request_key: common.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            payload,
-            generation: Some(common.browser_generation.clone()),
-            revision: None,
-            permit: Permit::Panel(common.panel_id.clone()),
-        };
-        let generation = common.browser_generation.clone();
         self.broker
-            .operate(
+            .operate_on_panel(
                 caller,
-                mutation,
-                Confirmation::Policy,
-                async {
-                    let runtime =
-                        self.live(caller, &common.panel_id, &common.browser_generation)?;
-                    if runtime.workspace_id != workspace_id {
-                        return Err(ToolError::invalid(format!(
-                            "panel {} is not in this retry epoch's workspace {workspace_id}",
-                            common.panel_id
-                        )));
-                    }
-                    let prepared = prepare(&runtime)?;
-                    Ok((runtime, prepared))
-                },
-                // The browser may have been replaced or lost while this waited.
-                move |_, (runtime, _)| {
-                    if runtime.browser.generation() != generation {
-                        return Err(ToolError::new(
-                            ErrorCode::GenerationMismatch,
-                            "the browser was replaced; re-read its generation with lomi_panel_list",
-                        ));
-                    }
-                    match runtime.browser.gone() {
-                        Some(gone) => Err(tool_error(gone)),
-                        None => Ok(()),
-                    }
-                },
-                move |(runtime, prepared), context| effect(runtime, prepared, context.cancel),
+                input.call(tool),
+                &self.runtimes,
+                prepare,
+                move |runtime, prepared, context| effect(runtime, prepared, context.cancel),
             )
             .await
+    }
+
+    /// [`operate`](Self::operate) on the browser's active tab (none: nothing happens).
+    async fn on_tab<P, F, Fut>(
+        &self,
+        caller: &PairingId,
+        tool: Tool,
+        input: &impl BrowserRequest,
+        prepare: impl FnOnce(&BrowserRuntime) -> Result<P, ToolError>,
+        effect: F,
+    ) -> Result<OperationView, ToolError>
+    where
+        P: Send + 'static,
+        F: FnOnce(Tab, P, CancellationToken) -> Fut + Send + 'static,
+        Fut: Future<Output = EffectOutcome> + Send + 'static,
+    {
+        self.operate(
+            caller,
+            tool,
+            input,
+            prepare,
+            |runtime, prepared, cancel| async move {
+                match active_tab(&runtime) {
+                    Ok(tab) => effect(tab, prepared, cancel).await,
+                    Err(refused) => refused,
+                }
+            },
+        )
+        .await
     }
 
     /// An action on the active tab: `act` runs with the tab and the decoded target. Cancelled
@@ -628,36 +604,28 @@ impl BrowserPanels {
         act: F,
     ) -> Result<OperationView, ToolError>
     where
-        I: Action,
+        I: Action + BrowserRequest,
         F: FnOnce(Tab, ActionTarget) -> Outcome + Send + 'static,
     {
-        let common = input.common().map_err(ToolError::invalid)?;
-        let target = common.target.clone();
+        let target = input.common().map_err(ToolError::invalid)?.target;
         let name = action_name(tool);
-        self.operate(
+        self.on_tab(
             caller,
             tool,
-            &common,
-            to_value(input),
+            input,
             |_| Ok(()),
-            move |runtime, (), cancel| {
-                Box::pin(async move {
-                    let tab = match active_tab(&runtime) {
-                        Ok(tab) => tab,
-                        Err(refused) => return refused,
-                    };
-                    let before = tab.navigation_id();
-                    let result = tokio::select! {
-                        // The work first: what finished by now is reported as finished.
-                        biased;
-                        result = act(tab.clone(), target) => result,
-                        () = cancel.cancelled() => {
-                            return EffectOutcome::Cancelled { effect: EffectState::Unknown };
-                        }
-                    };
-                    let after = tab.navigation_id();
-                    settle(result, name, &tab.id, (before != after).then_some(after))
-                })
+            move |tab, (), cancel| async move {
+                let before = tab.navigation_id();
+                let result = tokio::select! {
+                    // The work first: what finished by now is reported as finished.
+                    biased;
+                    result = act(tab.clone(), target) => result,
+                    () = cancel.cancelled() => {
+                        return EffectOutcome::Cancelled { effect: EffectState::Unknown };
+                    }
+                };
+                let after = tab.navigation_id();
+                settle(result, name, &tab.id, (before != after).then_some(after))
             },
         )
         .await
@@ -805,11 +773,10 @@ impl BrowserPanels {
             )));
         }
         let paths = input.paths.clone();
-        self.operate(
+        self.on_tab(
             caller,
             Tool::BrowserUpload,
-            &common,
-            to_value(&input),
+            &input,
             // Files from the project root only, checked before anything is recorded.
             move |runtime| {
                 paths
@@ -821,22 +788,16 @@ impl BrowserPanels {
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(ToolError::invalid)
             },
-            move |runtime, files: Vec<String>, cancel| {
-                Box::pin(async move {
-                    let tab = match active_tab(&runtime) {
-                        Ok(tab) => tab,
-                        Err(refused) => return refused,
-                    };
-                    let result = tokio::select! {
-                        // The work first: what finished by now is reported as finished.
-                        biased;
-                        result = tab.upload(&snapshot_id, &element_ref, &files) => result,
-                        () = cancel.cancelled() => {
-                            return EffectOutcome::Cancelled { effect: EffectState::Unknown };
-                        }
-                    };
-                    settle(result, "upload", &tab.id, None)
-                })
+            move |tab, files: Vec<String>, cancel| async move {
+                let result = tokio::select! {
+                    // The work first: what finished by now is reported as finished.
+                    biased;
+                    result = tab.upload(&snapshot_id, &element_ref, &files) => result,
+                    () = cancel.cancelled() => {
+                        return EffectOutcome::Cancelled { effect: EffectState::Unknown };
+                    }
+                };
+                settle(result, "upload", &tab.id, None)
             },
         )
         .await
@@ -863,49 +824,35 @@ impl BrowserPanels {
                 "timeoutMs must be 1 to {MAX_NAVIGATE_MS}"
             )));
         }
-        let common = ActionCommon {
-            panel_id: input.panel_id.clone(),
-            browser_generation: input.browser_generation.clone(),
-            target: ActionTarget::None,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-        };
         let wanted = input.url.clone();
-        self.operate(
+        self.on_tab(
             caller,
             Tool::BrowserNavigate,
-            &common,
-            to_value(&input),
+            &input,
             move |runtime| allowed_url(&wanted, &runtime.root),
-            move |runtime, url: String, cancel| {
-                Box::pin(async move {
-                    let tab = match active_tab(&runtime) {
-                        Ok(tab) => tab,
-                        Err(refused) => return refused,
+            move |tab, url: String, cancel| async move {
+                let limit = Duration::from_millis(u64::from(timeout));
+                // Cancelled, the load stops where it is: the navigation was sent.
+                let Some(navigated) = tab
+                    .navigate_unless_cancelled(&url, &until, limit, &cancel)
+                    .await
+                else {
+                    return EffectOutcome::Cancelled {
+                        effect: EffectState::Partial,
                     };
-                    let limit = Duration::from_millis(u64::from(timeout));
-                    // Cancelled, the load stops where it is: the navigation was sent.
-                    let Some(navigated) = tab
-                        .navigate_unless_cancelled(&url, &until, limit, &cancel)
-                        .await
-                    else {
-                        return EffectOutcome::Cancelled {
-                            effect: EffectState::Partial,
-                        };
-                    };
-                    match navigated {
-                        Ok((navigation_id, url, status, reached)) => {
-                            EffectOutcome::Succeeded(to_value(&Navigated {
-                                navigation_id,
-                                tab_id: tab.id.clone(),
-                                url,
-                                status,
-                                reached: reached.to_owned(),
-                            }))
-                        }
-                        Err(error) => settle(Err(error), "navigation", &tab.id, None),
+                };
+                match navigated {
+                    Ok((navigation_id, url, status, reached)) => {
+                        EffectOutcome::Succeeded(to_value(&Navigated {
+                            navigation_id,
+                            tab_id: tab.id.clone(),
+                            url,
+                            status,
+                            reached: reached.to_owned(),
+                        }))
                     }
-                })
+                    Err(error) => settle(Err(error), "navigation", &tab.id, None),
+                }
             },
         )
         .await
@@ -973,29 +920,15 @@ impl BrowserPanels {
         {
             return Err(ToolError::invalid("promptText takes at most 64 KiB"));
         }
-        let common = ActionCommon {
-            panel_id: input.panel_id.clone(),
-            browser_generation: input.browser_generation.clone(),
-            target: ActionTarget::None,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-        };
         let prompt = input.prompt_text.clone();
-        self.operate(
+        self.on_tab(
             caller,
             Tool::BrowserDialog,
-            &common,
-            to_value(&input),
+            &input,
             |_| Ok(()),
-            move |runtime, (), _cancel| {
-                Box::pin(async move {
-                    let tab = match active_tab(&runtime) {
-                        Ok(tab) => tab,
-                        Err(refused) => return refused,
-                    };
-                    let result = tab.dialog_answer(accept, prompt.as_deref()).await;
-                    settle(result, "dialog", &tab.id, None)
-                })
+            move |tab, (), _cancel| async move {
+                let result = tab.dialog_answer(accept, prompt.as_deref()).await;
+                settle(result, "dialog", &tab.id, None)
             },
         )
         .await
@@ -1035,26 +968,17 @@ impl BrowserPanels {
             }
         }
         let wanted = input.url.clone().filter(|_| open);
-        let common = ActionCommon {
-            panel_id: input.panel_id.clone(),
-            browser_generation: input.browser_generation.clone(),
-            target: ActionTarget::None,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-        };
         let tab_id = input.tab_id.clone();
         self.operate(
             caller,
             tool,
-            &common,
-            to_value(&input),
+            &input,
             move |runtime| {
                 wanted
                     .map(|url| allowed_url(&url, &runtime.root))
                     .transpose()
             },
-            move |runtime, url, cancel| {
-            Box::pin(async move {
+            move |runtime, url, cancel| async move {
                 let browser = runtime.browser;
                 let done = match (open, tab_id) {
                     (true, _) => match browser.open_tab().await {
@@ -1062,10 +986,17 @@ impl BrowserPanels {
                             if let Some(url) = url {
                                 // Cancelled, the tab stays open and its page stops loading.
                                 let Some(navigated) = tab
-                                    .navigate_unless_cancelled(&url, "load", Duration::from_secs(30), &cancel)
+                                    .navigate_unless_cancelled(
+                                        &url,
+                                        "load",
+                                        Duration::from_secs(30),
+                                        &cancel,
+                                    )
                                     .await
                                 else {
-                                    return EffectOutcome::Cancelled { effect: EffectState::Partial };
+                                    return EffectOutcome::Cancelled {
+                                        effect: EffectState::Partial,
+                                    };
                                 };
                                 if let Err(error) = navigated {
                                     return settle(Err(error), "tab open", &tab.id, None);
@@ -1101,7 +1032,6 @@ impl BrowserPanels {
                         ),
                     },
                 }
-            })
             },
         )
         .await
@@ -1177,37 +1107,23 @@ impl BrowserPanels {
         if input.expression.is_empty() || input.expression.len() > MAX_EXPRESSION_BYTES {
             return Err(ToolError::invalid("expression must be 1 byte to 64 KiB"));
         }
-        let common = ActionCommon {
-            panel_id: input.panel_id.clone(),
-            browser_generation: input.browser_generation.clone(),
-            target: ActionTarget::None,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-        };
         let expression = input.expression.clone();
-        self.operate(
+        self.on_tab(
             caller,
             Tool::BrowserEvaluate,
-            &common,
-            to_value(&input),
+            &input,
             |_| Ok(()),
-            move |runtime, (), _cancel| {
-                Box::pin(async move {
-                    let tab = match active_tab(&runtime) {
-                        Ok(tab) => tab,
-                        Err(refused) => return refused,
-                    };
-                    match tab.evaluate(&expression).await {
-                        Ok((value, kind, exception)) => {
-                            EffectOutcome::Succeeded(to_value(&Evaluated {
-                                value,
-                                kind,
-                                exception,
-                            }))
-                        }
-                        Err(error) => settle(Err(error), "evaluation", &tab.id, None),
+            move |tab, (), _cancel| async move {
+                match tab.evaluate(&expression).await {
+                    Ok((value, kind, exception)) => {
+                        EffectOutcome::Succeeded(to_value(&Evaluated {
+                            value,
+                            kind,
+                            exception,
+                        }))
                     }
-                })
+                    Err(error) => settle(Err(error), "evaluation", &tab.id, None),
+                }
             },
         )
         .await
@@ -1336,19 +1252,14 @@ impl BrowserPanels {
         let workspace = self
             .broker
             .retry_epoch_workspace(caller, &save.retry_epoch)?;
-        let anchor = self
-            .anchors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&input.panel_id)
-            .cloned();
-        let Some((panel_workspace, project)) = anchor else {
+        let Some((panel_workspace, Some(project))) = self.broker.panel_anchor(&input.panel_id)
+        else {
             return Ok(None);
         };
         if panel_workspace != workspace {
             return Ok(None);
         }
-        let mutation = capture_mutation(input, save, workspace.clone(), project.clone());
+        let mutation = capture_change(input, save, &workspace, &project).mutation(project.clone());
         let Some(prior) = self.broker.prior(caller, &mutation)? else {
             return Ok(None);
         };
@@ -1414,29 +1325,17 @@ impl BrowserPanels {
         runtime: &BrowserRuntime,
         capture: &lomi_capture::Capture,
     ) -> Result<OperationView, ToolError> {
-        let workspace_id = self
-            .broker
-            .retry_epoch_workspace(caller, &save.retry_epoch)?;
-        if workspace_id != runtime.workspace_id {
-            return Err(ToolError::invalid(format!(
-                "panel {} is not in this retry epoch's workspace {workspace_id}",
-                input.panel_id
-            )));
-        }
-        let mutation = capture_mutation(input, save, workspace_id, runtime.project_id.clone());
-        let root = runtime.root.clone();
+        let change = capture_change(input, save, &runtime.workspace_id, &runtime.project_id);
         let path = save.path.clone();
         let overwrite = save.overwrite.unwrap_or(false);
         let png = capture.png.clone();
         let sha256 = capture.sha256.clone();
         self.broker
-            .operate(
+            .change_project(
                 caller,
-                mutation,
-                Confirmation::Policy,
+                change,
                 async { Ok(()) },
-                |_, ()| Ok(()),
-                move |(), _context| async move {
+                move |root, (), _context| async move {
                     let bytes = png.len() as u64;
                     let written = tokio::task::spawn_blocking(move || {
                         write_confined(&root, &path, &png, overwrite).map(|()| path)
@@ -1490,7 +1389,7 @@ impl BrowserPanels {
                 },
                 move |runtime, panel_id| async move {
                     runtime.browser.close().await;
-                    panels.runtimes().remove(&panel_id);
+                    panels.runtimes.remove(&panel_id);
                     move |revision| {
                         to_value(&BrowserClosed {
                             panel_id,
@@ -1504,8 +1403,9 @@ impl BrowserPanels {
 
     /// Ends every browser (the broker is stopping).
     pub async fn close_all(&self) {
-        let runtimes: Vec<BrowserRuntime> = self.runtimes().drain().map(|(_, r)| r).collect();
-        let closing: Vec<_> = runtimes
+        let closing: Vec<_> = self
+            .runtimes
+            .drain()
             .into_iter()
             .map(|runtime| tokio::spawn(async move { runtime.browser.close().await }))
             .collect();

@@ -14,7 +14,8 @@ use lomi_protocol::{DocumentId, EffectState, PairingId, ProjectId, Tool, ToolErr
 
 use crate::FilesError;
 use crate::documents::{Document, Documents, SaveError, parse_revision};
-use crate::tools::{ProjectChange, to_value};
+use crate::tools::to_value;
+use lomi_broker::ProjectChange;
 
 /// The editor tools of one broker.
 #[derive(Clone)]
@@ -153,10 +154,10 @@ impl ProjectEditor {
         };
         let documents = self.documents.clone();
         let id = input.document_id.clone();
-        request
-            .submit(
-                &self.broker,
+        self.broker
+            .change_project(
                 caller,
+                request,
                 async {
                     let document = self.document(caller, &input.document_id)?;
                     if document.workspace_id != workspace {

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use crate::tools::ProjectChange;
+use crate::tools::project_change;
+use lomi_broker::ProjectChange;
 use lomi_broker::{Broker, EffectOutcome};
 use lomi_protocol::tools::git::{
     GitBranchInput, GitBranched, GitCommitInput, GitCommitted, GitDiffInput, GitDiffView,
@@ -470,7 +471,7 @@ impl ProjectGit {
             .map_err(|e| e.to_tool_error())?;
         self.mutate(
             caller,
-            ProjectChange::of(Tool::GitStage, &input, None),
+            project_change(Tool::GitStage, &input, None),
             Change::Stage { paths },
         )
         .await
@@ -492,7 +493,7 @@ impl ProjectGit {
         let revision = Some(input.expected_head_revision.clone());
         self.mutate(
             caller,
-            ProjectChange::of(Tool::GitCommit, &input, revision),
+            project_change(Tool::GitCommit, &input, revision),
             change,
         )
         .await
@@ -512,7 +513,7 @@ impl ProjectGit {
         };
         self.mutate(
             caller,
-            ProjectChange::of(Tool::GitBranch, &input, None),
+            project_change(Tool::GitBranch, &input, None),
             change,
         )
         .await
@@ -526,10 +527,10 @@ impl ProjectGit {
         request: ProjectChange<'_>,
         change: Change,
     ) -> Result<OperationView, ToolError> {
-        request
-            .submit(
-                &self.broker,
+        self.broker
+            .change_project(
                 caller,
+                request,
                 async { Ok(()) },
                 move |root, (), _context| async move { apply(&root, change).await },
             )

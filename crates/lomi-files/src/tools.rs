@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use base64::Engine;
-use lomi_broker::{Broker, Confirmation, EffectContext, EffectOutcome, Mutation, Permit};
+use lomi_broker::{Broker, EffectOutcome, ProjectChange};
 use lomi_protocol::tools::files::{
     DirCreateInput, DirCreated, DirEntryView, DirListInput, DirListView, FileChanged,
     FileCreateInput, FileDeleteInput, FileReadInput, FileReadView, FileRenameInput, FileWriteInput,
@@ -89,19 +89,6 @@ fn kind_name(kind: EntryKind) -> &'static str {
     }
 }
 
-/// One change to a project as the engine sees it: its receipt key and fingerprint. It runs
-/// under the project's permit, so changes to one project (files, documents, Git) go one at a
-/// time.
-pub(crate) struct ProjectChange<'a> {
-    pub tool: Tool,
-    pub workspace: &'a WorkspaceId,
-    pub project: Option<&'a ProjectId>,
-    pub retry_epoch: &'a lomi_protocol::RetryEpoch,
-    pub request_key: &'a lomi_protocol::RequestKey,
-    pub payload: Value,
-    pub revision: Option<String>,
-}
-
 /// An input of a tool that changes a project: it names the workspace, maybe the project, and
 /// its request identity, with the same field names on every such tool.
 pub(crate) trait ProjectInput: serde::Serialize {
@@ -143,60 +130,21 @@ project_inputs!(
     lomi_protocol::tools::git::GitBranchInput,
 );
 
-impl<'a> ProjectChange<'a> {
-    /// The change a project tool's input asks for, compared by `revision` when it names one.
-    pub(crate) fn of(tool: Tool, input: &'a impl ProjectInput, revision: Option<String>) -> Self {
-        let (workspace, project, retry_epoch, request_key) = input.place();
-        ProjectChange {
-            tool,
-            workspace,
-            project,
-            retry_epoch,
-            request_key,
-            payload: to_value(input),
-            revision,
-        }
-    }
-}
-
-impl ProjectChange<'_> {
-    /// Runs the change in the broker's engine: `find` (after the prior receipt was looked
-    /// for) gives what the effect needs besides the project root; `effect` runs with both.
-    pub(crate) async fn submit<L, Find, Run, Fut>(
-        self,
-        broker: &Broker,
-        caller: &PairingId,
-        find: Find,
-        effect: Run,
-    ) -> Result<OperationView, ToolError>
-    where
-        L: Send + 'static,
-        Find: std::future::Future<Output = Result<L, ToolError>>,
-        Run: FnOnce(PathBuf, L, EffectContext) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = EffectOutcome> + Send + 'static,
-    {
-        let (project_id, root) = broker.project_root(caller, self.workspace, self.project)?;
-        let mutation = Mutation {
-            tool: self.tool,
-            retry_epoch: self.retry_epoch.clone(),
-            request_key: self.request_key.clone(),
-            workspace_id: self.workspace.clone(),
-            project_id: Some(project_id.clone()),
-            payload: self.payload,
-            generation: None,
-            revision: self.revision,
-            permit: Permit::Project(project_id),
-        };
-        broker
-            .operate(
-                caller,
-                mutation,
-                Confirmation::Policy,
-                find,
-                |_, _| Ok(()),
-                move |found, context| effect(root, found, context),
-            )
-            .await
+/// The change a project tool's input asks for, compared by `revision` when it names one.
+pub(crate) fn project_change(
+    tool: Tool,
+    input: &impl ProjectInput,
+    revision: Option<String>,
+) -> ProjectChange<'_> {
+    let (workspace, project, retry_epoch, request_key) = input.place();
+    ProjectChange {
+        tool,
+        workspace,
+        project,
+        retry_epoch,
+        request_key,
+        payload: to_value(input),
+        revision,
     }
 }
 
@@ -356,7 +304,7 @@ impl ProjectFiles {
         let revision = Some(input.expected_disk_revision.clone());
         self.mutate(
             caller,
-            ProjectChange::of(Tool::FileWrite, &input, revision),
+            project_change(Tool::FileWrite, &input, revision),
             change,
         )
         .await
@@ -379,7 +327,7 @@ impl ProjectFiles {
         };
         self.mutate(
             caller,
-            ProjectChange::of(Tool::FileCreate, &input, None),
+            project_change(Tool::FileCreate, &input, None),
             change,
         )
         .await
@@ -402,7 +350,7 @@ impl ProjectFiles {
         let revision = input.expected_disk_revision.clone();
         self.mutate(
             caller,
-            ProjectChange::of(Tool::FileRename, &input, revision),
+            project_change(Tool::FileRename, &input, revision),
             change,
         )
         .await
@@ -424,7 +372,7 @@ impl ProjectFiles {
         let revision = input.expected_parent_revision.clone();
         self.mutate(
             caller,
-            ProjectChange::of(Tool::DirCreate, &input, revision),
+            project_change(Tool::DirCreate, &input, revision),
             change,
         )
         .await
@@ -442,7 +390,7 @@ impl ProjectFiles {
         let revision = Some(input.expected_revision.clone());
         self.mutate(
             caller,
-            ProjectChange::of(Tool::FileDelete, &input, revision),
+            project_change(Tool::FileDelete, &input, revision),
             change,
         )
         .await
@@ -457,10 +405,10 @@ impl ProjectFiles {
         request: ProjectChange<'_>,
         change: Change,
     ) -> Result<OperationView, ToolError> {
-        request
-            .submit(
-                &self.broker,
+        self.broker
+            .change_project(
                 caller,
+                request,
                 async { Ok(()) },
                 move |root, (), _context| async move {
                     let done = tokio::task::spawn_blocking(move || apply(&root, change)).await;

@@ -2,14 +2,12 @@
 //! operations through the broker's engine; input is ordered by lease and `inputSequence`;
 //! reads answer at once or after a bounded wait.
 
-use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lomi_broker::{
-    Broker, Confirmation, EffectOutcome, InputFailure, LeasedInput, Mutation, PanelRecord,
-    PanelRemoval, Permit,
+    Broker, Confirmation, EffectOutcome, InputFailure, LeasedInput, PanelAddition, PanelCall,
+    PanelRecord, PanelRemoval, PanelRuntime, Runtimes,
 };
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::PanelKind;
@@ -45,11 +43,17 @@ pub struct TerminalRuntime {
     pub workspace_id: WorkspaceId,
 }
 
+impl PanelRuntime for TerminalRuntime {
+    fn live_generation(&self, _panel: &PanelId) -> Result<String, ToolError> {
+        Ok(self.generation.clone())
+    }
+}
+
 /// The terminal panels of one broker.
 #[derive(Clone)]
 pub struct TerminalPanels {
     broker: Broker,
-    runtimes: Arc<Mutex<HashMap<PanelId, TerminalRuntime>>>,
+    runtimes: Runtimes<TerminalRuntime>,
 }
 
 fn exit_view(status: ExitStatus) -> ExitView {
@@ -102,12 +106,8 @@ impl TerminalPanels {
     pub fn new(broker: Broker) -> Self {
         TerminalPanels {
             broker,
-            runtimes: Arc::default(),
+            runtimes: Runtimes::new(PanelKind::Terminal),
         }
-    }
-
-    fn runtimes(&self) -> std::sync::MutexGuard<'_, HashMap<PanelId, TerminalRuntime>> {
-        self.runtimes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The runtime behind a panel the caller may see.
@@ -116,21 +116,12 @@ impl TerminalPanels {
         caller: &PairingId,
         panel: &PanelId,
     ) -> Result<(PanelRecord, TerminalRuntime), ToolError> {
-        let record = self.broker.panel(caller, panel)?;
-        if record.kind != PanelKind::Terminal {
-            return Err(ToolError::invalid(format!(
-                "panel {panel} is not a terminal"
-            )));
-        }
-        let runtime = self.runtimes().get(panel).cloned().ok_or_else(|| {
-            ToolError::not_found(format!("panel {panel} has no terminal running"))
-        })?;
-        Ok((record, runtime))
+        self.runtimes.find(&self.broker, caller, panel)
     }
 
     /// The runtime behind a panel, for the person (no grants involved).
     pub fn runtime_for_person(&self, panel: &PanelId) -> Option<TerminalRuntime> {
-        self.runtimes().get(panel).cloned()
+        self.runtimes.get(panel)
     }
 
     /// `lomi_terminal_create`.
@@ -160,30 +151,24 @@ impl TerminalPanels {
                 .project_root(caller, &input.workspace_id, input.project_id.as_ref())?;
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
-        let mutation = Mutation {
+        let addition = PanelAddition {
             tool: Tool::TerminalCreate,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: Some(project_id.clone()),
+            expected,
             payload: to_value(&input),
-            generation: None,
-            revision: Some(expected.to_string()),
-            permit: Permit::Workspace(workspace_id.clone()),
         };
-        let check_workspace = workspace_id.clone();
         let panels = self.clone();
         let creator = caller.clone();
         let title = input.title.clone();
         self.broker
-            .operate(
+            .add_panel(
                 caller,
-                mutation,
+                addition,
                 Confirmation::Policy,
                 async { confined_dir(&root, &input.cwd_relative) },
-                // Under the workspace's permit nothing else changes its layout, so the
-                // revision checked at dispatch is the one the panel is added to.
-                move |broker, _| broker.check_revision(&check_workspace, expected),
                 move |cwd, context| async move {
                     let mut config = TerminalConfig::new(cwd);
                     config.argv = argv;
@@ -223,7 +208,6 @@ impl TerminalPanels {
                             ),
                         };
                     }
-                    let panel_id = PanelId::from_random(context.broker.random_bytes());
                     let generation = format!("g{}", hex_id(&context.broker));
                     let session_id = format!("ts_{}", hex_id(&context.broker));
                     let record = PanelRecord {
@@ -233,23 +217,20 @@ impl TerminalPanels {
                         project_id: Some(project_id),
                         generation: Some(generation.clone()),
                     };
-                    panels.runtimes().insert(
-                        panel_id.clone(),
-                        TerminalRuntime {
-                            terminal: terminal.clone(),
-                            session_id: session_id.clone(),
-                            generation: generation.clone(),
-                            workspace_id: workspace_id.clone(),
-                        },
-                    );
-                    let revision = match context.broker.panel_add(expected, panel_id.clone(), record) {
-                        Ok(revision) => revision,
-                        Err(error) => {
-                            panels.runtimes().remove(&panel_id);
-                            terminal.close(CLOSE_GRACE).await;
-                            return EffectOutcome::Failed { effect: EffectState::Partial, error };
-                        }
+                    let runtime = TerminalRuntime {
+                        terminal: terminal.clone(),
+                        session_id: session_id.clone(),
+                        generation: generation.clone(),
+                        workspace_id,
                     };
+                    let (panel_id, revision) =
+                        match context.broker.place_panel(&panels.runtimes, expected, record, runtime) {
+                            Ok(placed) => placed,
+                            Err(error) => {
+                                terminal.close(CLOSE_GRACE).await;
+                                return EffectOutcome::Failed { effect: EffectState::Partial, error };
+                            }
+                        };
                     watch_progress(context.broker.clone(), panel_id.clone(), terminal.clone());
                     let lease = match context.broker.lease_acquire(&creator, &panel_id, &generation) {
                         Ok(lease) => lease,
@@ -438,59 +419,24 @@ impl TerminalPanels {
         caller: &PairingId,
         input: TerminalInterruptInput,
     ) -> Result<OperationView, ToolError> {
-        // The request's identity comes from its input and its retry epoch alone, so that a
-        // retry finds its receipt even after the lease ended or the panel closed.
-        let workspace_id = self
-            .broker
-            .retry_epoch_workspace(caller, &input.retry_epoch)?;
-        let panel_id = input.panel_id.clone();
-        let mutation = Mutation {
+        let call = PanelCall {
             tool: Tool::TerminalInterrupt,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
+            retry_epoch: &input.retry_epoch,
+            request_key: &input.request_key,
+            panel_id: &input.panel_id,
+            generation: &input.generation,
+            lease: Some(&input.lease_id),
             payload: to_value(&input),
-            generation: Some(input.generation.clone()),
-            revision: None,
-            permit: Permit::Panel(panel_id.clone()),
         };
+        let panel_id = input.panel_id.clone();
         self.broker
-            .operate(
+            .operate_on_panel(
                 caller,
-                mutation,
-                Confirmation::Policy,
-                async {
-                    let record = self.broker.lease_check(
-                        caller,
-                        &input.lease_id,
-                        &input.panel_id,
-                        &input.generation,
-                    )?;
-                    if record.workspace_id != workspace_id {
-                        return Err(ToolError::invalid(format!(
-                            "panel {panel_id} is not in this retry epoch's workspace {workspace_id}"
-                        )));
-                    }
-                    let (_record, runtime) = self.runtime(caller, &input.panel_id)?;
-                    Ok((runtime.terminal, panel_id))
-                },
-                // The lease may have ended while the operation waited (a takeover, a release).
-                {
-                    let (holder, lease, panel, generation) = (
-                        caller.clone(),
-                        input.lease_id.clone(),
-                        input.panel_id.clone(),
-                        input.generation.clone(),
-                    );
-                    move |broker: &Broker, _: &(Terminal, PanelId)| {
-                        broker
-                            .lease_check(&holder, &lease, &panel, &generation)
-                            .map(|_| ())
-                    }
-                },
-                |(terminal, panel_id), _context| async move {
-                    match terminal.interrupt() {
+                call,
+                &self.runtimes,
+                |_| Ok(()),
+                |runtime, (), _context| async move {
+                    match runtime.terminal.interrupt() {
                         Ok(sent) => EffectOutcome::Succeeded(to_value(&Interrupted {
                             panel_id,
                             process_group: sent.process_group,
@@ -534,7 +480,7 @@ impl TerminalPanels {
                 },
                 move |runtime, panel_id| async move {
                     let status = runtime.terminal.close(CLOSE_GRACE).await;
-                    panels.runtimes().remove(&panel_id);
+                    panels.runtimes.remove(&panel_id);
                     move |revision| {
                         to_value(&TerminalClosed {
                             panel_id,
@@ -549,13 +495,18 @@ impl TerminalPanels {
 
     /// The session ids of the running terminals: each terminal's process leads its own session.
     pub fn session_ids(&self) -> Vec<u32> {
-        self.runtimes().values().map(|r| r.terminal.pid()).collect()
+        self.runtimes
+            .lock()
+            .values()
+            .map(|r| r.terminal.pid())
+            .collect()
     }
 
     /// Ends every terminal (the broker is stopping).
     pub async fn close_all(&self) {
-        let runtimes: Vec<TerminalRuntime> = self.runtimes().drain().map(|(_, r)| r).collect();
-        let closing: Vec<_> = runtimes
+        let closing: Vec<_> = self
+            .runtimes
+            .drain()
             .into_iter()
             .map(|runtime| tokio::spawn(async move { runtime.terminal.close(CLOSE_GRACE).await }))
             .collect();

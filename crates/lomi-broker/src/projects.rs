@@ -1,0 +1,75 @@
+//! Changes to a project (file tools, editor saves, Git, a browser capture saved into the
+//! project) through the engine: keyed in their project, run one at a time under its permit.
+
+use std::future::Future;
+use std::path::PathBuf;
+
+use lomi_protocol::tools::operations::OperationView;
+use lomi_protocol::{PairingId, ProjectId, RequestKey, RetryEpoch, Tool, ToolError, WorkspaceId};
+use serde_json::Value;
+
+use crate::{Broker, Confirmation, EffectContext, EffectOutcome, Mutation, Permit};
+
+/// One change to a project as the engine sees it: its request identity, where it acts and
+/// what its fingerprint binds.
+pub struct ProjectChange<'a> {
+    pub tool: Tool,
+    pub workspace: &'a WorkspaceId,
+    /// The project named; `None` is the workspace's only project.
+    pub project: Option<&'a ProjectId>,
+    pub retry_epoch: &'a RetryEpoch,
+    pub request_key: &'a RequestKey,
+    /// The tool's whole input, for the receipt's fingerprint.
+    pub payload: Value,
+    /// The revision the change is compared against, if any.
+    pub revision: Option<String>,
+}
+
+impl ProjectChange<'_> {
+    /// The change as a mutation of `project` (the project it names, resolved).
+    pub fn mutation(self, project: ProjectId) -> Mutation {
+        Mutation {
+            tool: self.tool,
+            retry_epoch: self.retry_epoch.clone(),
+            request_key: self.request_key.clone(),
+            workspace_id: self.workspace.clone(),
+            project_id: Some(project.clone()),
+            payload: self.payload,
+            generation: None,
+            revision: self.revision,
+            permit: Permit::Project(project),
+        }
+    }
+}
+
+impl Broker {
+    /// Runs a [`ProjectChange`] in the engine's order under the project's permit: `find`
+    /// (after the prior receipt was looked for) gives what the effect needs besides the
+    /// project's root; the effect runs with both. Its own revision checks belong in the
+    /// effect, under the permit, so two changes made against the same revision cannot both
+    /// win.
+    pub async fn change_project<L, Find, Run, Fut>(
+        &self,
+        caller: &PairingId,
+        change: ProjectChange<'_>,
+        find: Find,
+        effect: Run,
+    ) -> Result<OperationView, ToolError>
+    where
+        L: Send + 'static,
+        Find: Future<Output = Result<L, ToolError>>,
+        Run: FnOnce(PathBuf, L, EffectContext) -> Fut + Send + 'static,
+        Fut: Future<Output = EffectOutcome> + Send + 'static,
+    {
+        let (project, root) = self.project_root(caller, change.workspace, change.project)?;
+        self.operate(
+            caller,
+            change.mutation(project),
+            Confirmation::Policy,
+            find,
+            |_, _| Ok(()),
+            move |found, context| effect(root, found, context),
+        )
+        .await
+    }
+}

@@ -1,0 +1,297 @@
+//! What the runtime crates (terminal, browser, Android) share about their panels: where a
+//! panel's runtime is kept and found, how a tool adds a panel, and how a tool acts on one live
+//! runtime. Each crate gives only its runtime, its checks and its effect; the order and the
+//! checks every panel tool needs are written here once.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use lomi_protocol::tools::operations::OperationView;
+use lomi_protocol::tools::session::PanelKind;
+use lomi_protocol::{
+    DomainRevision, ErrorCode, LeaseId, PairingId, PanelId, ProjectId, RequestKey, RetryEpoch,
+    Tool, ToolError, WorkspaceId,
+};
+use serde_json::Value;
+
+use crate::{Broker, Confirmation, EffectContext, EffectOutcome, Mutation, PanelRecord, Permit};
+
+/// A panel's runtime as its crate keeps it.
+pub trait PanelRuntime: Clone + Send + Sync + 'static {
+    /// The runtime generation this runtime is now, or why it takes no work (it ended, its
+    /// device was lost) as the error to answer, saying what to do about it.
+    fn live_generation(&self, panel: &PanelId) -> Result<String, ToolError>;
+}
+
+/// The live runtimes of one kind of panel, by panel.
+pub struct Runtimes<R> {
+    kind: PanelKind,
+    map: Arc<Mutex<HashMap<PanelId, R>>>,
+}
+
+impl<R> Clone for Runtimes<R> {
+    fn clone(&self) -> Self {
+        Runtimes {
+            kind: self.kind,
+            map: Arc::clone(&self.map),
+        }
+    }
+}
+
+impl<R: PanelRuntime> Runtimes<R> {
+    pub fn new(kind: PanelKind) -> Self {
+        Runtimes {
+            kind,
+            map: Arc::default(),
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, HashMap<PanelId, R>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn get(&self, panel: &PanelId) -> Option<R> {
+        self.lock().get(panel).cloned()
+    }
+
+    pub fn remove(&self, panel: &PanelId) -> Option<R> {
+        self.lock().remove(panel)
+    }
+
+    /// Every runtime, taken out (Lomi is stopping).
+    pub fn drain(&self) -> Vec<R> {
+        self.lock().drain().map(|(_, runtime)| runtime).collect()
+    }
+
+    /// The runtime behind a panel the caller may see, with the panel's record.
+    pub fn find(
+        &self,
+        broker: &Broker,
+        caller: &PairingId,
+        panel: &PanelId,
+    ) -> Result<(PanelRecord, R), ToolError> {
+        let record = broker.panel(caller, panel)?;
+        if record.kind != self.kind {
+            return Err(ToolError::invalid(format!(
+                "panel {panel} is {}, not {}; see lomi_panel_list",
+                kind_phrase(record.kind),
+                kind_phrase(self.kind)
+            )));
+        }
+        let runtime = self.get(panel).ok_or_else(|| {
+            ToolError::not_found(format!(
+                "panel {panel} has no {} runtime any more",
+                kind_word(self.kind)
+            ))
+        })?;
+        Ok((record, runtime))
+    }
+
+    /// The panel's runtime, if it still runs the generation a request named.
+    fn at_generation(&self, panel: &PanelId, generation: &str) -> Result<R, ToolError> {
+        let runtime = self
+            .get(panel)
+            .ok_or_else(|| ToolError::not_found(format!("panel {panel} was closed")))?;
+        let current = runtime.live_generation(panel)?;
+        if current != generation {
+            return Err(ToolError::new(
+                ErrorCode::GenerationMismatch,
+                format!(
+                    "generation {generation} is not panel {panel}'s current runtime ({current}); re-read it with lomi_panel_list"
+                ),
+            )
+            .with_details(serde_json::json!({ "currentGeneration": current })));
+        }
+        Ok(runtime)
+    }
+}
+
+fn kind_word(kind: PanelKind) -> &'static str {
+    match kind {
+        PanelKind::Terminal => "terminal",
+        PanelKind::Browser => "browser",
+        PanelKind::Android => "Android",
+        PanelKind::Document => "document",
+    }
+}
+
+fn kind_phrase(kind: PanelKind) -> &'static str {
+    match kind {
+        PanelKind::Terminal => "a terminal panel",
+        PanelKind::Browser => "a browser panel",
+        PanelKind::Android => "an Android panel",
+        PanelKind::Document => "a document panel",
+    }
+}
+
+/// A tool that adds a panel to a workspace (terminal and browser create, Android attach),
+/// compared by the workspace's revision.
+pub struct PanelAddition {
+    pub tool: Tool,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+    pub workspace_id: WorkspaceId,
+    pub project_id: Option<ProjectId>,
+    pub expected: DomainRevision,
+    /// The tool's whole input, for the receipt's fingerprint.
+    pub payload: Value,
+}
+
+/// A tool that acts on one live runtime of a panel (terminal interrupt, browser actions and
+/// navigation, Android launch and shell), against the runtime generation it names, and with a
+/// lease where the tool needs one.
+pub struct PanelCall<'a> {
+    pub tool: Tool,
+    pub retry_epoch: &'a RetryEpoch,
+    pub request_key: &'a RequestKey,
+    pub panel_id: &'a PanelId,
+    pub generation: &'a str,
+    pub lease: Option<&'a LeaseId>,
+    /// The tool's whole input, for the receipt's fingerprint.
+    pub payload: Value,
+}
+
+impl Broker {
+    /// Runs a [`PanelAddition`] as one operation under the workspace's permit: the revision is
+    /// checked after `find` and again at dispatch, so nothing else changed the layout the
+    /// effect adds to. The effect starts the runtime and adds it with [`Broker::place_panel`].
+    pub async fn add_panel<L, Find, Run, Fut>(
+        &self,
+        caller: &PairingId,
+        addition: PanelAddition,
+        confirmation: Confirmation,
+        find: Find,
+        run: Run,
+    ) -> Result<OperationView, ToolError>
+    where
+        L: Send + 'static,
+        Find: Future<Output = Result<L, ToolError>>,
+        Run: FnOnce(L, EffectContext) -> Fut + Send + 'static,
+        Fut: Future<Output = EffectOutcome> + Send + 'static,
+    {
+        let PanelAddition {
+            tool,
+            retry_epoch,
+            request_key,
+            workspace_id,
+            project_id,
+            expected,
+            payload,
+        } = addition;
+        let mutation = Mutation {
+            tool,
+            retry_epoch,
+            request_key,
+            workspace_id: workspace_id.clone(),
+            project_id,
+            payload,
+            generation: None,
+            revision: Some(expected.to_string()),
+            permit: Permit::Workspace(workspace_id.clone()),
+        };
+        self.operate(
+            caller,
+            mutation,
+            confirmation,
+            find,
+            move |broker, _| broker.check_revision(&workspace_id, expected),
+            run,
+        )
+        .await
+    }
+
+    /// In an [`add_panel`](Broker::add_panel) effect: gives a started runtime its panel id,
+    /// makes it findable, and adds the panel at the end of its workspace's layout at
+    /// `expected`. If the layout refuses it, the runtime is taken out again and the error
+    /// returned: ending the runtime is the caller's.
+    pub fn place_panel<R: PanelRuntime>(
+        &self,
+        runtimes: &Runtimes<R>,
+        expected: DomainRevision,
+        record: PanelRecord,
+        runtime: R,
+    ) -> Result<(PanelId, DomainRevision), ToolError> {
+        let panel = PanelId::from_random(self.random_bytes());
+        runtimes.lock().insert(panel.clone(), runtime);
+        match self.panel_add(expected, panel.clone(), record) {
+            Ok(revision) => Ok((panel, revision)),
+            Err(error) => {
+                runtimes.remove(&panel);
+                Err(error)
+            }
+        }
+    }
+
+    /// Runs a [`PanelCall`] as one operation under the panel's permit, keyed by its input and
+    /// retry epoch alone, so a retry finds its receipt after the lease ended, the runtime was
+    /// replaced or the panel closed. Only then are the panel (in the retry epoch's workspace),
+    /// the lease and the runtime generation checked, and `prepare` checks what needs the
+    /// runtime (a URL or file confined to its project). At dispatch the lease and generation
+    /// are checked again: a runtime replaced while the operation waited never gets work meant
+    /// for its predecessor. The effect gets the runtime and what `prepare` gave.
+    pub async fn operate_on_panel<R, P, Prepare, Run, Fut>(
+        &self,
+        caller: &PairingId,
+        call: PanelCall<'_>,
+        runtimes: &Runtimes<R>,
+        prepare: Prepare,
+        run: Run,
+    ) -> Result<OperationView, ToolError>
+    where
+        R: PanelRuntime,
+        P: Send + 'static,
+        Prepare: FnOnce(&R) -> Result<P, ToolError>,
+        Run: FnOnce(R, P, EffectContext) -> Fut + Send + 'static,
+        Fut: Future<Output = EffectOutcome> + Send + 'static,
+    {
+        let workspace_id = self.retry_epoch_workspace(caller, call.retry_epoch)?;
+        let mutation = Mutation {
+            tool: call.tool,
+            retry_epoch: call.retry_epoch.clone(),
+            request_key: call.request_key.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id: None,
+            payload: call.payload,
+            generation: Some(call.generation.to_owned()),
+            revision: None,
+            permit: Permit::Panel(call.panel_id.clone()),
+        };
+        let check = {
+            let (caller, panel, generation, lease) = (
+                caller.clone(),
+                call.panel_id.clone(),
+                call.generation.to_owned(),
+                call.lease.cloned(),
+            );
+            let runtimes = runtimes.clone();
+            move |broker: &Broker| -> Result<R, ToolError> {
+                if let Some(lease) = &lease {
+                    broker.lease_check(&caller, lease, &panel, &generation)?;
+                }
+                runtimes.at_generation(&panel, &generation)
+            }
+        };
+        let find = async {
+            let (record, _) = runtimes.find(self, caller, call.panel_id)?;
+            if record.workspace_id != workspace_id {
+                return Err(ToolError::invalid(format!(
+                    "panel {} is not in this retry epoch's workspace {workspace_id}",
+                    call.panel_id
+                )));
+            }
+            let runtime = check(self)?;
+            let prepared = prepare(&runtime)?;
+            Ok((runtime, prepared, check))
+        };
+        self.operate(
+            caller,
+            mutation,
+            Confirmation::Policy,
+            find,
+            |broker, (_, _, check)| check(broker).map(|_| ()),
+            |(runtime, prepared, _), context| run(runtime, prepared, context),
+        )
+        .await
+    }
+}
