@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use lomi_broker::{
-    Broker, Confirmation, EffectOutcome, InputFailure, LeasedInput, PanelAddition, PanelCall,
+    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, PanelCall,
     PanelRecord, PanelRemoval, PanelRuntime, Runtimes, persist,
 };
 use lomi_protocol::tools::android::{
@@ -388,7 +388,7 @@ impl AndroidPanels {
         }
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
-        let addition = PanelAddition {
+        let change = LayoutChange {
             tool: Tool::AndroidAttach,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
@@ -423,9 +423,9 @@ impl AndroidPanels {
         let listed_serial = serial.clone();
         let listed_workspace = workspace_id.clone();
         self.broker
-            .add_panel(
+            .change_layout(
                 caller,
-                addition,
+                change,
                 confirmation,
                 async {
                     self.broker.panel_list(

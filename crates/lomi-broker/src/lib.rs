@@ -34,7 +34,7 @@ pub use lomi_store::{ManualClock, SystemClock};
 pub use pairings::{CreatedPairing, PairingSummary};
 pub use panels::{InputFailure, LeasedInput, PanelRecord, PanelRemoval};
 pub use projects::ProjectChange;
-pub use runtimes::{PanelAddition, PanelCall, PanelRuntime, Runtimes};
+pub use runtimes::{LayoutChange, PanelCall, PanelRuntime, Runtimes};
 pub use tokio_util::sync::CancellationToken;
 
 /// The file in the data dir that holds the person's domain.

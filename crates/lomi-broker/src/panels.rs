@@ -15,7 +15,7 @@ use lomi_protocol::{
 };
 use serde_json::Value;
 
-use crate::{Broker, Confirmation, EffectOutcome, Mutation, Permit};
+use crate::{Broker, Confirmation, EffectOutcome, LayoutChange};
 
 /// How many earlier inputs a lease remembers for duplicate detection.
 const SEQUENCE_MEMORY: usize = 256;
@@ -617,20 +617,18 @@ impl Broker {
             payload,
             effect_if_kept,
         } = removal;
-        let mutation = Mutation {
+        let change = LayoutChange {
             tool,
             retry_epoch,
             request_key,
             workspace_id: workspace_id.clone(),
             project_id: None,
+            expected,
             payload,
-            generation: None,
-            revision: Some(expected.to_string()),
-            permit: Permit::Workspace(workspace_id.clone()),
         };
-        self.operate(
+        self.change_layout(
             caller,
-            mutation,
+            change,
             Confirmation::Policy,
             async {
                 let (owner, runtime) = find(&panel_id)?;
@@ -639,10 +637,9 @@ impl Broker {
                         "no panel {panel_id} in workspace {workspace_id}"
                     )));
                 }
-                Ok((runtime, panel_id, workspace_id))
+                Ok((runtime, panel_id))
             },
-            move |broker, (_, _, workspace)| broker.check_revision(workspace, expected),
-            move |(runtime, panel_id, _), context| async move {
+            move |(runtime, panel_id), context| async move {
                 let done = end(runtime, panel_id.clone()).await;
                 match context.broker.panel_remove(&panel_id, Some(expected)) {
                     Ok(revision) => EffectOutcome::Succeeded(done(revision)),

@@ -125,9 +125,9 @@ fn kind_phrase(kind: PanelKind) -> &'static str {
     }
 }
 
-/// A tool that adds a panel to a workspace (terminal and browser create, Android attach),
-/// compared by the workspace's revision.
-pub struct PanelAddition {
+/// A tool that changes a workspace's layout, compared by its revision: one that adds a panel
+/// (terminal and browser create, Android attach) or removes one ([`crate::PanelRemoval`]).
+pub struct LayoutChange {
     pub tool: Tool,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -153,13 +153,14 @@ pub struct PanelCall<'a> {
 }
 
 impl Broker {
-    /// Runs a [`PanelAddition`] as one operation under the workspace's permit: the revision is
+    /// Runs a [`LayoutChange`] as one operation under the workspace's permit: the revision is
     /// checked after `find` and again at dispatch, so nothing else changed the layout the
-    /// effect adds to. The effect starts the runtime and adds it with [`Broker::place_panel`].
-    pub async fn add_panel<L, Find, Run, Fut>(
+    /// effect changes. An effect that adds a panel starts its runtime and adds it with
+    /// [`Broker::place_panel`].
+    pub async fn change_layout<L, Find, Run, Fut>(
         &self,
         caller: &PairingId,
-        addition: PanelAddition,
+        change: LayoutChange,
         confirmation: Confirmation,
         find: Find,
         run: Run,
@@ -170,7 +171,7 @@ impl Broker {
         Run: FnOnce(L, EffectContext) -> Fut + Send + 'static,
         Fut: Future<Output = EffectOutcome> + Send + 'static,
     {
-        let PanelAddition {
+        let LayoutChange {
             tool,
             retry_epoch,
             request_key,
@@ -178,7 +179,7 @@ impl Broker {
             project_id,
             expected,
             payload,
-        } = addition;
+        } = change;
         let mutation = Mutation {
             tool,
             retry_epoch,
@@ -201,7 +202,7 @@ impl Broker {
         .await
     }
 
-    /// In an [`add_panel`](Broker::add_panel) effect: gives a started runtime its panel id,
+    /// In a [`change_layout`](Broker::change_layout) effect: gives a started runtime its panel id,
     /// makes it findable, and adds the panel at the end of its workspace's layout at
     /// `expected`. If the layout refuses it, the runtime is taken out again and the error
     /// returned: ending the runtime is the caller's.

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use lomi_broker::{
-    Broker, CancellationToken, Confirmation, EffectOutcome, PanelAddition, PanelCall, PanelRecord,
+    Broker, CancellationToken, Confirmation, EffectOutcome, LayoutChange, PanelCall, PanelRecord,
     PanelRemoval, PanelRuntime, ProjectChange, Runtimes,
 };
 use lomi_protocol::tools::browser::{
@@ -412,7 +412,7 @@ impl BrowserPanels {
                 .project_root(caller, &input.workspace_id, input.project_id.as_ref())?;
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
-        let addition = PanelAddition {
+        let change = LayoutChange {
             tool: Tool::BrowserCreate,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
@@ -429,9 +429,9 @@ impl BrowserPanels {
             ..self.options.clone()
         };
         self.broker
-            .add_panel(
+            .change_layout(
                 caller,
-                addition,
+                change,
                 Confirmation::Policy,
                 async { Ok(()) },
                 move |(), context| async move {
@@ -536,35 +536,10 @@ impl BrowserPanels {
         });
     }
 
-    /// A browser operation on a panel, in the engine's panel order (see
-    /// [`Broker::operate_on_panel`]): `prepare` checks what needs the runtime (a URL or file
-    /// confined to its project) before anything is recorded; `effect` gets the runtime, what
-    /// `prepare` gave and the cancel token.
-    async fn operate<P, F, Fut>(
-        &self,
-        caller: &PairingId,
-        tool: Tool,
-        input: &impl BrowserRequest,
-        prepare: impl FnOnce(&BrowserRuntime) -> Result<P, ToolError>,
-        effect: F,
-    ) -> Result<OperationView, ToolError>
-    where
-        P: Send + 'static,
-        F: FnOnce(BrowserRuntime, P, CancellationToken) -> Fut + Send + 'static,
-        Fut: Future<Output = EffectOutcome> + Send + 'static,
-    {
-        self.broker
-            .operate_on_panel(
-                caller,
-                input.call(tool),
-                &self.runtimes,
-                prepare,
-                move |runtime, prepared, context| effect(runtime, prepared, context.cancel),
-            )
-            .await
-    }
-
-    /// [`operate`](Self::operate) on the browser's active tab (none: nothing happens).
+    /// A browser operation on the active tab (none: nothing happens), in the engine's panel
+    /// order (see [`Broker::operate_on_panel`]): `prepare` checks what needs the runtime (a
+    /// URL or file confined to its project) before anything is recorded; `effect` gets the
+    /// tab, what `prepare` gave and the cancel token.
     async fn on_tab<P, F, Fut>(
         &self,
         caller: &PairingId,
@@ -578,19 +553,20 @@ impl BrowserPanels {
         F: FnOnce(Tab, P, CancellationToken) -> Fut + Send + 'static,
         Fut: Future<Output = EffectOutcome> + Send + 'static,
     {
-        self.operate(
-            caller,
-            tool,
-            input,
-            prepare,
-            |runtime, prepared, cancel| async move {
-                match active_tab(&runtime) {
-                    Ok(tab) => effect(tab, prepared, cancel).await,
-                    Err(refused) => refused,
-                }
-            },
-        )
-        .await
+        self.broker
+            .operate_on_panel(
+                caller,
+                input.call(tool),
+                &self.runtimes,
+                prepare,
+                |runtime, prepared, context| async move {
+                    match active_tab(&runtime) {
+                        Ok(tab) => effect(tab, prepared, context.cancel).await,
+                        Err(refused) => refused,
+                    }
+                },
+            )
+            .await
     }
 
     /// An action on the active tab: `act` runs with the tab and the decoded target. Cancelled
@@ -969,17 +945,17 @@ impl BrowserPanels {
         }
         let wanted = input.url.clone().filter(|_| open);
         let tab_id = input.tab_id.clone();
-        self.operate(
+        self.broker.operate_on_panel(
             caller,
-            tool,
-            &input,
+            input.call(tool),
+            &self.runtimes,
             move |runtime| {
                 wanted
                     .map(|url| allowed_url(&url, &runtime.root))
                     .transpose()
             },
-            move |runtime, url, cancel| async move {
-                let browser = runtime.browser;
+            move |runtime, url, context| async move {
+                let (browser, cancel) = (runtime.browser, context.cancel);
                 let done = match (open, tab_id) {
                     (true, _) => match browser.open_tab().await {
                         Ok(tab) => {

@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use lomi_broker::{
-    Broker, Confirmation, EffectOutcome, InputFailure, LeasedInput, PanelAddition, PanelCall,
+    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, PanelCall,
     PanelRecord, PanelRemoval, PanelRuntime, Runtimes,
 };
 use lomi_protocol::tools::operations::OperationView;
@@ -151,7 +151,7 @@ impl TerminalPanels {
                 .project_root(caller, &input.workspace_id, input.project_id.as_ref())?;
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
-        let addition = PanelAddition {
+        let change = LayoutChange {
             tool: Tool::TerminalCreate,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
@@ -164,9 +164,9 @@ impl TerminalPanels {
         let creator = caller.clone();
         let title = input.title.clone();
         self.broker
-            .add_panel(
+            .change_layout(
                 caller,
-                addition,
+                change,
                 Confirmation::Policy,
                 async { confined_dir(&root, &input.cwd_relative) },
                 move |cwd, context| async move {
