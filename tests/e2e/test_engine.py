@@ -7,29 +7,34 @@ its receipt before the target is looked up, and cancellation reaches running eff
    answer the prior operation (same operationId, same settled state and result), never NOT_FOUND,
    and the real resource must show no second effect. The same requestKey with other arguments
    must answer IDEMPOTENCY_CONFLICT, again without an effect.
-2. Cancellation of running work, for every tool whose effect takes the cancel token, each
-   read as `cancelling` and then its settled state, with the real resource inspected: a
-   browser navigation to a page this test serves slowly on 127.0.0.1 (`cancelled`, effect
-   `partial`, the tab still on the page before); a tab opened on that page (`cancelled`,
-   `partial`: the tab stays, blank); a click and an upload whose page handlers wait for the
-   site, so Chromium cannot confirm them (`outcome_unknown`); a terminal whose program has not
-   printed yet (`cancelled`, `partial`: stopped, checked in /proc, no panel); an Android shell
-   command and an attach while the device fixture is busy with a slow `input swipe` (it serves
-   one command at a time, like a busy device); an attach waiting for the person (`cancelled`,
-   no effect, never run); and a cancel of work that already succeeded, which leaves it
-   `succeeded`. The other actions (hover, type, press, select, scroll) share the click's
-   path. Effects that do not take the token (lomi_workspace_close, lomi_git_commit,
-   lomi_browser_evaluate, …) run to their end and are not here.
+2. Cancellation of running work, for every tool whose effect takes the cancel token, each read
+   as `cancelling` and then its settled state, with the real resource inspected: a browser
+   navigation to a page this test serves slowly on 127.0.0.1 (`cancelled`, effect `partial`, the
+   tab still on the page before); a tab opened on that page (`cancelled`, `partial`: the tab
+   stays, blank); a click and an upload whose page handlers wait for the site, so Chromium
+   cannot confirm them (`outcome_unknown`); a terminal whose program has not printed yet
+   (`cancelled`, `partial`: stopped, checked in /proc, no panel); a browser while it starts (no
+   panel, no Chromium process, no folder left in /tmp; held_chromium.py holds the launch before
+   Chromium runs, at Lomi's DevTools handshake and at its first tab); an Android shell command
+   and an attach while the device fixture is busy with a slow `input swipe` (it serves one
+   command at a time, like a busy device); an attach waiting for the person (`cancelled`, no
+   effect, never run); and a cancel of work that already succeeded, which leaves it `succeeded`.
+   The other actions (hover, type, press, select, scroll) share the click's path. Effects that
+   do not take the token (lomi_workspace_close, lomi_git_commit, lomi_browser_evaluate, …) run
+   to their end and are not here.
 
 Nothing sleeps for a fixed time: waits poll with deadlines, and the slow things are the page
-server, which holds its answer until it is released or 6 s pass, and the device's swipes.
+server, which holds its answer until it is released or 6 s pass, the device's swipes and the
+held Chromium.
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.server
+import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -43,7 +48,7 @@ import pytest
 from conftest import SETTLED, dump
 from test_android import Android, adb, adb_server_for_serve, phones  # noqa: F401 (fixtures)
 from test_browser import ref
-from test_terminal import live_processes
+from test_terminal import live_processes, proc_stat
 
 pytestmark = pytest.mark.anyio
 
@@ -636,9 +641,12 @@ async def states_in_feed(w: World, operation_id: str) -> list[str]:
     return [e["state"] for e in page["events"] if e.get("operationId") == operation_id]
 
 
-async def cancel_running(w: World, tool: str, args: Args, started: Callable[[], bool]) -> tuple[dict, dict, list[str]]:
+async def cancel_running(
+    w: World, tool: str, args: Args, started: Callable[[], bool], may_finish_first: bool = False
+) -> tuple[dict, dict, list[str]]:
     """Starts `tool`, waits until `started()` says its effect is under way on the real part,
-    cancels it while it runs; returns (cancel's answer, the settled operation, the feed's states)."""
+    cancels it while it runs; returns (cancel's answer, the settled operation, the feed's states).
+    With `may_finish_first`, the effect may have succeeded by the time the cancel is sent."""
     answers: dict[str, Any] = {}
 
     async def call() -> None:
@@ -649,7 +657,8 @@ async def cancel_running(w: World, tool: str, args: Args, started: Callable[[], 
         await anyio.to_thread.run_sync(lambda: wait_for(started, f"{tool} to reach the real part"))
         lookup = {"retryEpoch": args["retryEpoch"], "requestKey": args["requestKey"], "tool": tool}
         running = await w.s.ok("lomi_operation_get", lookup)
-        assert running["state"] == "running", f"{tool}: not running while its effect is under way\n{dump(running)}"
+        expected = ("running", "succeeded") if may_finish_first else ("running",)
+        assert running["state"] in expected, f"{tool}: not running while its effect is under way\n{dump(running)}"
         cancelled = await w.s.ok("lomi_operation_cancel", {"operationId": running["operationId"]})
     assert answers["call"]["status"] == "ok", f"{tool}: {dump(dict(answers['call']))}"
     settled = await w.s.settle(running["operationId"])
@@ -754,6 +763,100 @@ async def test_a_terminal_cancelled_before_its_program_spoke_is_stopped(lomi, wo
         assert time.monotonic() - began < 8, "the cancel waited for the program"
         assert await w.panels() == [], shown
         assert not live_processes(sleep), f"left alive after the cancel: {live_processes(sleep)}"
+
+
+HELD_CHROMIUM = Path(__file__).with_name("held_chromium.py")
+
+
+def group_members(leader: int) -> list[int]:
+    """Live processes of the process group `leader` leads: a browser's Chromium and helpers."""
+    members = []
+    for entry in os.listdir("/proc"):
+        stat = proc_stat(int(entry)) if entry.isdigit() else None
+        if stat is not None and stat["pgrp"] == leader and stat["state"] not in ("Z", "X", "x"):
+            members.append(int(entry))
+    return members
+
+
+def parent_of(pid: int) -> int | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return int(text[text.rfind(")") + 2 :].split()[1])
+
+
+def chromium_leaders(lomi) -> dict[int, str]:
+    """The browsers `lomi serve` started, pid → command line: its children with Chromium's
+    arguments (each leads its process group)."""
+    return {pid: c for pid, c in live_processes("--remote-debugging-port=0").items()
+            if parent_of(pid) == lomi.proc.pid}
+
+
+def profile_of(command: str) -> Path:
+    """The browser's own folder (`…/lomi-chromium-*`, its profile is in it) from its command line."""
+    found = [w for w in command.split(" ") if w.startswith("--user-data-dir=")]
+    assert len(found) == 1, command
+    return Path(found[0].split("=", 1)[1]).parent
+
+
+@pytest.mark.parametrize("hold", ["racing", "before-start", "connect", "first-tab"])
+async def test_a_browser_cancelled_while_it_starts_leaves_no_chromium(
+    lomi, workspaces, mcp, tmp_path, pages, monkeypatch, hold
+):
+    """`racing`: Debian's Chromium as it is, cancelled as soon as its DevTools port is open; the
+    launch may have finished first, and whichever it was, the real browser must match the
+    receipt. The other two hold the launch (held_chromium.py) before Chromium runs, and after it
+    is up while Lomi prepares its first tab: the cancel always lands, and nothing of the browser
+    may be left (its process group and its folder in /tmp)."""
+    folder = tmp_path / "held-chromium"
+    if hold != "racing":
+        folder.mkdir()
+        launcher = folder / "chromium"
+        launcher.write_text(f'#!/bin/sh\nexec {sys.executable} {HELD_CHROMIUM} {hold} {folder} -- "$@"\n')
+        launcher.chmod(0o755)
+        monkeypatch.setenv("LOMI_CHROMIUM", str(launcher))
+        lomi.restart("SIGTERM")
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        w = await world(lomi, workspaces, session, tmp_path, pages)
+        launched: dict[int, str] = {}
+
+        def started() -> bool:
+            if hold != "racing" and not (folder / "held").exists():
+                return False
+            launched.update(chromium_leaders(lomi))
+            if hold == "racing":
+                # Up, not only started: Chromium wrote its DevTools port into the profile.
+                return any((profile_of(c) / "profile" / "DevToolsActivePort").exists() for c in launched.values())
+            return bool(launched)
+
+        args = await prep_browser_create(w)
+        cancelled, op, states = await cancel_running(w, "lomi_browser_create", args, started,
+                                                     may_finish_first=hold == "racing")
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states, "launched": launched})
+        assert len(launched) == 1, shown
+        [(leader, command)] = launched.items()
+        profile = profile_of(command)
+        browsers = [p for p in await w.panels() if p[1] == "browser"]
+        if hold != "racing":
+            assert op["state"] == "cancelled", shown
+        if op["state"] == "cancelled":
+            assert op["effectState"] == "none", shown
+            assert states[-2:] == ["cancelling", "cancelled"], shown
+            assert browsers == [], shown
+        else:
+            assert (op["state"], op["effectState"]) == ("succeeded", "complete"), shown
+            assert states[-1] == "succeeded", shown
+            assert browsers == [(op["result"]["panelId"], "browser")], shown
+            assert op["result"]["pid"] == leader and group_members(leader), shown
+            assert profile.is_dir(), shown
+            await w.close_browser(op["result"]["panelId"])
+        await anyio.to_thread.run_sync(lambda: wait_for(
+            lambda: not group_members(leader) and not profile.exists(),
+            f"Chromium {leader} and its folder {profile} to be gone ({op['state']}): {group_members(leader)}",
+        ))
 
 
 async def test_a_click_cancelled_while_the_page_holds_it_settles_outcome_unknown(lomi, workspaces, mcp, tmp_path, pages):
