@@ -7,21 +7,34 @@ its receipt before the target is looked up, and cancellation reaches running eff
    answer the prior operation (same operationId, same settled state and result), never NOT_FOUND,
    and the real resource must show no second effect. The same requestKey with other arguments
    must answer IDEMPOTENCY_CONFLICT, again without an effect.
-2. Cancellation of running work: a browser navigation to a page this test serves slowly on
-   127.0.0.1 (`cancelling`, then `cancelled` with effect `partial`, and the tab still on the
-   page before); an Android shell command that runs for seconds on the device fixture (it has
-   no `sleep`; a slow `input swipe` takes its duration); and a cancel of work that already
-   succeeded, which leaves it `succeeded`.
+2. Cancellation of running work, for every tool whose effect takes the cancel token, each read
+   as `cancelling` and then its settled state, with the real resource inspected: a browser
+   navigation to a page this test serves slowly on 127.0.0.1 (`cancelled`, effect `partial`, the
+   tab still on the page before); a tab opened on that page (`cancelled`, `partial`: the tab
+   stays, blank); a click and an upload whose page handlers wait for the site, so Chromium
+   cannot confirm them (`outcome_unknown`); a terminal whose program has not printed yet
+   (`cancelled`, `partial`: stopped, checked in /proc, no panel); a browser while it starts (no
+   panel, no Chromium process, no folder left in /tmp; held_chromium.py holds the launch before
+   Chromium runs, at Lomi's DevTools handshake and at its first tab); an Android shell command
+   and an attach while the device fixture is busy with a slow `input swipe` (it serves one
+   command at a time, like a busy device); an attach waiting for the person (`cancelled`, no
+   effect, never run); and a cancel of work that already succeeded, which leaves it `succeeded`.
+   The other actions (hover, type, press, select, scroll) share the click's path. Effects that
+   do not take the token (lomi_workspace_close, lomi_git_commit, lomi_browser_evaluate, …) run
+   to their end and are not here.
 
-Nothing sleeps for a fixed time: waits poll with deadlines, and the only slow thing is the page
-server, which holds its answer until it is released or 6 s pass.
+Nothing sleeps for a fixed time: waits poll with deadlines, and the slow things are the page
+server, which holds its answer until it is released or 6 s pass, the device's swipes and the
+held Chromium.
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.server
+import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -35,6 +48,7 @@ import pytest
 from conftest import SETTLED, dump
 from test_android import Android, adb, adb_server_for_serve, phones  # noqa: F401 (fixtures)
 from test_browser import ref
+from test_terminal import live_processes, proc_stat
 
 pytestmark = pytest.mark.anyio
 
@@ -52,6 +66,14 @@ FORM = """<!doctype html><title>Form</title>
 <label for="file">Attachment</label><input id="file" type="file">
 <button onclick="fetch('/clicked')">Press</button><button onclick="fetch('/other')">Other</button>"""
 
+# Handlers that wait for the site (a synchronous request for /slow): meanwhile the page's main
+# thread answers nothing, so Chromium cannot confirm the event that started them.
+BUSY = """<!doctype html><title>Busy</title>
+<script>function hold() { const r = new XMLHttpRequest(); r.open('GET', '/slow', false); r.send(); }</script>
+<button onmousedown="hold()" onclick="fetch('/clicked')">Hold</button>
+<label for="file">Attachment</label>
+<input id="file" type="file" oninput="hold(); fetch('/uploaded/' + this.files[0].name)">"""
+
 
 class Pages:
     """Pages on 127.0.0.1:<port>; every request's path is kept in `hits`. `/slow` sends nothing
@@ -63,6 +85,7 @@ class Pages:
             "/one": "<!doctype html><title>One</title><h1>One</h1>",
             "/two": "<!doctype html><title>Two</title><h1>Two</h1>",
             "/form": FORM,
+            "/busy": BUSY,
             "/clicked": "ok",
             "/other": "ok",
             "/slow": "<!doctype html><title>Slow done</title><h1>Slow page</h1>",
@@ -618,9 +641,12 @@ async def states_in_feed(w: World, operation_id: str) -> list[str]:
     return [e["state"] for e in page["events"] if e.get("operationId") == operation_id]
 
 
-async def cancel_running(w: World, tool: str, args: Args, started: Callable[[], bool]) -> tuple[dict, dict, list[str]]:
+async def cancel_running(
+    w: World, tool: str, args: Args, started: Callable[[], bool], may_finish_first: bool = False
+) -> tuple[dict, dict, list[str]]:
     """Starts `tool`, waits until `started()` says its effect is under way on the real part,
-    cancels it while it runs; returns (cancel's answer, the settled operation, the feed's states)."""
+    cancels it while it runs; returns (cancel's answer, the settled operation, the feed's states).
+    With `may_finish_first`, the effect may have succeeded by the time the cancel is sent."""
     answers: dict[str, Any] = {}
 
     async def call() -> None:
@@ -631,7 +657,8 @@ async def cancel_running(w: World, tool: str, args: Args, started: Callable[[], 
         await anyio.to_thread.run_sync(lambda: wait_for(started, f"{tool} to reach the real part"))
         lookup = {"retryEpoch": args["retryEpoch"], "requestKey": args["requestKey"], "tool": tool}
         running = await w.s.ok("lomi_operation_get", lookup)
-        assert running["state"] == "running", f"{tool}: not running while its effect is under way\n{dump(running)}"
+        expected = ("running", "succeeded") if may_finish_first else ("running",)
+        assert running["state"] in expected, f"{tool}: not running while its effect is under way\n{dump(running)}"
         cancelled = await w.s.ok("lomi_operation_cancel", {"operationId": running["operationId"]})
     assert answers["call"]["status"] == "ok", f"{tool}: {dump(dict(answers['call']))}"
     settled = await w.s.settle(running["operationId"])
@@ -711,6 +738,288 @@ async def test_a_cancelled_android_shell_command_settles_cancelled(lomi, workspa
         assert states[-2:] == ["cancelling", "cancelled"], shown
         assert time.monotonic() - began < 8, "the cancel waited for the command to end"
         assert w.services(command) == 1, w.phone.services
+
+
+async def test_a_terminal_cancelled_before_its_program_spoke_is_stopped(lomi, workspaces, mcp, tmp_path, pages):
+    """Creation waits for the program's first output; cancelled meanwhile, the program (and
+    everything it started) is ended and no panel is added."""
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        w = await world(lomi, workspaces, session, tmp_path, pages)
+        # Its own duration finds this test's processes in /proc: the shell's and sleep's.
+        sleep = f"sleep 8.{time.monotonic_ns() % 10**6:06d}"
+        args = w.keyed({"workspaceId": w.ws, "cwdRelative": "", "title": "Quiet", "expectedRevision": await w.revision(),
+                        "argv": ["sh", "-c", f"{sleep}; echo late"]}, "quiet")
+        began = time.monotonic()
+        cancelled, op, states = await cancel_running(
+            w, "lomi_terminal_create", args, lambda: any(c.startswith("sleep") for c in live_processes(sleep).values())
+        )
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states})
+        assert cancelled["state"] in ("cancelling", "cancelled"), shown
+        # The program was started and stopped.
+        assert (op["state"], op["effectState"]) == ("cancelled", "partial"), shown
+        assert states[-2:] == ["cancelling", "cancelled"] and "running" in states, shown
+        assert time.monotonic() - began < 8, "the cancel waited for the program"
+        assert await w.panels() == [], shown
+        assert not live_processes(sleep), f"left alive after the cancel: {live_processes(sleep)}"
+
+
+HELD_CHROMIUM = Path(__file__).with_name("held_chromium.py")
+
+
+def group_members(leader: int) -> list[int]:
+    """Live processes of the process group `leader` leads: a browser's Chromium and helpers."""
+    members = []
+    for entry in os.listdir("/proc"):
+        stat = proc_stat(int(entry)) if entry.isdigit() else None
+        if stat is not None and stat["pgrp"] == leader and stat["state"] not in ("Z", "X", "x"):
+            members.append(int(entry))
+    return members
+
+
+def parent_of(pid: int) -> int | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return int(text[text.rfind(")") + 2 :].split()[1])
+
+
+def chromium_leaders(lomi) -> dict[int, str]:
+    """The browsers `lomi serve` started, pid → command line: its children with Chromium's
+    arguments (each leads its process group)."""
+    return {pid: c for pid, c in live_processes("--remote-debugging-port=0").items()
+            if parent_of(pid) == lomi.proc.pid}
+
+
+def profile_of(command: str) -> Path:
+    """The browser's own folder (`…/lomi-chromium-*`, its profile is in it) from its command line."""
+    found = [w for w in command.split(" ") if w.startswith("--user-data-dir=")]
+    assert len(found) == 1, command
+    return Path(found[0].split("=", 1)[1]).parent
+
+
+@pytest.mark.parametrize("hold", ["racing", "before-start", "connect", "first-tab"])
+async def test_a_browser_cancelled_while_it_starts_leaves_no_chromium(
+    lomi, workspaces, mcp, tmp_path, pages, monkeypatch, hold
+):
+    """`racing`: Debian's Chromium as it is, cancelled as soon as its DevTools port is open; the
+    launch may have finished first, and whichever it was, the real browser must match the
+    receipt. The other two hold the launch (held_chromium.py) before Chromium runs, and after it
+    is up while Lomi prepares its first tab: the cancel always lands, and nothing of the browser
+    may be left (its process group and its folder in /tmp)."""
+    folder = tmp_path / "held-chromium"
+    if hold != "racing":
+        folder.mkdir()
+        launcher = folder / "chromium"
+        launcher.write_text(f'#!/bin/sh\nexec {sys.executable} {HELD_CHROMIUM} {hold} {folder} -- "$@"\n')
+        launcher.chmod(0o755)
+        monkeypatch.setenv("LOMI_CHROMIUM", str(launcher))
+        lomi.restart("SIGTERM")
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        w = await world(lomi, workspaces, session, tmp_path, pages)
+        launched: dict[int, str] = {}
+
+        def started() -> bool:
+            if hold != "racing" and not (folder / "held").exists():
+                return False
+            launched.update(chromium_leaders(lomi))
+            if hold == "racing":
+                # Up, not only started: Chromium wrote its DevTools port into the profile.
+                return any((profile_of(c) / "profile" / "DevToolsActivePort").exists() for c in launched.values())
+            return bool(launched)
+
+        args = await prep_browser_create(w)
+        cancelled, op, states = await cancel_running(w, "lomi_browser_create", args, started,
+                                                     may_finish_first=hold == "racing")
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states, "launched": launched})
+        assert len(launched) == 1, shown
+        [(leader, command)] = launched.items()
+        profile = profile_of(command)
+        browsers = [p for p in await w.panels() if p[1] == "browser"]
+        if hold != "racing":
+            assert op["state"] == "cancelled", shown
+        if op["state"] == "cancelled":
+            assert op["effectState"] == "none", shown
+            assert states[-2:] == ["cancelling", "cancelled"], shown
+            assert browsers == [], shown
+        else:
+            assert (op["state"], op["effectState"]) == ("succeeded", "complete"), shown
+            assert states[-1] == "succeeded", shown
+            assert browsers == [(op["result"]["panelId"], "browser")], shown
+            assert op["result"]["pid"] == leader and group_members(leader), shown
+            assert profile.is_dir(), shown
+            await w.close_browser(op["result"]["panelId"])
+        await anyio.to_thread.run_sync(lambda: wait_for(
+            lambda: not group_members(leader) and not profile.exists(),
+            f"Chromium {leader} and its folder {profile} to be gone ({op['state']}): {group_members(leader)}",
+        ))
+
+
+async def test_a_click_cancelled_while_the_page_holds_it_settles_outcome_unknown(lomi, workspaces, mcp, tmp_path, pages):
+    """The button's mousedown handler waits for the site, so Chromium cannot confirm the click.
+    Cancelled, the click stops waiting: whether it did anything is unknown, and the receipt
+    says so (`outcome_unknown`, effect unknown), after `cancelling`."""
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        w = await world(lomi, workspaces, session, tmp_path, pages)
+        b, snap, button = await w.browser_target("/busy", 'button "Hold"')
+        args = w.keyed({"panelId": b["panelId"], "browserGeneration": b["browserGeneration"],
+                        "snapshotId": snap["snapshotId"], "elementRef": button}, "click")
+        began = time.monotonic()
+        cancelled, op, states = await cancel_running(w, "lomi_browser_click", args, pages.slow_asked.is_set)
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states, "requests": pages.hits})
+        assert cancelled["state"] in ("cancelling", "outcome_unknown"), shown
+        assert (op["state"], op["effectState"]) == ("outcome_unknown", "unknown"), shown
+        assert op["error"]["code"] == "OUTCOME_UNKNOWN" and "cancelled" in op["error"]["message"], shown
+        assert states[-2:] == ["cancelling", "outcome_unknown"] and "running" in states, shown
+        assert time.monotonic() - began < SLOW_SECONDS, "the cancel waited for the page"
+        # The real page: the press reached it (its handler asked for /slow). Once the site
+        # answers, the page is free again; the click was never finished (no release was sent).
+        pages.release.set()
+        after = await session.ok("lomi_browser_snapshot", {"panelId": b["panelId"]})
+        assert "Hold" in after["text"], after["text"]
+        assert "/clicked" not in pages.hits, shown
+        await w.close_browser(b["panelId"])
+
+
+async def test_a_cancelled_upload_settles_outcome_unknown_and_the_files_stay_chosen(lomi, workspaces, mcp, tmp_path, pages):
+    """The file input's input handler waits for the site, so the upload is not confirmed.
+    Cancelled, it settles `outcome_unknown`; a cancel cannot take the chosen files back, and
+    once the page is free its handler sees them."""
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        w = await world(lomi, workspaces, session, tmp_path, pages)
+        (w.project / "notes.txt").write_text("attached\n")
+        b, snap, field_ref = await w.browser_target("/busy", 'button "Attachment"')
+        args = w.keyed({"panelId": b["panelId"], "browserGeneration": b["browserGeneration"],
+                        "snapshotId": snap["snapshotId"], "elementRef": field_ref, "paths": ["notes.txt"]}, "upload")
+        began = time.monotonic()
+        cancelled, op, states = await cancel_running(w, "lomi_browser_upload", args, pages.slow_asked.is_set)
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states, "requests": pages.hits})
+        assert (op["state"], op["effectState"]) == ("outcome_unknown", "unknown"), shown
+        assert states[-2:] == ["cancelling", "outcome_unknown"] and "running" in states, shown
+        assert time.monotonic() - began < SLOW_SECONDS, "the cancel waited for the page"
+        pages.release.set()
+        await anyio.to_thread.run_sync(lambda: wait_for(
+            lambda: "/uploaded/notes.txt" in pages.hits, "the page's handler to see the chosen file"
+        ))
+        await w.close_browser(b["panelId"])
+
+
+async def test_a_tab_opened_on_a_slow_page_and_cancelled_stops_loading(lomi, workspaces, mcp, tmp_path, pages):
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        w = await world(lomi, workspaces, session, tmp_path, pages)
+        b = await w.browser("/start")
+        args = w.keyed({"panelId": b["panelId"], "browserGeneration": b["browserGeneration"],
+                        "url": pages.url("/slow")}, "tab")
+        began = time.monotonic()
+        cancelled, op, states = await cancel_running(w, "lomi_browser_tab_open", args, pages.slow_asked.is_set)
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states})
+        # The tab was opened (and stays); its page stopped loading.
+        assert (op["state"], op["effectState"]) == ("cancelled", "partial"), shown
+        assert states[-2:] == ["cancelling", "cancelled"] and "running" in states, shown
+        assert time.monotonic() - began < SLOW_SECONDS, "the cancel waited for the slow page"
+        tabs = (await session.ok("lomi_browser_tab_list", {"panelId": b["panelId"]}))["tabs"]
+        shown = dump({"settled": op, "tabs": tabs})
+        assert len(tabs) == 2 and (tabs[0]["url"], tabs[0]["title"]) == (pages.url("/start"), "Start"), shown
+        # The new tab is active, still on the blank page it opened with.
+        assert (tabs[1]["url"], tabs[1]["active"]) == ("about:blank", True), shown
+        snap = await session.ok("lomi_browser_snapshot", {"panelId": b["panelId"]})
+        assert "Slow page" not in snap["text"], snap["text"]
+        await w.close_browser(b["panelId"])
+
+
+def receipt_state(lomi, request_key: str) -> str | None:
+    found = [o["state"] for o in lomi.cli("operation", "list") if o["requestKey"] == request_key]
+    return found[0] if found else None
+
+
+async def test_an_android_attach_cancelled_while_the_device_is_busy_adds_no_panel(
+    lomi, workspaces, mcp, tmp_path, pages, adb, phones  # noqa: F811
+):
+    """The device fixture serves one command at a time, like a busy device: while a long swipe
+    (sent with Debian's adb) runs, attaching cannot reach it. Cancelled then, nothing is added,
+    and the device's late answers add nothing either."""
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        w = await world(lomi, workspaces, session, tmp_path, pages, adb, phones)
+        android = await w.attached()  # the person's approval is remembered: no question this time
+        await w.detach(android.panel)
+        swipe = "input swipe 5 5 5 5 6000"
+        busy = subprocess.Popen(["adb", "-P", str(adb.port), "-s", w.phone.serial, "shell", swipe],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            await anyio.to_thread.run_sync(lambda: wait_for(lambda: w.services(swipe) == 1, "the swipe to start"))
+            began = time.monotonic()
+            sizes = w.services("wm")
+            args = w.keyed({"workspaceId": w.ws, "serial": w.phone.serial, "expectedRevision": await w.revision()},
+                           "attach")
+            cancelled, op, states = await cancel_running(
+                w, "lomi_android_attach", args, lambda: receipt_state(lomi, args["requestKey"]) == "running"
+            )
+            shown = dump({"cancel": cancelled, "settled": op, "feed": states, "device": w.phone.services})
+            # A serial that is an address may have been `adb connect`ed: partial, as the code says.
+            assert (op["state"], op["effectState"]) == ("cancelled", "partial"), shown
+            assert states[-2:] == ["cancelling", "cancelled"] and "running" in states, shown
+            assert time.monotonic() - began < 6, "the cancel waited for the device"
+            assert await w.panels() == [], shown
+            # The device answers the abandoned questions once the swipe is over: still no panel.
+            await anyio.to_thread.run_sync(lambda: wait_for(lambda: w.services("wm") > sizes, "the late answers"))
+            assert await w.panels() == [], dump(w.phone.services)
+        finally:
+            busy.kill()
+            busy.wait(timeout=DEADLINE)
+
+
+async def test_an_android_attach_cancelled_while_waiting_for_the_person_never_runs(
+    lomi, workspaces, mcp, tmp_path, pages, adb, phones  # noqa: F811
+):
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        w = await world(lomi, workspaces, session, tmp_path, pages, adb, phones)
+        phone = phones()
+        adb.connect(phone.serial)
+        asked = len(phone.services)
+
+        async def ask_and_cancel(key: str) -> tuple[dict, dict]:
+            args = w.keyed({"workspaceId": w.ws, "serial": phone.serial, "expectedRevision": await w.revision()}, key)
+            answers: dict[str, Any] = {}
+
+            async def call() -> None:
+                answers["call"] = await session.call("lomi_android_attach", args)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                waiting = await anyio.to_thread.run_sync(
+                    lambda: lomi.wait_operation_for_key(args["requestKey"], "awaiting_user")
+                )
+                cancelled = await session.ok("lomi_operation_cancel", {"operationId": waiting["operationId"]})
+            assert answers["call"]["status"] == "ok", dump(dict(answers["call"]))
+            return cancelled, await session.settle(waiting["operationId"])
+
+        cancelled, op = await ask_and_cancel("waiting")
+        states = await states_in_feed(w, op["operationId"])
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states})
+        assert (cancelled["state"], cancelled["effectState"]) == ("cancelled", "none"), shown
+        assert (op["state"], op["effectState"]) == ("cancelled", "none"), shown
+        assert "awaiting_user" in states and states[-1] == "cancelled", shown
+        assert "running" not in states and "cancelling" not in states, shown
+        assert await w.panels() == [], shown
+        lomi.cli_fails("decide", op["operationId"], "approve")
+        assert phone.services[asked:] == [], "the device was asked something"
+        # The cancel decided nothing for the person: the next attach asks again.
+        again, _ = await ask_and_cancel("again")
+        assert again["state"] == "cancelled", dump(again)
 
 
 @pytest.mark.parametrize("tool", ["lomi_workspace_update", "lomi_file_write"])

@@ -212,6 +212,7 @@ impl Browser {
                 adopting: watch::Sender::new(HashSet::new()),
             }),
         };
+        let mut unfinished = Unfinished(Some(browser.clone()));
         if let Err(error) = browser.follow_targets().await {
             browser.close().await;
             return Err(error);
@@ -224,6 +225,7 @@ impl Browser {
             }
         };
         browser.close_other_targets(&first.id).await;
+        unfinished.0 = None;
         Ok(browser)
     }
 
@@ -502,6 +504,27 @@ impl Browser {
             let _sent = end.send(());
         }
         self.exited().await
+    }
+}
+
+/// Ends a browser whose launch never returned: its future was dropped, as when the operation
+/// starting it is cancelled. Dropping the browser is not enough once its first tab exists: that
+/// tab's event pump holds it, and Chromium would run on with nothing to close it.
+struct Unfinished(Option<Browser>);
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        let Some(browser) = self.0.take() else { return };
+        let end = browser
+            .inner
+            .end
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(end) = end {
+            // The process watcher ends Chromium's process group and removes its profile.
+            let _sent = end.send(());
+        }
     }
 }
 

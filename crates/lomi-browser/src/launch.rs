@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -64,11 +64,13 @@ pub struct Process {
     child: Child,
     pid: u32,
     pub ws_url: String,
-    /// The profile and temp dir; removed when this is dropped. With a persistent profile,
-    /// only the temp dir is in it.
-    _profile: tempfile::TempDir,
+    /// The profile and temp dir; removed when this is dropped, once Chromium is gone (see
+    /// `Drop`). With a persistent profile, only the temp dir is in it.
+    profile: Option<tempfile::TempDir>,
     /// Chromium uses a persistent profile: let it finish writing before signalling it.
     persistent: bool,
+    /// `end` ran: nothing of Chromium runs any more.
+    ended: bool,
 }
 
 /// How long a browser with a persistent profile may take to quit by itself (after
@@ -135,7 +137,7 @@ impl Process {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|e| {
+        let child = command.spawn().map_err(|e| {
             BrowserError::Launch(format!("cannot start {}: {e}", chromium.display()))
         })?;
         let pid = child
@@ -145,7 +147,17 @@ impl Process {
         if let Err(error) = std::fs::write(profile.path().join(OWNER_FILE), pid.to_string()) {
             tracing::debug!("cannot record the profile's owner: {error}");
         }
-        let stderr = child
+        // From here on, a start that fails or is dropped ends Chromium through `Drop`.
+        let mut process = Process {
+            child,
+            pid,
+            ws_url: String::new(),
+            profile: Some(profile),
+            persistent: persistent.is_some(),
+            ended: false,
+        };
+        let stderr = process
+            .child
             .stderr
             .take()
             .ok_or_else(|| BrowserError::Launch("no stderr from Chromium".to_owned()))?;
@@ -163,11 +175,9 @@ impl Process {
             None
         })
         .await;
-        let ws_url = match found {
+        process.ws_url = match found {
             Ok(Some(url)) => url,
             Ok(None) | Err(_) => {
-                kill_group(pid);
-                let _status = child.wait().await;
                 return Err(BrowserError::Launch(format!(
                     "Chromium did not open its DevTools port; it said: {}",
                     seen.join(" | ")
@@ -180,13 +190,7 @@ impl Process {
                 tracing::trace!(target: "chromium", "{line}");
             }
         });
-        Ok(Process {
-            child,
-            pid,
-            ws_url,
-            _profile: profile,
-            persistent: persistent.is_some(),
-        })
+        Ok(process)
     }
 
     pub fn pid(&self) -> u32 {
@@ -218,7 +222,63 @@ impl Process {
         }
         // Helpers that outlived the browser process are in the same group.
         kill_group(self.pid);
+        group_gone(self.pid).await;
+        self.ended = true;
     }
+}
+
+impl Drop for Process {
+    /// Ends a Chromium dropped without `end`: its start stopped half-way (it failed, or the
+    /// operation starting it was cancelled). `kill_on_drop` would reach Chromium's own process
+    /// only; its helpers would go on writing into its folder while it is removed, leaving it
+    /// behind. So the whole group is killed, and the folder removed once none of it runs.
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        kill_group(self.pid);
+        let (pid, folder) = (self.pid, self.profile.take());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                group_gone(pid).await;
+                drop(folder);
+            });
+        }
+    }
+}
+
+/// How long Chromium's process group may take to die after SIGKILL before its folder is
+/// removed anyway.
+const GROUP_EXIT_LIMIT: Duration = Duration::from_secs(2);
+
+/// Waits (at most `GROUP_EXIT_LIMIT`) until no process of the group `leader` leads runs.
+async fn group_gone(leader: u32) {
+    let deadline = Instant::now() + GROUP_EXIT_LIMIT;
+    while group_runs(leader) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Whether a process of the group `leader` leads can still run (zombies are dead already),
+/// from `/proc/PID/stat`: `pid (comm) state ppid pgrp …`, counted from the last `)`.
+fn group_runs(leader: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .any(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let Some(close) = stat.rfind(')') else {
+                return false;
+            };
+            let mut fields = stat[close + 1..].split_whitespace();
+            let state = fields.next();
+            let group = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
+            group == Some(leader) && !matches!(state, Some("Z" | "X" | "x"))
+        })
 }
 
 /// The file in a profile folder that names the Chromium process using it.
