@@ -34,6 +34,8 @@ SETTLE_DEADLINE = 10.0
 CLI_DEADLINE = 15.0
 
 SETTLED = {"succeeded", "failed", "cancelled", "outcome_unknown"}
+# What a standard MCP client accepts in one message (the SDK drops an event over 1 MiB).
+MAX_ANSWER_BYTES = 1_000_000
 
 
 def dump(value: Any) -> str:
@@ -283,6 +285,13 @@ class Mcp:
         )
         texts = [c for c in result.content if c.type == "text" and c.text]
         assert texts, f"{tool}: the result has no text block\n{shown}"
+        # Every answer fits a standard client's message, and a large one is sent once: in
+        # structuredContent, with a short text block.
+        wire = len(json.dumps(result.model_dump(by_alias=True, exclude_none=True, mode="json")).encode())
+        assert wire < MAX_ANSWER_BYTES, f"{tool}: a {wire}-byte answer is over {MAX_ANSWER_BYTES}"
+        structured = len(json.dumps(result.structured_content or {}))
+        text = sum(len(c.text) for c in texts)
+        assert structured <= 16_384 or text < 4096, f"{tool}: {text} bytes of text beside {structured} of structuredContent"
         return envelope
 
     async def ok(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -159,7 +159,7 @@ class Term:
         sent = await self.send(command + "\r")
         read = await self.read(
             sinceCursor=sent["outputCursor"],
-            maxBytes=1024 * 1024,
+            maxBytes=512 * 1024,
             waitFor={"text": expect},
             timeoutMs=timeout_ms,
         )
@@ -427,7 +427,7 @@ async def test_input_ordering_and_dedup(lomi, workspaces, mcp):
         # Sequence 2 goes through; nothing refused above was typed, and dup-2 came once.
         term.seq = 1
         done = await term.run("echo end-$((2+2))", "end-4")
-        out = (await term.read(sinceCursor=start, maxBytes=1024 * 1024))["output"]["text"]
+        out = (await term.read(sinceCursor=start, maxBytes=512 * 1024))["output"]["text"]
         assert out.count("dup-2") == 1, out
         for refused in ("other", "gap", "echo x", "echo y"):
             assert refused not in out, f"{refused!r} reached the terminal:\n{out}"
@@ -471,7 +471,7 @@ async def test_two_clients_with_their_own_leases_keep_their_order(lomi, workspac
         for last in (f"A-{1000 + count}", f"B-{2000 + count}"):
             read = await term.read(sinceCursor=start, waitFor={"text": last}, timeoutMs=20_000)
             assert read["waited"] == "matched", dump(read)
-        out = (await term.read(sinceCursor=start, maxBytes=1024 * 1024))["output"]["text"]
+        out = (await term.read(sinceCursor=start, maxBytes=512 * 1024))["output"]["text"]
         seen = re.findall(r"\b([AB])-(\d{4})\b", out)
         a_seen = [int(n) for tag, n in seen if tag == "A"]
         b_seen = [int(n) for tag, n in seen if tag == "B"]
@@ -533,7 +533,7 @@ async def test_person_takes_over_with_lomi_terminal_attach(lomi, workspaces, mcp
             lease = await agent.ok("lomi_lease_acquire", {"panelId": term.panel, "generation": term.generation})
             term.lease, term.seq = lease["leaseId"], 0
             await term.run("echo after-$((9+9))", "after-18")
-            everything = (await term.read(sinceCursor="0", maxBytes=1024 * 1024))["output"]["text"]
+            everything = (await term.read(sinceCursor="0", maxBytes=512 * 1024))["output"]["text"]
             assert "late" not in everything, "an input refused with LEASE_EXPIRED reached the shell"
         finally:
             person.stop()
@@ -727,7 +727,7 @@ async def test_bad_input(lomi, workspaces, mcp):
         assert "regex" in bad_regex["message"], dump(bad_regex)
         await agent.error("lomi_terminal_read", {"panelId": term.panel, "maxBytes": 0}, "INVALID_ARGUMENT")
         await agent.error(
-            "lomi_terminal_read", {"panelId": term.panel, "maxBytes": 1024 * 1024 + 1}, "INVALID_ARGUMENT"
+            "lomi_terminal_read", {"panelId": term.panel, "maxBytes": 512 * 1024 + 1}, "INVALID_ARGUMENT"
         )
         await agent.error("lomi_terminal_read", {"panelId": term.panel, "sinceCursor": "-1"}, "INVALID_ARGUMENT")
         await agent.error("lomi_terminal_read", {"panelId": term.panel, "timeoutMs": 60_001}, "INVALID_ARGUMENT")

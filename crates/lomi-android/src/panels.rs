@@ -23,10 +23,12 @@ use lomi_protocol::tools::android::{
 };
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::{PanelKind, PanelListInput};
-use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, Tool, ToolError, WorkspaceId};
+use lomi_protocol::{
+    EffectState, ErrorCode, MAX_INLINE_IMAGE_BYTES, PairingId, PanelId, Tool, ToolError,
+    WorkspaceId,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::Digest;
 
 use crate::shell::input_text_argument;
 use crate::{AdbServer, AndroidError, Device, DeviceInfo, DeviceState, UiSnapshot};
@@ -36,9 +38,9 @@ pub const DEVICE_CHOICES_FILE: &str = "android-devices.json";
 /// How long a device reached over TCP may take to be listed as ready after `adb connect`.
 const CONNECT_WAIT: Duration = Duration::from_secs(15);
 const DEFAULT_SNAPSHOT_BYTES: u32 = 64 * 1024;
-const SNAPSHOT_BYTES: std::ops::RangeInclusive<u32> = 1024..=(1 << 20);
+const SNAPSHOT_BYTES: std::ops::RangeInclusive<u32> = 1024..=(1 << 19);
 const DEFAULT_SHELL_BYTES: u32 = 64 * 1024;
-const MAX_SHELL_BYTES: u32 = 1 << 20;
+const MAX_SHELL_BYTES: u32 = 1 << 19;
 const MAX_SHELL_COMMAND: usize = 4096;
 const MIN_CAPTURE_BYTES: u32 = 1024;
 
@@ -1044,9 +1046,11 @@ impl AndroidPanels {
         caller: &PairingId,
         input: AndroidCaptureInput,
     ) -> Result<(AndroidCaptureView, Vec<u8>), ToolError> {
-        if input.max_bytes.is_some_and(|max| max < MIN_CAPTURE_BYTES) {
+        // The PNG goes in the answer, which must fit a client's message.
+        let max_bytes = input.max_bytes.unwrap_or(MAX_INLINE_IMAGE_BYTES);
+        if !(MIN_CAPTURE_BYTES..=MAX_INLINE_IMAGE_BYTES).contains(&max_bytes) {
             return Err(ToolError::invalid(format!(
-                "maxBytes must be at least {MIN_CAPTURE_BYTES}"
+                "maxBytes must be {MIN_CAPTURE_BYTES} to {MAX_INLINE_IMAGE_BYTES} (the capture is sent in the answer, and larger ones do not fit a client's message)"
             )));
         }
         let options = lomi_capture::CaptureOptions {
@@ -1057,7 +1061,7 @@ impl AndroidPanels {
                 height: clip.height,
             }),
             scale: input.scale,
-            max_bytes: input.max_bytes.map(|max| max as usize),
+            max_bytes: Some(max_bytes as usize),
         };
         let runtime = self.runtime(caller, &input.panel_id)?;
         let generation =
@@ -1082,30 +1086,15 @@ impl AndroidPanels {
                 },
             );
         }
-        let untouched = options == lomi_capture::CaptureOptions::default();
-        let capture = tokio::task::spawn_blocking(move || {
-            if untouched {
-                // The device's own PNG, as it sent it: checked whole by the runtime, sized
-                // from its header.
-                let (width, height) = png_size(&png).ok_or_else(|| {
-                    lomi_capture::CaptureError::Corrupt("no IHDR chunk".to_owned())
-                })?;
-                let sha256 = hex::encode(sha2::Sha256::digest(&png));
-                Ok(lomi_capture::Capture {
-                    png,
-                    width,
-                    height,
-                    sha256,
-                })
-            } else {
-                lomi_capture::process(&png, &options)
-            }
-        })
-        .await
-        .map_err(|error| ToolError::internal(format!("the capture stopped abnormally: {error}")))?
-        .map_err(|error: lomi_capture::CaptureError| {
-            ToolError::new(error.code(), error.to_string())
-        })?;
+        // A PNG that needs no change (no clip or scale, and small enough) is kept as sent.
+        let capture = tokio::task::spawn_blocking(move || lomi_capture::process(&png, &options))
+            .await
+            .map_err(|error| {
+                ToolError::internal(format!("the capture stopped abnormally: {error}"))
+            })?
+            .map_err(|error: lomi_capture::CaptureError| {
+                ToolError::new(error.code(), error.to_string())
+            })?;
         Ok((
             AndroidCaptureView {
                 panel_id: input.panel_id,
@@ -1173,17 +1162,6 @@ fn check_key(key: &str) -> Result<(), ToolError> {
     }
 }
 
-/// Width and height from a PNG's IHDR chunk (the first chunk after the signature).
-fn png_size(png: &[u8]) -> Option<(u32, u32)> {
-    if png.get(12..16)? != b"IHDR" {
-        return None;
-    }
-    let word = |range: std::ops::Range<usize>| -> Option<u32> {
-        Some(u32::from_be_bytes(png.get(range)?.try_into().ok()?))
-    };
-    Some((word(16..20)?, word(20..24)?))
-}
-
 /// The device as a ready entry of the adb server's list, connecting a TCP device first when it
 /// is not listed as ready.
 fn ready_device(
@@ -1229,15 +1207,6 @@ fn ready_device(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn png_sizes_come_from_the_header() {
-        let mut png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
-        png.extend_from_slice(&360u32.to_be_bytes());
-        png.extend_from_slice(&640u32.to_be_bytes());
-        assert_eq!(png_size(&png), Some((360, 640)));
-        assert_eq!(png_size(b"\x89PNG\r\n\x1a\n"), None);
-    }
 
     #[test]
     fn key_codes_are_words() {

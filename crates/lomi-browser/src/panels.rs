@@ -22,7 +22,8 @@ use lomi_protocol::tools::browser::{
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::PanelKind;
 use lomi_protocol::{
-    EffectState, ErrorCode, PairingId, PanelId, ProjectId, Tool, ToolError, WorkspaceId,
+    EffectState, ErrorCode, MAX_INLINE_IMAGE_BYTES, PairingId, PanelId, ProjectId, Tool, ToolError,
+    WorkspaceId,
 };
 use serde_json::{Value, json};
 
@@ -36,7 +37,8 @@ const DEFAULT_SNAPSHOT_BYTES: u32 = 256 * 1024;
 const MIN_SNAPSHOT_BYTES: u32 = 1024;
 /// Room kept within `maxBytes` for the header line the MCP answer puts above the tree.
 pub const SNAPSHOT_HEADER_BYTES: u32 = 768;
-const MAX_SNAPSHOT_BYTES: u32 = 1024 * 1024;
+/// Leaves room within MAX_ANSWER_BYTES for the answer's structured part and framing.
+const MAX_SNAPSHOT_BYTES: u32 = 960_000;
 const DEFAULT_NAVIGATE_MS: u32 = 30_000;
 /// How long the person's live view waits for one picture of a page.
 const PREVIEW_LIMIT: Duration = Duration::from_secs(3);
@@ -858,8 +860,10 @@ impl BrowserPanels {
         let tab = runtime.browser.active_tab().map_err(tool_error)?;
         let options = SnapshotOptions {
             max_bytes: (max_bytes - SNAPSHOT_HEADER_BYTES) as usize,
+            asked_bytes: max_bytes as usize,
             find: input.find.clone(),
             since_snapshot_id: input.since_snapshot_id.clone(),
+            from_line: input.from_line.unwrap_or(0) as usize,
         };
         let taken = tab.snapshot(&options).await.map_err(tool_error)?;
         Ok(SnapshotView {
@@ -871,6 +875,8 @@ impl BrowserPanels {
             title: taken.title,
             text: taken.text,
             truncated: taken.truncated,
+            lines: taken.lines,
+            next_from_line: taken.next_from_line,
             refs: taken.refs,
             frames: taken.frames,
             since_snapshot_id: input.since_snapshot_id,
@@ -1159,11 +1165,24 @@ impl BrowserPanels {
                 lomi_capture::MAX_SCALE
             )));
         }
-        if let Some(max) = input.max_bytes
-            && !(MIN_CAPTURE_BYTES..=MAX_CAPTURE_BYTES).contains(&max)
+        // A capture sent in the answer must fit a client's message; a saved one may be larger.
+        let (most, max_bytes) = match &input.save {
+            None => (
+                MAX_INLINE_IMAGE_BYTES,
+                Some(input.max_bytes.unwrap_or(MAX_INLINE_IMAGE_BYTES)),
+            ),
+            Some(_) => (MAX_CAPTURE_BYTES, input.max_bytes),
+        };
+        if let Some(max) = max_bytes
+            && !(MIN_CAPTURE_BYTES..=most).contains(&max)
         {
             return Err(ToolError::invalid(format!(
-                "maxBytes must be {MIN_CAPTURE_BYTES} to {MAX_CAPTURE_BYTES}"
+                "maxBytes must be {MIN_CAPTURE_BYTES} to {most}{}",
+                if input.save.is_none() {
+                    " for a capture sent in the answer (larger ones do not fit a client's message); with save it may be up to 16,777,216"
+                } else {
+                    ""
+                }
             )));
         }
         let (_record, runtime) = match self.runtime(caller, &input.panel_id) {
@@ -1185,33 +1204,40 @@ impl BrowserPanels {
         let tab = runtime.browser.active_tab().map_err(tool_error)?;
         // A capture kept in the project is compressed as far as Chromium goes; one only looked
         // at is compressed for speed (an image costs an agent by its pixels, not its bytes).
-        let png = tab
+        let (png, taken_scale) = tab
             .capture(&area, f64::from(scale), input.save.is_none())
             .await
             .map_err(tool_error)?;
+        let taken_width = lomi_capture::inspect_png(&png)
+            .map_err(|e| ToolError::new(e.code(), e.to_string()))?
+            .0;
         let options = lomi_capture::CaptureOptions {
             clip: None,
             scale: None,
-            max_bytes: input.max_bytes.map(|m| m as usize),
+            max_bytes: max_bytes.map(|m| m as usize),
         };
         let capture = lomi_capture::process(&png, &options)
             .map_err(|e| ToolError::new(e.code(), e.to_string()))?;
+        let scale = taken_scale * f64::from(capture.width) / f64::from(taken_width.max(1));
         let saved = match &input.save {
             Some(save) => Some(to_value(
                 &self.save(caller, &input, save, &runtime, &capture).await?,
             )),
             None => None,
         };
+        let inline = capture.png.len() <= MAX_INLINE_IMAGE_BYTES as usize;
         Ok((
             CaptureView {
                 width: capture.width,
                 height: capture.height,
                 bytes: capture.png.len() as u64,
                 sha256: capture.sha256.clone(),
+                scale: Some(scale),
+                inline,
                 tab_id: tab.id.clone(),
                 saved,
             },
-            capture.png,
+            if inline { capture.png } else { Vec::new() },
         ))
     }
 
@@ -1286,10 +1312,16 @@ impl BrowserPanels {
                 height: capture.height,
                 bytes: capture.png.len() as u64,
                 sha256: capture.sha256,
+                scale: None,
+                inline: capture.png.len() <= MAX_INLINE_IMAGE_BYTES as usize,
                 tab_id,
                 saved: Some(to_value(&operation)),
             },
-            capture.png,
+            if capture.png.len() <= MAX_INLINE_IMAGE_BYTES as usize {
+                capture.png
+            } else {
+                Vec::new()
+            },
         )))
     }
 

@@ -8,9 +8,14 @@ use lomi_protocol::tools::browser::{DialogView, FrameView};
 /// What the agent asked of a snapshot.
 #[derive(Clone, Debug, Default)]
 pub struct SnapshotOptions {
+    /// The room the tree has in the answer, counted as sent (JSON-escaped).
     pub max_bytes: usize,
+    /// The agent's own maxBytes, named in the note of a cut-short answer.
+    pub asked_bytes: usize,
     pub find: Option<String>,
     pub since_snapshot_id: Option<String>,
+    /// The first line to answer with.
+    pub from_line: usize,
 }
 
 /// A finished snapshot.
@@ -22,6 +27,8 @@ pub struct SnapshotText {
     pub title: String,
     pub text: String,
     pub truncated: bool,
+    pub lines: u32,
+    pub next_from_line: Option<u32>,
     pub refs: u32,
     pub frames: Vec<FrameView>,
     pub dialog: Option<DialogView>,
@@ -30,6 +37,23 @@ pub struct SnapshotText {
 pub(crate) struct Rendered {
     pub text: String,
     pub truncated: bool,
+    /// Lines of the whole tree (after find and since).
+    pub lines: usize,
+    /// The line the next answer starts at, when lines were left out after this one's.
+    pub next_from_line: Option<usize>,
+}
+
+/// How many bytes `text` takes inside a JSON string (what an answer really sends).
+pub fn escaped_len(text: &str) -> usize {
+    text.len()
+        + text
+            .bytes()
+            .map(|b| match b {
+                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+                0..=0x1f => 5,
+                _ => 0,
+            })
+            .sum::<usize>()
 }
 
 fn depth(line: &str) -> usize {
@@ -119,26 +143,43 @@ pub(crate) fn render(
         chosen = diff(&old, &chosen);
     }
     let total = chosen.len();
+    let from = options.from_line.min(total);
     let mut text = String::new();
-    let mut kept = 0;
-    for line in &chosen {
-        // Room for the closing note.
-        if text.len() + line.len() + 1 > options.max_bytes.saturating_sub(96) {
+    if from > 0 {
+        text.push_str(&format!(
+            "… lines 0 to {} are in earlier answers\n",
+            from - 1
+        ));
+    }
+    // Room for the closing note.
+    let room = options.max_bytes.saturating_sub(160);
+    let mut used = escaped_len(&text);
+    let mut next = total;
+    for (i, line) in chosen.iter().enumerate().skip(from) {
+        let cost = escaped_len(line) + 2;
+        if used + cost > room {
+            next = i;
             break;
         }
         text.push_str(line);
         text.push('\n');
-        kept += 1;
+        used += cost;
     }
-    let truncated = kept < total;
+    let truncated = next < total;
     if truncated {
+        let left: usize = chosen[next..].iter().map(|l| l.len() + 1).sum();
         text.push_str(&format!(
-            "… {} more lines not shown (maxBytes {}); narrow with find, or raise maxBytes\n",
-            total - kept,
-            options.max_bytes
+            "… {} more lines ({left} bytes) not shown within maxBytes {}; go on with fromLine {next}, or narrow with find\n",
+            total - next,
+            options.asked_bytes
         ));
     }
-    Rendered { text, truncated }
+    Rendered {
+        text,
+        truncated,
+        lines: total,
+        next_from_line: truncated.then_some(next),
+    }
 }
 
 #[cfg(test)]
@@ -172,11 +213,58 @@ mod tests {
         let tree: Vec<String> = (0..1000).map(|i| format!("listitem \"{i}\"")).collect();
         let options = SnapshotOptions {
             max_bytes: 1024,
+            asked_bytes: 1792,
             ..SnapshotOptions::default()
         };
         let out = render(&tree, None, &options);
         assert!(out.truncated);
-        assert!(out.text.len() <= 1024, "{}", out.text.len());
-        assert!(out.text.contains("more lines not shown"));
+        assert!(escaped_len(&out.text) <= 1024, "{}", escaped_len(&out.text));
+        let next = out.next_from_line.expect("where to go on");
+        assert_eq!(out.lines, 1000);
+        assert!(out.text.contains(&format!(
+            "{} more lines ({} bytes) not shown within maxBytes 1792; go on with fromLine {next}",
+            1000 - next,
+            tree[next..].iter().map(|l| l.len() + 1).sum::<usize>()
+        )));
+        // The next page starts where this one stopped, and every line is in one of them.
+        let mut seen = out
+            .text
+            .lines()
+            .filter(|l| l.starts_with("listitem"))
+            .count();
+        let mut from = next;
+        while from < 1000 {
+            let page = render(
+                &tree,
+                None,
+                &SnapshotOptions {
+                    from_line: from,
+                    ..options.clone()
+                },
+            );
+            assert!(page.text.contains(&format!("listitem \"{from}\"")));
+            seen += page
+                .text
+                .lines()
+                .filter(|l| l.starts_with("listitem"))
+                .count();
+            from = page.next_from_line.unwrap_or(1000);
+        }
+        assert_eq!(seen, 1000);
+    }
+
+    #[test]
+    fn the_bound_counts_bytes_as_sent() {
+        // Quotes and backslashes take two bytes in the answer's JSON.
+        let tree: Vec<String> = (0..200).map(|i| format!("text \"\\\"{i}\\\"\"")).collect();
+        let options = SnapshotOptions {
+            max_bytes: 2048,
+            asked_bytes: 2048,
+            ..SnapshotOptions::default()
+        };
+        let out = render(&tree, None, &options);
+        assert!(out.truncated);
+        assert!(escaped_len(&out.text) <= 2048, "{}", escaped_len(&out.text));
+        assert!(out.text.len() < 1800);
     }
 }

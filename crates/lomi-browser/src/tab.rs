@@ -545,6 +545,8 @@ impl Tab {
                     dialog.kind, dialog.message
                 ),
                 truncated: false,
+                lines: 1,
+                next_from_line: None,
                 refs: 0,
                 frames: Vec::new(),
                 dialog: Some(dialog),
@@ -661,6 +663,10 @@ impl Tab {
             title,
             text: text.text,
             truncated: text.truncated,
+            lines: u32::try_from(text.lines).unwrap_or(u32::MAX),
+            next_from_line: text
+                .next_from_line
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
             refs: u32::try_from(refs.len()).unwrap_or(u32::MAX),
             frames: views,
             dialog,
@@ -1442,12 +1448,16 @@ impl Tab {
     /// has Chromium compress for speed (about twice the bytes, half the time: what an agent
     /// looking at the image wants); without it the PNG is as small as Chromium makes it (for a
     /// file kept in the project).
+    /// Captures `area` at `scale` image pixels per CSS pixel, or less where the area is larger
+    /// than Chromium captures at once ([`MAX_CAPTURE_SIDE`] pixels a side): returns the PNG and
+    /// the scale it has.
     pub async fn capture(
         &self,
         area: &CaptureArea,
         scale: f64,
         fast: bool,
-    ) -> Result<Vec<u8>, BrowserError> {
+    ) -> Result<(Vec<u8>, f64), BrowserError> {
+        let mut scale = scale;
         self.no_dialog()?;
         let mut params = json!({ "format": "png", "optimizeForSpeed": fast });
         let clip = match area {
@@ -1513,15 +1523,21 @@ impl Tab {
                     "the area to capture is empty".to_owned(),
                 ));
             }
+            // A taller (or wider) area is scaled down to fit, not refused.
+            let side = clip.width.max(clip.height) * scale;
+            if side > MAX_CAPTURE_SIDE {
+                scale *= MAX_CAPTURE_SIDE / side;
+            }
             params["clip"] = json!({
                 "x": clip.x, "y": clip.y, "width": clip.width, "height": clip.height, "scale": scale,
             });
             params["captureBeyondViewport"] = json!(true);
         }
         let data = self.screenshot(params).await?;
-        BASE64_STANDARD
+        let png = BASE64_STANDARD
             .decode(data)
-            .map_err(|e| BrowserError::Cdp(format!("Chromium's image is not base64: {e}")))
+            .map_err(|e| BrowserError::Cdp(format!("Chromium's image is not base64: {e}")))?;
+        Ok((png, scale))
     }
 
     /// A JPEG of the viewport for the person's live view, base64 as Chromium sends it (the
@@ -1549,6 +1565,10 @@ impl Tab {
         }
     }
 }
+
+/// The longest side, in image pixels, of one capture: Chromium's compositor draws at most
+/// 16,384 pixels a side, and a larger capture fails.
+pub const MAX_CAPTURE_SIDE: f64 = 16_384.0;
 
 /// Where an action lands.
 #[derive(Clone, Copy, Debug)]

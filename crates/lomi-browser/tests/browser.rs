@@ -92,6 +92,7 @@ async fn open(browser: &Browser, url: &str) -> Tab {
 async fn snapshot(tab: &Tab) -> lomi_browser::SnapshotText {
     tab.snapshot(&SnapshotOptions {
         max_bytes: 256 * 1024,
+        asked_bytes: 256 * 1024,
         ..SnapshotOptions::default()
     })
     .await
@@ -243,20 +244,23 @@ async fn stale_refs_are_refused_never_retargeted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn captures_have_the_sizes_asked_for() {
     let page = r#"<!doctype html><style>body{margin:0;height:3000px} #box{position:absolute;left:40px;top:50px;width:200px;height:120px;background:#c33}</style><div id="box" role="img" aria-label="Box"></div>"#;
-    let port = serve(vec![("/c", page.to_owned())]);
+    let tall = r#"<!doctype html><style>body{margin:0;height:40000px;background:linear-gradient(#fff,#00f)}</style>"#;
+    let port = serve(vec![("/c", page.to_owned()), ("/tall", tall.to_owned())]);
     let browser = browser().await;
     let tab = open(&browser, &format!("http://127.0.0.1:{port}/c")).await;
     let viewport = tab
         .capture(&CaptureArea::Viewport, 1.0, true)
         .await
-        .expect("viewport");
+        .expect("viewport")
+        .0;
     assert!(viewport.starts_with(b"\x89PNG\r\n\x1a\n"));
     assert_eq!(png_size(&viewport), (1280, 720));
     // Compressed for size, the same pixels take fewer bytes.
     let compact = tab
         .capture(&CaptureArea::Viewport, 1.0, false)
         .await
-        .expect("viewport, compact");
+        .expect("viewport, compact")
+        .0;
     assert_eq!(png_size(&compact), (1280, 720));
     assert!(
         compact.len() <= viewport.len(),
@@ -267,14 +271,16 @@ async fn captures_have_the_sizes_asked_for() {
     let half = tab
         .capture(&CaptureArea::Viewport, 0.5, true)
         .await
-        .expect("scaled");
+        .expect("scaled")
+        .0;
     assert_eq!(png_size(&half), (640, 360));
     let snap = snapshot(&tab).await;
     let area = CaptureArea::Element {
         snapshot_id: snap.snapshot_id.clone(),
         element_ref: ref_of(&snap.text, "img \"Box\""),
     };
-    let element = tab.capture(&area, 1.0, true).await.expect("element");
+    let element = tab.capture(&area, 1.0, true).await.expect("element")
+        .0;
     assert_eq!(png_size(&element), (200, 120));
     let clip = lomi_protocol::tools::browser::ClipRect {
         x: 10.0,
@@ -285,13 +291,25 @@ async fn captures_have_the_sizes_asked_for() {
     let clipped = tab
         .capture(&CaptureArea::Clip(clip), 1.0, true)
         .await
-        .expect("clip");
+        .expect("clip")
+        .0;
     assert_eq!(png_size(&clipped), (300, 100));
-    let full = tab
+    let (full, scale) = tab
         .capture(&CaptureArea::FullPage, 1.0, false)
         .await
         .expect("full page");
     assert_eq!(png_size(&full), (1280, 3000));
+    assert!((scale - 1.0).abs() < f64::EPSILON, "{scale}");
+    // Taller than Chromium draws at once: scaled to fit, and the scale says by how much.
+    let tab = open(&browser, &format!("http://127.0.0.1:{port}/tall")).await;
+    let (tall, scale) = tab
+        .capture(&CaptureArea::FullPage, 1.0, false)
+        .await
+        .expect("a tall page");
+    let (width, height) = png_size(&tall);
+    assert!((scale - 16_384.0 / 40_000.0).abs() < 1e-6, "{scale}");
+    assert!((16_380..=16_384).contains(&height), "{width}x{height}");
+    assert!((520..=526).contains(&width), "{width}x{height}");
     browser.close().await;
 }
 

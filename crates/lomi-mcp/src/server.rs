@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
-use base64::prelude::{BASE64_STANDARD, Engine as _};
 use lomi_broker::Broker;
 
 use crate::Lomi;
@@ -191,16 +190,7 @@ impl ServerHandler for LomiServer {
             }
             Err(error) => crate::tools::refused(error),
         };
-        let mut content = vec![json!({"type": "text", "text": answer.summary})];
-        content.extend(answer.images.iter().map(|png| {
-            json!({"type": "image", "mimeType": "image/png", "data": BASE64_STANDARD.encode(png)})
-        }));
-        let result = json!({
-            "content": content,
-            "structuredContent": answer.envelope,
-            "isError": answer.is_error,
-        });
-        serde_json::from_value::<CallToolResult>(result)
+        serde_json::from_value::<CallToolResult>(answer.into_result())
             .map(CallToolResponse::from)
             .map_err(|error| {
                 ErrorData::internal_error(format!("could not encode the result: {error}"), None)

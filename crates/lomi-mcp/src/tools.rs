@@ -2,6 +2,8 @@
 //! envelope. Tools hold no logic of their own.
 
 use crate::Lomi;
+use base64::Engine;
+use base64::prelude::BASE64_STANDARD;
 use lomi_protocol::tools::NoArguments;
 use lomi_protocol::tools::android::{
     AndroidAttachInput, AndroidCaptureInput, AndroidDetachInput, AndroidDevicesInput,
@@ -30,7 +32,7 @@ use lomi_protocol::tools::terminal::{
     LeaseAcquireInput, LeaseReleaseInput, TerminalCloseInput, TerminalCreateInput,
     TerminalInputInput, TerminalInterruptInput, TerminalReadInput,
 };
-use lomi_protocol::{PairingId, Reply, Tool as LomiTool, ToolError, strict};
+use lomi_protocol::{MAX_ANSWER_BYTES, PairingId, Reply, Tool as LomiTool, ToolError, strict};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -39,6 +41,9 @@ pub struct Answer {
     pub envelope: Value,
     pub is_error: bool,
     pub summary: String,
+    /// What the text block says instead of `summary` when that is too large to send beside
+    /// structuredContent (a snapshot's header); by default, the fields it has.
+    pub brief: Option<String>,
     /// PNG images sent as MCP image blocks after the text block (captures).
     pub images: Vec<Vec<u8>>,
 }
@@ -49,12 +54,14 @@ fn answer<T: Serialize>(result: Result<T, ToolError>) -> Answer {
         envelope: reply.to_value(),
         is_error: reply.is_error(),
         summary: reply.summary(),
+        brief: None,
         images: Vec::new(),
     }
 }
 
-/// The answer of a snapshot: its text block is the tree itself under one header line (JSON
-/// escaping would make it longer and harder to read); structuredContent has every field.
+/// The answer of a snapshot: its text block is the tree itself under a header (JSON escaping
+/// would make it longer and harder to read), or the header alone when the tree is too large
+/// to send twice; structuredContent has every field.
 fn answer_snapshot(result: Result<SnapshotView, ToolError>) -> Answer {
     // Kept within the room the snapshot leaves for it (SNAPSHOT_HEADER_BYTES).
     fn cut(text: &str, max: usize) -> String {
@@ -65,12 +72,13 @@ fn answer_snapshot(result: Result<SnapshotView, ToolError>) -> Answer {
     }
     let text = result.as_ref().ok().map(|view| {
         let mut header = format!(
-            "snapshotId={} navigationId={} browserGeneration={} tabId={} refs={} truncated={}\nurl: {}\ntitle: {}\n",
+            "snapshotId={} navigationId={} browserGeneration={} tabId={} refs={} lines={} truncated={}\nurl: {}\ntitle: {}\n",
             cut(&view.snapshot_id, 40),
             cut(&view.navigation_id, 40),
             cut(&view.browser_generation, 40),
             cut(&view.tab_id, 40),
             view.refs,
+            view.lines,
             view.truncated,
             cut(&view.url, 200),
             cut(&view.title, 120),
@@ -78,11 +86,12 @@ fn answer_snapshot(result: Result<SnapshotView, ToolError>) -> Answer {
         if let Some(dialog) = &view.dialog {
             header.push_str(&format!("dialog: {} {:?}\n", dialog.kind, cut(&dialog.message, 100)));
         }
-        header + &view.text
+        (header.clone() + &view.text, header)
     });
     let mut answered = answer(result);
-    if let Some(text) = text {
+    if let Some((text, header)) = text {
         answered.summary = text;
+        answered.brief = Some(header);
     }
     answered
 }
@@ -90,11 +99,67 @@ fn answer_snapshot(result: Result<SnapshotView, ToolError>) -> Answer {
 /// The answer of a capture: the envelope holds the metadata, the PNG goes in an image block.
 fn answer_with_png<T: Serialize>(result: Result<(T, Vec<u8>), ToolError>) -> Answer {
     match result {
+        // A capture too large for the answer was saved and is not sent (the view says so).
         Ok((value, png)) => Answer {
-            images: vec![png],
+            images: if png.is_empty() {
+                Vec::new()
+            } else {
+                vec![png]
+            },
             ..answer(Ok(value))
         },
         Err(error) => answer::<()>(Err(error)),
+    }
+}
+
+/// How large a text block may be and still repeat structuredContent in full. Clients such as
+/// Claude Code and VS Code give their model structuredContent; others read the text block: a
+/// small answer is in both, a large one is sent once, in structuredContent, with a short text.
+const TEXT_REPEAT_LIMIT: usize = 8 * 1024;
+
+impl Answer {
+    /// The MCP tool result: a text block, the images, structuredContent and isError, within
+    /// [`MAX_ANSWER_BYTES`] on the wire. An answer that would be larger (a read asked for more
+    /// than a client accepts) is refused with what to ask for instead.
+    pub fn into_result(self) -> Value {
+        let Answer {
+            envelope,
+            is_error,
+            summary,
+            brief,
+            images,
+        } = self;
+        let text = if summary.len() <= TEXT_REPEAT_LIMIT || is_error {
+            summary
+        } else {
+            let fields = envelope["data"]
+                .as_object()
+                .map(|data| data.keys().cloned().collect::<Vec<_>>().join(", "))
+                .unwrap_or_default();
+            format!(
+                "{}(The whole answer, {} bytes, is this result's structuredContent; data has: {fields}.)",
+                brief.unwrap_or_default(),
+                summary.len()
+            )
+        };
+        let mut content = vec![serde_json::json!({"type": "text", "text": text})];
+        content.extend(images.iter().map(|png| {
+            serde_json::json!({"type": "image", "mimeType": "image/png", "data": BASE64_STANDARD.encode(png)})
+        }));
+        let result = serde_json::json!({
+            "content": content,
+            "structuredContent": envelope,
+            "isError": is_error,
+        });
+        let size = serde_json::to_vec(&result).map_or(0, |bytes| bytes.len());
+        if size <= MAX_ANSWER_BYTES {
+            return result;
+        }
+        let refusal = answer::<()>(Err(ToolError::invalid(format!(
+            "this answer would be {size} bytes, over the {MAX_ANSWER_BYTES} a standard MCP client accepts in one message; \
+             ask for less (a smaller maxBytes or limit, a narrower range or find), or save it into the project where the tool can"
+        ))));
+        refusal.into_result()
     }
 }
 

@@ -94,6 +94,15 @@ impl<T: Serialize> Reply<T> {
     }
 }
 
+/// The most bytes one tool answer may take on the wire (its JSON-RPC message). Standard MCP
+/// clients refuse larger ones: the MCP Python SDK's default HTTP client drops a server-sent
+/// event over 1 MiB. The rest of 1 MiB is left to the framing.
+pub const MAX_ANSWER_BYTES: usize = 1_000_000;
+
+/// The largest image an answer carries inline (base64 makes it 4/3 as large on the wire, and
+/// the answer's JSON needs room too). A larger capture is saved into the project instead.
+pub const MAX_INLINE_IMAGE_BYTES: u32 = 700_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,8 @@ const FIRST_OUTPUT: Duration = Duration::from_secs(10);
 /// How long processes get to exit on close before they are killed.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 const DEFAULT_READ_BYTES: u32 = 16 * 1024;
-const MAX_READ_BYTES: u32 = 1024 * 1024;
+/// Half a MiB: the answer (escaped, with the screen) must fit a client's message.
+const MAX_READ_BYTES: u32 = 512 * 1024;
 const DEFAULT_WAIT_MS: u32 = 10_000;
 const MAX_WAIT_MS: u32 = 60_000;
 const MAX_ARGV: usize = 256;

@@ -350,7 +350,7 @@ pub struct AndroidUiSnapshotInput {
     pub panel_id: PanelId,
     /// When given, the panel's runtime must still be this generation.
     pub generation: Option<String>,
-    /// Budget for the node list, 1,024 to 1,048,576 bytes (default 65,536); nodes past it are
+    /// Budget for the node list, 1,024 to 524,288 bytes (default 65,536); nodes past it are
     /// left out and `truncated` is set.
     pub max_bytes: Option<u32>,
 }
@@ -417,7 +417,8 @@ pub struct AndroidCaptureInput {
     pub clip: Option<ClipArguments>,
     /// Scale the (clipped) image by 0.05 to 1.
     pub scale: Option<f32>,
-    /// Scale down further until the PNG fits this many bytes (at least 1,024).
+    /// Scale down further until the PNG fits this many bytes (1,024 to 700,000, the default:
+    /// the PNG is sent in the answer).
     pub max_bytes: Option<u32>,
 }
 
@@ -445,7 +446,7 @@ pub struct AndroidShellInput {
     /// A command line for the device's shell (1 to 4,096 bytes); it is interpreted by that
     /// shell.
     pub command: String,
-    /// Most output bytes kept, 1 to 1,048,576 (default 65,536); the rest is cut off.
+    /// Most output bytes kept, 1 to 524,288 (default 65,536); the rest is cut off.
     pub max_bytes: Option<u32>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,

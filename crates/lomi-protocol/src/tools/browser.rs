@@ -85,12 +85,16 @@ pub struct Navigated {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserSnapshotInput {
     pub panel_id: PanelId,
-    /// Most bytes of the answer's text, header included (1,024 to 1,048,576; default 262,144).
+    /// Most bytes of the answer's text as sent (JSON-escaped), header included (1,024 to
+    /// 960,000; default 262,144).
     pub max_bytes: Option<u32>,
     /// Keep only lines containing this text (case-insensitive), with their ancestors.
     pub find: Option<String>,
     /// Answer only what changed since this earlier snapshot of the same document.
     pub since_snapshot_id: Option<String>,
+    /// Start at this line of the tree (after find), as `nextFromLine` of a cut-short answer
+    /// says (default 0).
+    pub from_line: Option<u32>,
 }
 
 /// `lomi_browser_snapshot` output. In `text`, one line per node: `role "name" [ref]`, indented
@@ -107,6 +111,10 @@ pub struct SnapshotView {
     pub text: String,
     /// Lines left out to stay within maxBytes.
     pub truncated: bool,
+    /// Lines of the whole tree (after find and since).
+    pub lines: u32,
+    /// Where to go on when lines were left out: `fromLine` for the next answer.
+    pub next_from_line: Option<u32>,
     pub refs: u32,
     pub frames: Vec<FrameView>,
     /// Set for a diff: the snapshot compared against.
@@ -479,7 +487,8 @@ pub struct BrowserCaptureInput {
     pub clip: Option<ClipRect>,
     /// 0.05 to 1 (default 1).
     pub scale: Option<f32>,
-    /// Scale down until the PNG fits (1,024 to 16,777,216).
+    /// Scale down until the PNG fits: 1,024 to 700,000 (the default) for a capture sent in the
+    /// answer, up to 16,777,216 with `save`.
     pub max_bytes: Option<u32>,
     pub save: Option<CaptureSave>,
 }
@@ -492,6 +501,13 @@ pub struct CaptureView {
     pub height: u32,
     pub bytes: u64,
     pub sha256: String,
+    /// Image pixels per CSS pixel of the page: the scale asked for, or less where the area
+    /// was larger than Chromium captures at once (16,384 pixels a side) or than maxBytes;
+    /// none when a retried save answers with the image it saved before.
+    pub scale: Option<f64>,
+    /// Whether the PNG follows as an image block; a saved capture over 700,000 bytes is only
+    /// in the project (see `saved`).
+    pub inline: bool,
     /// The tab captured; empty when a retried save answers with the image it saved before
     /// and that browser is gone.
     pub tab_id: String,

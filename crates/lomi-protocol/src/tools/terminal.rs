@@ -205,7 +205,7 @@ pub struct TerminalReadInput {
     pub screen: Option<bool>,
     /// Include output produced since this cursor (decimal, from an earlier read or input).
     pub since_cursor: Option<String>,
-    /// Most output bytes to return (1 to 1,048,576; default 16,384).
+    /// Most output bytes to return (1 to 524,288; default 16,384).
     pub max_bytes: Option<u32>,
     /// Answer only once this happens, or when `timeoutMs` passes.
     pub wait_for: Option<WaitArguments>,
