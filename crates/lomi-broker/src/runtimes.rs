@@ -125,8 +125,9 @@ fn kind_phrase(kind: PanelKind) -> &'static str {
     }
 }
 
-/// A tool that changes a workspace's layout, compared by its revision: one that adds a panel
-/// (terminal and browser create, Android attach) or removes one ([`crate::PanelRemoval`]).
+/// A tool that changes a workspace, compared by its revision: one that adds a panel (terminal
+/// and browser create, Android attach), removes one ([`crate::PanelRemoval`]) or closes its
+/// documents (workspace close).
 pub struct LayoutChange {
     pub tool: Tool,
     pub retry_epoch: RetryEpoch,

@@ -279,8 +279,7 @@ async fn captures_have_the_sizes_asked_for() {
         snapshot_id: snap.snapshot_id.clone(),
         element_ref: ref_of(&snap.text, "img \"Box\""),
     };
-    let element = tab.capture(&area, 1.0, true).await.expect("element")
-        .0;
+    let element = tab.capture(&area, 1.0, true).await.expect("element").0;
     assert_eq!(png_size(&element), (200, 120));
     let clip = lomi_protocol::tools::browser::ClipRect {
         x: 10.0,

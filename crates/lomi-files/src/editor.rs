@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use lomi_broker::{Broker, Confirmation, EffectOutcome, Mutation, Permit};
+use lomi_broker::{Broker, Confirmation, EffectOutcome, LayoutChange, ProjectChange};
 use lomi_protocol::tools::editor::{
     DocumentAction, DocumentFailure, EditorCloseInput, EditorClosed, EditorDocumentView,
     EditorEditInput, EditorEdited, EditorOpenInput, EditorSaveInput, EditorSaved,
@@ -15,7 +15,6 @@ use lomi_protocol::{DocumentId, EffectState, PairingId, ProjectId, Tool, ToolErr
 use crate::FilesError;
 use crate::documents::{Document, Documents, SaveError, parse_revision};
 use crate::tools::to_value;
-use lomi_broker::ProjectChange;
 
 /// The editor tools of one broker.
 #[derive(Clone)]
@@ -221,26 +220,22 @@ impl ProjectEditor {
         }
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
-        let mutation = Mutation {
+        let change = LayoutChange {
             tool: Tool::WorkspaceClose,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
+            expected,
             payload: to_value(&input),
-            generation: None,
-            revision: Some(expected.to_string()),
-            permit: Permit::Workspace(workspace_id.clone()),
         };
-        let check_workspace = workspace_id.clone();
         let documents = self.documents.clone();
         self.broker
-            .operate(
+            .change_layout(
                 caller,
-                mutation,
+                change,
                 Confirmation::Policy,
                 async { Ok(()) },
-                move |broker, ()| broker.check_revision(&check_workspace, expected),
                 move |(), _context| async move {
                     let done = tokio::task::spawn_blocking(move || {
                         close_documents(&documents, &workspace_id, &named)
