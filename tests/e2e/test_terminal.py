@@ -750,16 +750,23 @@ async def test_terminal_does_not_survive_a_broker_sigkill(lomi, workspaces, mcp)
         term = await create_terminal(agent, ws, "restart")
         await term.run("sleep 3001 & echo bg-$((1+1))", "bg-2")
         [job] = await await_until(lambda: list(live_processes("sleep 3001")), "the background sleep")
+        # Two that outlive the shell's hangup: one ignores SIGHUP, one left the session.
+        await term.run("nohup sleep 3003 >/dev/null 2>&1 & setsid -f sleep 3004; echo escaped-$((2+1))", "escaped-3")
+        await await_until(lambda: live_processes("sleep 3003") and live_processes("sleep 3004"), "the escaping sleeps")
         await term.send("sleep 3002\r")
         fg = await await_until(lambda: foreground("sleep 3002", term.pid), "sleep 3002 in the foreground")
 
     lomi.restart("SIGKILL")
     # The PTY's master went with the broker: the kernel hangs up the terminal, the shell gets
-    # SIGHUP and passes it on to its jobs. (Observed, not asserted here: a job that ignores
-    # SIGHUP, such as `nohup sleep 9 &`, outlives a SIGKILLed broker as an orphan of PID 1;
-    # only `lomi_terminal_close` or a clean stop kills the whole session.)
+    # SIGHUP and passes it on to its jobs. What ignored that or left the session carries the
+    # terminal's marker, and the next start on this data ends it and says so.
     await await_until(lambda: not alive(term.pid), f"the shell {term.pid} to end after the broker's SIGKILL")
     await await_until(lambda: not alive(job) and not alive(fg), "the shell's jobs to end")
+    await await_until(
+        lambda: not live_processes("sleep 3003") and not live_processes("sleep 3004"),
+        "the next start to end what the killed Lomi's terminal left running",
+    )
+    assert "process(es) that agents' terminals of an earlier Lomi on this data left running" in lomi.logs(), lomi.logs()
 
     async with mcp.session(token=token) as agent:
         connection = await agent.connect(ws)

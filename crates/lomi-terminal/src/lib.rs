@@ -22,6 +22,7 @@ mod session;
 mod terminal;
 
 pub use keys::{KEY_NAMES, key_bytes};
+pub use session::MARKER_VARIABLE;
 pub use terminal::{
     ExitStatus, Interrupted, Output, Progress, Screen, Terminal, TerminalConfig, TerminalError,
     WaitFor, WaitOutcome,

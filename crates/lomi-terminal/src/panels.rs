@@ -55,6 +55,47 @@ impl PanelRuntime for TerminalRuntime {
 pub struct TerminalPanels {
     broker: Broker,
     runtimes: Runtimes<TerminalRuntime>,
+    /// `<data key>.<broker instance>/`: the start of the marker of every process this Lomi's
+    /// terminals start (see [`crate::MARKER_VARIABLE`]).
+    owner: String,
+}
+
+/// The part of a terminal marker that names the data dir: one Lomi runs on a data dir at a
+/// time, so a marked process of this data dir that is not this instance's is a leftover.
+fn data_key(broker: &Broker) -> String {
+    use sha2::Digest;
+    let dir = broker.data_dir();
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let digest = sha2::Sha256::digest(dir.as_os_str().as_encoded_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Ends the processes the terminals of an earlier Lomi on this data dir left running (it was
+/// killed, or a program left its terminal's session): SIGTERM, then SIGKILL after the grace.
+/// Returns how many there were.
+fn end_leftovers(data_key: &str, owner: &str) -> usize {
+    let leftovers = || -> Vec<i32> {
+        crate::session::marked(&format!("{data_key}."))
+            .into_iter()
+            .filter(|(_, marker)| !marker.starts_with(owner))
+            .map(|(pid, _)| pid)
+            .collect()
+    };
+    let found = leftovers();
+    if found.is_empty() {
+        return 0;
+    }
+    tracing::warn!(
+        "ending {} process(es) that agents' terminals of an earlier Lomi on this data left running: {found:?}",
+        found.len()
+    );
+    crate::session::signal_pids(&found, nix::sys::signal::Signal::SIGTERM);
+    let deadline = std::time::Instant::now() + CLOSE_GRACE;
+    while !leftovers().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    crate::session::signal_pids(&leftovers(), nix::sys::signal::Signal::SIGKILL);
+    found.len()
 }
 
 fn exit_view(status: ExitStatus) -> ExitView {
@@ -104,10 +145,16 @@ pub fn confined_dir(root: &Path, relative: &str) -> Result<PathBuf, ToolError> {
 }
 
 impl TerminalPanels {
+    /// The terminal panels of `broker`; ends what the terminals of an earlier Lomi on the same
+    /// data dir left running.
     pub fn new(broker: Broker) -> Self {
+        let key = data_key(&broker);
+        let owner = format!("{key}.{}/", broker.instance_id());
+        end_leftovers(&key, &owner);
         TerminalPanels {
             broker,
             runtimes: Runtimes::new(PanelKind::Terminal),
+            owner,
         }
     }
 
@@ -173,6 +220,7 @@ impl TerminalPanels {
                 move |cwd, context| async move {
                     let mut config = TerminalConfig::new(cwd);
                     config.argv = argv;
+                    config.marker = Some(format!("{}{}", panels.owner, hex_id(&context.broker)));
                     if context.cancel.is_cancelled() {
                         return EffectOutcome::Cancelled { effect: EffectState::None };
                     }

@@ -2,14 +2,28 @@
 //!
 //! Killing the child's process group is not enough: an interactive shell puts every job (`sleep
 //! 1000 &`, a pipeline) in its own group. All of them share the child's session, though, because
-//! the child is the session leader. A process that calls `setsid` itself (a daemon) escapes.
+//! the child is the session leader. A process that calls `setsid` itself (a daemon, `nohup
+//! setsid …`) leaves the session, so every process a terminal starts also carries its marker in
+//! the environment ([`MARKER_VARIABLE`]), which its children inherit: close ends those too, and
+//! the next start of Lomi ends what a killed one left. A program that clears its own
+//! environment and leaves the session escapes both.
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-/// The pids of the session's processes that can still run (zombies are dead already; only their
-/// parent can remove them). Never includes this process.
-pub(crate) fn live_members(session: i32) -> Vec<i32> {
+/// The environment variable every process of a terminal carries: `LOMI_TERMINAL=<marker>`.
+pub const MARKER_VARIABLE: &str = "LOMI_TERMINAL";
+
+/// The processes of one terminal: its session (while its id still names it) and every process
+/// carrying its marker.
+#[derive(Clone, Copy)]
+pub(crate) struct Members<'a> {
+    pub session: Option<i32>,
+    pub marker: Option<&'a str>,
+}
+
+/// Every other process's pid, from `/proc`.
+fn other_pids() -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -17,20 +31,65 @@ pub(crate) fn live_members(session: i32) -> Vec<i32> {
     entries
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| pid != own)
-        .filter(|&pid| stat(pid).is_some_and(|stat| stat.session == session && stat.runnable()))
         .collect()
 }
 
-/// Sends `signal` to each live process of the session; a process that is gone by then is skipped.
-pub(crate) fn signal_all(session: i32, signal: Signal) {
-    for pid in live_members(session) {
+/// A process's terminal marker, read from its environment as it started (only processes of
+/// this user can be read).
+fn marker_of(pid: i32) -> Option<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{MARKER_VARIABLE}=");
+    environ
+        .split(|b| *b == 0)
+        .find_map(|entry| entry.strip_prefix(prefix.as_bytes()))
+        .map(|value| String::from_utf8_lossy(value).into_owned())
+}
+
+/// The pids of the terminal's processes that can still run (zombies are dead already; only
+/// their parent can remove them). Never includes this process.
+pub(crate) fn live_members(members: Members<'_>) -> Vec<i32> {
+    other_pids()
+        .into_iter()
+        .filter(|&pid| {
+            stat(pid).is_some_and(|stat| {
+                stat.runnable()
+                    && (Some(stat.session) == members.session
+                        || members
+                            .marker
+                            .is_some_and(|marker| marker_of(pid).as_deref() == Some(marker)))
+            })
+        })
+        .collect()
+}
+
+/// Live processes whose marker starts with `prefix`, with their marker: what the terminals of
+/// an earlier Lomi on the same data left running.
+pub fn marked(prefix: &str) -> Vec<(i32, String)> {
+    other_pids()
+        .into_iter()
+        .filter_map(|pid| {
+            let marker = marker_of(pid).filter(|marker| marker.starts_with(prefix))?;
+            stat(pid).filter(Stat::runnable).map(|_| (pid, marker))
+        })
+        .collect()
+}
+
+/// Sends `signal` to each process; one that is gone by then is skipped.
+pub fn signal_pids(pids: &[i32], signal: Signal) {
+    for &pid in pids {
         match kill(Pid::from_raw(pid), signal) {
             Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
             Err(error) => {
-                tracing::debug!(pid, %signal, %error, "could not signal a session member")
+                tracing::debug!(pid, %signal, %error, "could not signal a terminal's process")
             }
         }
     }
+}
+
+/// Sends `signal` to each live process of the terminal; a process that is gone by then is
+/// skipped.
+pub(crate) fn signal_all(members: Members<'_>, signal: Signal) {
+    signal_pids(&live_members(members), signal);
 }
 
 struct Stat {
@@ -63,6 +122,10 @@ mod tests {
     fn this_process_is_read_but_never_listed() {
         let own = i32::try_from(std::process::id()).expect("pid fits i32");
         let session = stat(own).expect("own /proc stat").session;
-        assert!(!live_members(session).contains(&own));
+        let members = Members {
+            session: Some(session),
+            marker: None,
+        };
+        assert!(!live_members(members).contains(&own));
     }
 }

@@ -41,6 +41,9 @@ pub struct TerminalConfig {
     /// Added to the inherited environment (later entries win). `TERM` defaults to
     /// `xterm-256color` and `PWD` to `cwd`.
     pub env: Vec<(String, String)>,
+    /// Marks every process the terminal starts (`LOMI_TERMINAL` in its environment, inherited
+    /// by its children), so that close ends the ones that left its session too.
+    pub marker: Option<String>,
     pub rows: u16,
     pub cols: u16,
     /// Raw output kept for `output_since` and `wait`, in bytes (default 4 MiB).
@@ -56,6 +59,7 @@ impl TerminalConfig {
             argv: Vec::new(),
             cwd: cwd.into(),
             env: Vec::new(),
+            marker: None,
             rows: 24,
             cols: 80,
             scrollback_bytes: 4 * 1024 * 1024,
@@ -191,6 +195,7 @@ struct Shared {
     pid: u32,
     /// The child's session id, which is its pid: it is the session leader.
     session: i32,
+    marker: Option<String>,
     state: Mutex<State>,
     progress: watch::Sender<Progress>,
     /// True once the reader saw the end of output.
@@ -264,6 +269,9 @@ impl Terminal {
         for (key, value) in &config.env {
             command = command.env(key, value);
         }
+        if let Some(marker) = &config.marker {
+            command = command.env(session::MARKER_VARIABLE, marker);
+        }
         let child = command.spawn(pts).map_err(|error| {
             TerminalError::Spawn(format!(
                 "could not run {:?} in {}: {error}",
@@ -281,6 +289,7 @@ impl Terminal {
         let shared = Arc::new(Shared {
             pid,
             session,
+            marker: config.marker.clone(),
             state: Mutex::new(State {
                 parser: vt100::Parser::new_with_callbacks(
                     rows,
@@ -517,22 +526,22 @@ impl Terminal {
     pub async fn close(&self, grace: Duration) -> ExitStatus {
         let _closing = self.inner.closing.lock().await;
         let shared = &self.inner.shared;
-        if !shared.session_gone.load(Ordering::SeqCst) {
+        if !shared.session_gone.load(Ordering::SeqCst) || shared.marker.is_some() {
             for signal in [Signal::SIGHUP, Signal::SIGTERM, Signal::SIGCONT] {
-                session::signal_all(shared.session, signal);
+                session::signal_all(shared.members(), signal);
             }
             // Only the child is ours to be told about; the rest of the session has to be
             // watched in /proc, so this polls, briefly at first.
             let deadline = Instant::now() + grace;
             let mut pause = Duration::from_millis(2);
-            while !session::live_members(shared.session).is_empty() && Instant::now() < deadline {
+            while !session::live_members(shared.members()).is_empty() && Instant::now() < deadline {
                 tokio::time::sleep(pause.min(deadline.saturating_duration_since(Instant::now())))
                     .await;
                 pause = (pause * 2).min(Duration::from_millis(50));
             }
             let give_up = Instant::now() + KILL_PERSISTENCE;
             loop {
-                let left = session::live_members(shared.session);
+                let left = session::live_members(shared.members());
                 if left.is_empty() {
                     break;
                 }
@@ -544,7 +553,7 @@ impl Terminal {
                     );
                     break;
                 }
-                session::signal_all(shared.session, Signal::SIGKILL);
+                session::signal_all(shared.members(), Signal::SIGKILL);
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             shared.session_gone.store(true, Ordering::SeqCst);
@@ -617,15 +626,24 @@ impl std::fmt::Debug for Terminal {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if !self.shared.session_gone.swap(true, Ordering::SeqCst) {
+        let members = self.shared.members();
+        if !self.shared.session_gone.swap(true, Ordering::SeqCst) || members.marker.is_some() {
             // No grace: nobody is left to wait for an orderly end. The reaper task still reaps
             // the child if the runtime is running.
-            session::signal_all(self.shared.session, Signal::SIGKILL);
+            session::signal_all(members, Signal::SIGKILL);
         }
     }
 }
 
 impl Shared {
+    /// The terminal's processes: its session while its id still names it, and its marked ones.
+    fn members(&self) -> session::Members<'_> {
+        session::Members {
+            session: (!self.session_gone.load(Ordering::SeqCst)).then_some(self.session),
+            marker: self.marker.as_deref(),
+        }
+    }
+
     fn lock_state(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
     }
@@ -706,7 +724,11 @@ async fn reap(shared: Arc<Shared>, mut child: tokio::process::Child) {
     shared
         .progress
         .send_modify(|progress| progress.exited = Some(status));
-    if session::live_members(shared.session).is_empty() {
+    let session_only = session::Members {
+        session: Some(shared.session),
+        marker: None,
+    };
+    if session::live_members(session_only).is_empty() {
         shared.session_gone.store(true, Ordering::SeqCst);
     }
     tracing::debug!(pid = shared.pid, ?status, "terminal process exited");

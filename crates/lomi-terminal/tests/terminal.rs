@@ -352,6 +352,68 @@ async fn close_kills_background_jobs_and_pipelines_of_the_session() {
     );
 }
 
+/// Live processes (of any session) whose command line is exactly `cmdline`.
+fn running(cmdline: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|raw| {
+                raw.split(|b| *b == 0)
+                    .filter(|a| !a.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(&b' ')
+                    == cmdline.as_bytes()
+            })
+        })
+        .filter(|&pid| !gone(pid))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn close_ends_what_left_the_session_by_its_marker() {
+    let dir = setup();
+    let mut marked = config(dir.path(), &["bash", "--norc", "--noprofile", "-i"]);
+    let marker = format!(
+        "test.{}/t{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    );
+    marked.marker = Some(marker);
+    let terminal = Terminal::spawn(marked).expect("spawn bash");
+    run(&terminal, "echo ready-$((2+2))", "ready-4").await;
+    // Two ways a program leaves its terminal's session: its own setsid, and nohup + setsid.
+    let (daemon, nohup) = ("sleep 1007.5", "sleep 1008.5");
+    terminal
+        .write(format!("setsid -f {daemon}; nohup setsid {nohup} >/dev/null 2>&1 &\r").as_bytes())
+        .await
+        .expect("write");
+    let deadline = Instant::now() + DEADLINE;
+    let escaped = loop {
+        let found = [running(daemon), running(nohup)].concat();
+        if found.len() == 2 {
+            break found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the two sleeps did not start: {found:?}\n{}",
+            dump(&terminal)
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let session = i32::try_from(terminal.pid()).expect("pid");
+    for pid in &escaped {
+        assert!(
+            !session_members(session)
+                .iter()
+                .any(|(member, _)| member == pid),
+            "{pid} was meant to leave the session"
+        );
+    }
+    terminal.close(DEADLINE).await;
+    wait_until_gone(&escaped, Some(&terminal)).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn close_kills_what_ignores_hangup_and_terminate_after_the_grace() {
     let dir = setup();
