@@ -1,6 +1,7 @@
 """Hostile input: DNS rebinding and cross-site requests, oversized and absurdly nested bodies
 over raw HTTP; strict argument decoding and non-disclosure through the SDK; loopback only."""
 
+import os
 import re
 import subprocess
 
@@ -261,3 +262,38 @@ def test_serve_refuses_a_non_loopback_address(tmp_path, address):
     assert done.returncode != 0, f"serve started on {address}:\n{done.stdout}\n{done.stderr}"
     assert re.search(r"loopback", done.stderr), done.stderr
     assert not (data / "broker.json").exists()
+
+
+# How many unauthenticated sessions flood Lomi: the soak suite (scripts/soak) sends 1,000.
+FLOOD = 1000 if os.environ.get("LOMI_SOAK_TESTS") == "1" else 60
+MAX_PENDING = 32
+
+
+def test_a_flood_of_unapproved_sessions_cannot_bury_the_one_the_person_expects(lomi, workspaces):
+    """Hostile local programs open sessions that each ask to pair: at most 32 wait for the
+    person, the rest are refused with a reason (and keep nothing), the person's list stays
+    short, and the agent the person expects is approved and works."""
+
+    def status(session: RawSession) -> dict:
+        result = session.request("tools/call", {"name": "lomi_pairing_status", "arguments": {}})
+        return result["structuredContent"]
+
+    expected = RawSession(lomi.port, headers={})
+    first = status(expected)
+    assert first["status"] == "ok" and first["data"]["state"] == "pending", first
+    flood = [RawSession(lomi.port) for _ in range(FLOOD)]
+    answers = [status(session) for session in flood]
+    waiting = [a for a in answers if a["status"] == "ok"]
+    refused = [a for a in answers if a["status"] == "error"]
+    assert len(waiting) == MAX_PENDING - 1, (len(waiting), len(refused))
+    assert all(a["code"] == "PAIRING_REQUIRED" and "already waiting" in a["message"] for a in refused), refused[:2]
+    listed = lomi.cli("pairing", "list")
+    assert len(listed) == MAX_PENDING, len(listed)
+    # The person approves the one they expect (by the code it showed), and it works at once.
+    lomi.cli("pairing", "approve", first["data"]["pairingId"], "--workspace", workspaces[0]["workspaceId"])
+    result = expected.request("tools/call", {"name": "lomi_workspace_list", "arguments": {}})
+    assert result["structuredContent"]["status"] == "ok", result
+    # A refused session asks again once there is room.
+    lomi.cli("pairing", "deny", waiting[0]["data"]["pairingId"])
+    again = status(flood[answers.index(refused[0])])
+    assert again["status"] == "ok" and again["data"]["state"] == "pending", again

@@ -19,16 +19,11 @@ pub struct OsEntropy;
 
 impl Entropy for OsEntropy {
     fn fill(&self, bytes: &mut [u8]) {
-        // The OS source only fails on exotic platforms before the kernel's pool is ready;
-        // a time-based fallback keeps ids unique there (tokens then rely on their length).
-        if getrandom::fill(bytes).is_err() {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or_default();
-            for (i, b) in bytes.iter_mut().enumerate() {
-                *b = (nanos >> ((i % 16) * 8)) as u8 ^ (i as u8).wrapping_mul(151);
-            }
+        // Tokens and ids must not be guessable: without the OS source there is nothing safe
+        // to hand out, so this fails closed (the call fails) rather than using the clock.
+        // `Broker::start` checks the source first, so a Lomi without one does not start.
+        if let Err(error) = getrandom::fill(bytes) {
+            panic!("the operating system's randomness is not available: {error}");
         }
     }
 }

@@ -31,7 +31,7 @@ pub use engine::{
 };
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};
-pub use pairings::{CreatedPairing, PairingSummary};
+pub use pairings::{CreatedPairing, MAX_PENDING_PAIRINGS, PENDING_LIFETIME, PairingSummary};
 pub use panels::{InputFailure, LeasedInput, PanelRecord, PanelRemoval};
 pub use projects::ProjectChange;
 pub use runtimes::{LayoutChange, PanelCall, PanelRuntime, Runtimes};
@@ -76,6 +76,10 @@ pub enum StartError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "the operating system's randomness is not available ({0}); Lomi hands out no tokens without it"
+    )]
+    Entropy(String),
 }
 
 /// The broker. Cheap to clone; all clones are the same broker.
@@ -107,6 +111,7 @@ impl Broker {
     /// Opens the data dir's store (marking unfinished receipts `outcome_unknown`) and domain,
     /// and starts a new broker instance.
     pub fn start(config: BrokerConfig) -> Result<Broker, StartError> {
+        getrandom::fill(&mut [0u8; 16]).map_err(|error| StartError::Entropy(error.to_string()))?;
         let store = Store::open(&config.data_dir, config.clock.clone(), config.store_options)?;
         let domain_path = config.data_dir.join(DOMAIN_FILE);
         let mut domain: Domain = persist::read_json(&domain_path)

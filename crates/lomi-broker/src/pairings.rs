@@ -27,6 +27,12 @@ pub struct PairingSummary {
     pub last_active_at: Option<Timestamp>,
 }
 
+/// At most this many pairings wait for the person's decision at once.
+pub const MAX_PENDING_PAIRINGS: usize = 32;
+/// A pairing the person has not decided within this long expires (its client reconnects to
+/// ask again).
+pub const PENDING_LIFETIME: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
 /// A pairing the person created ahead, with its one-time bearer token.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -56,7 +62,14 @@ impl Broker {
     }
 
     /// A new pending pairing for a client, bound to its transport session or to a secret.
-    pub fn pairing_begin(&self, client_name: &str, secret: Option<&str>) -> PairingId {
+    /// Pending pairings the person did not decide within [`PENDING_LIFETIME`] expire here;
+    /// while [`MAX_PENDING_PAIRINGS`] are waiting, a new one is refused, so a flood of
+    /// connections cannot bury the one the person expects.
+    pub fn pairing_begin(
+        &self,
+        client_name: &str,
+        secret: Option<&str>,
+    ) -> Result<PairingId, ToolError> {
         let name: String = client_name
             .chars()
             .filter(|c| !c.is_control())
@@ -82,14 +95,35 @@ impl Broker {
             session_only: false,
         };
         let id = pairing.id.clone();
+        let mut domain = self.domain();
+        let oldest = pairing
+            .created_at
+            .plus_millis(-i64::try_from(PENDING_LIFETIME.as_millis()).unwrap_or(i64::MAX));
+        domain
+            .pairings
+            .retain(|p| p.state != PairingState::Pending || p.created_at >= oldest);
+        let waiting = domain
+            .pairings
+            .iter()
+            .filter(|p| p.state == PairingState::Pending)
+            .count();
+        if waiting >= MAX_PENDING_PAIRINGS {
+            return Err(ToolError::new(
+                ErrorCode::PairingRequired,
+                format!(
+                    "{waiting} clients are already waiting for the person's approval, the most Lomi keeps; \
+                     try again once the person has decided (waiting requests expire after {} minutes)",
+                    PENDING_LIFETIME.as_secs() / 60
+                ),
+            ));
+        }
         // A pending pairing is in memory until decided; a failed save only loses the pending
         // entry across a restart, where the client starts a new one anyway.
-        let mut domain = self.domain();
         domain.pairings.push(pairing);
         if let Err(error) = self.save(&domain) {
             tracing::warn!("pending pairing not saved: {error}");
         }
-        id
+        Ok(id)
     }
 
     /// The pairing a secret (bearer token or keyring secret) belongs to.

@@ -64,7 +64,9 @@ impl Setup {
 
 /// A session pairing the person approved for one workspace.
 fn approved(broker: &Broker, client: &str, grant: &WorkspaceId) -> PairingId {
-    let id = broker.pairing_begin(client, None);
+    let id = broker
+        .pairing_begin(client, None)
+        .expect("a pending pairing");
     broker
         .pairing_approve(&id, std::slice::from_ref(grant))
         .expect("approve");
@@ -189,7 +191,9 @@ async fn pairing_gates_every_tool_and_grants_hide_other_workspaces() {
     let alpha = setup.workspace(&broker, "Alpha");
     let secret = setup.workspace(&broker, "Secret Beta");
 
-    let pairing = broker.pairing_begin("Claude Code", None);
+    let pairing = broker
+        .pairing_begin("Claude Code", None)
+        .expect("a pending pairing");
     let status = broker
         .pairing_status(&pairing)
         .expect("status while pending");
@@ -303,7 +307,9 @@ async fn pairing_gates_every_tool_and_grants_hide_other_workspaces() {
         PairingState::Revoked
     );
 
-    let denied = broker.pairing_begin("Unwanted", None);
+    let denied = broker
+        .pairing_begin("Unwanted", None)
+        .expect("a pending pairing");
     broker.pairing_deny(&denied).expect("deny");
     expect_error(
         "list after deny",
@@ -1231,8 +1237,12 @@ async fn an_approval_for_one_session_ends_with_it_and_calls_are_remembered() {
     let setup = setup();
     let broker = setup.start(1);
     let workspace = setup.workspace(&broker, "Alpha");
-    let lasting = broker.pairing_begin("bridge one", Some("secret-one"));
-    let once = broker.pairing_begin("bridge two", Some("secret-two"));
+    let lasting = broker
+        .pairing_begin("bridge one", Some("secret-one"))
+        .expect("a pending pairing");
+    let once = broker
+        .pairing_begin("bridge two", Some("secret-two"))
+        .expect("a pending pairing");
     broker
         .pairing_approve(&lasting, std::slice::from_ref(&workspace))
         .expect("approve");
@@ -1619,5 +1629,56 @@ async fn every_outcome_settles_in_a_legal_state_and_cancellation_reaches_the_eff
     assert_eq!(
         (settled.state, settled.effect_state),
         (OperationState::Succeeded, EffectState::Complete)
+    );
+}
+
+#[test]
+fn a_flood_of_new_clients_is_capped_and_their_requests_expire() {
+    let setup = setup();
+    let broker = setup.start(41);
+    let expected = broker
+        .pairing_begin("the agent the person expects", None)
+        .expect("pending");
+    let flood: Vec<PairingId> = (1..lomi_broker::MAX_PENDING_PAIRINGS)
+        .map(|n| {
+            broker
+                .pairing_begin(&format!("flood {n}"), None)
+                .expect("pending")
+        })
+        .collect();
+    assert_eq!(flood.len(), lomi_broker::MAX_PENDING_PAIRINGS - 1);
+    // Full: the next is refused and saved nowhere; the one the person expects is still there.
+    let refused = broker
+        .pairing_begin("one too many", None)
+        .expect_err("refused");
+    assert_eq!(refused.code, ErrorCode::PairingRequired, "{refused:?}");
+    assert!(
+        refused.message.contains("already waiting"),
+        "{}",
+        refused.message
+    );
+    let listed = broker.pairing_list();
+    assert_eq!(listed.len(), lomi_broker::MAX_PENDING_PAIRINGS);
+    assert!(listed.iter().all(|p| p.client_name != "one too many"));
+    // Deciding one makes room.
+    broker.pairing_deny(&flood[0]).expect("deny");
+    broker
+        .pairing_begin("after a decision", None)
+        .expect("room again");
+    // Undecided requests expire; decided ones stay.
+    setup
+        .clock
+        .advance(lomi_broker::PENDING_LIFETIME + Duration::from_secs(1));
+    broker.pairing_begin("later", None).expect("pending");
+    let listed = broker.pairing_list();
+    let names: Vec<&str> = listed.iter().map(|p| p.client_name.as_str()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        names.contains(&"later") && names.contains(&"flood 1"),
+        "{names:?}"
+    );
+    assert_eq!(
+        broker.authorize(&expected).expect_err("expired").code,
+        ErrorCode::PairingRequired
     );
 }

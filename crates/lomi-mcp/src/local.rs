@@ -158,9 +158,16 @@ async fn connection(
         Hello::Mcp(hello) => {
             let pairing = match lomi.broker.pairing_by_secret(&hello.secret) {
                 Some(id) => id,
-                None => lomi
+                None => match lomi
                     .broker
-                    .pairing_begin(&hello.client_name, Some(&hello.secret)),
+                    .pairing_begin(&hello.client_name, Some(&hello.secret))
+                {
+                    Ok(id) => id,
+                    Err(refused) => {
+                        tracing::warn!("a bridge was refused: {}", refused.message);
+                        return Ok(());
+                    }
+                },
             };
             let broker = lomi.broker.clone();
             let server = LomiServer::new(lomi, tools, Caller::Known(pairing.clone()));

@@ -116,7 +116,8 @@ impl LomiServer {
             .peer_info()
             .map(|info| info.client_info.name.clone())
             .unwrap_or_else(|| "MCP client".to_owned());
-        let id = self.broker.pairing_begin(&name, None);
+        // Refused while too many wait: nothing is kept, so a later call asks again.
+        let id = self.broker.pairing_begin(&name, None)?;
         *pairing = Some(id.clone());
         Ok(id)
     }
