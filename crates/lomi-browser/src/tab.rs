@@ -38,6 +38,8 @@ const WALKER: &str = include_str!("walker.js");
 const WORLD: &str = "lomi";
 /// How long an action waits for the page to confirm that its event arrived.
 const ACK_LIMIT: Duration = Duration::from_secs(5);
+/// How long an acknowledgement may trail the dialog its event opened.
+const DIALOG_ACK_GRACE: Duration = Duration::from_millis(500);
 /// How long a cancelled navigation's own answer is awaited after its load was stopped (one that
 /// had just finished still reports its success).
 const STOPPED_NAVIGATION_WAIT: Duration = Duration::from_secs(1);
@@ -818,6 +820,13 @@ impl Tab {
                 state.acks.contains_key(&token) || state.dialog.is_some()
             })
             .await;
+        // The page acknowledges before its own handlers run, so a dialog the event opened comes
+        // after the acknowledgement; but the two arrive on separate channels, and the dialog
+        // may be seen first. Its acknowledgement is then on its way.
+        if seen && !self.lock().acks.contains_key(&token) {
+            self.wait_until(DIALOG_ACK_GRACE, |state| state.acks.contains_key(&token))
+                .await;
+        }
         let mut state = self.lock();
         if let Some(kind) = state.acks.remove(&token) {
             return Ok(kind);
