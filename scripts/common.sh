@@ -46,6 +46,9 @@ RUN_PACKAGES=(chromium adb)
 TEST_PACKAGES=(python3 python3-venv dbus dbus-x11 gnome-keyring libsecret-tools less vim-tiny procps tmux git adb chromium)
 # The desktop app's end-to-end test: a virtual X server and WebKitGTK's WebDriver.
 TEST_PACKAGES+=(xvfb xauth x11-utils webkit2gtk-driver)
+# Real pages Lomi did not write, for the browser tests: Python's HTML documentation (Sphinx,
+# with a search page whose script fills in its results after load).
+TEST_PACKAGES+=(python3.11-doc)
 
 LOMI_CACHE="${LOMI_CACHE:-$HOME/.cache/lomi}"
 export LOMI_CACHE
