@@ -6,15 +6,17 @@ page's script is still inserting lands, 50 times out of 50; waits answer what th
 
 import functools
 import http.server
+import random
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conftest import dump
-from test_browser import Agent, agent_for, ref, wait_gone
+from test_browser import Agent, Site, agent_for, ref, wait_gone
 
 pytestmark = pytest.mark.anyio
 
@@ -23,13 +25,22 @@ CLICK_RUNS = 50
 
 
 class Docs:
-    """Python's documentation on 127.0.0.1:<port>."""
+    """Python's documentation on 127.0.0.1:<port>. With `latency`, each page but the search
+    page is answered after a random 50 to 500 ms, like a server over a real network: the search
+    page then adds its results' summaries (fetched from those pages) in no set order."""
 
-    def __init__(self) -> None:
+    def __init__(self, latency: bool = False) -> None:
         if not (DOCS / "search.html").exists():
             pytest.fail(f"{DOCS} is missing: install Debian's python3.11-doc (scripts/test does)")
+        pace = random.Random(17)
 
         class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                path = self.path.split("?", 1)[0]
+                if latency and path.endswith(".html") and path != "/search.html":
+                    time.sleep(pace.uniform(0.05, 0.5))
+                super().do_GET()
+
             def log_message(self, *args: Any) -> None:
                 pass
 
@@ -50,6 +61,13 @@ class Docs:
 @pytest.fixture
 def docs():
     d = Docs()
+    yield d
+    d.close()
+
+
+@pytest.fixture
+def slow_docs():
+    d = Docs(latency=True)
     yield d
     d.close()
 
@@ -145,19 +163,21 @@ async def test_fragments_history_and_reload_report_the_url_the_page_shows(lomi, 
         await wait_gone(agent.pid)
 
 
-async def test_clicks_on_search_results_the_page_is_still_inserting(lomi, workspaces, mcp, docs):
+async def test_clicks_on_search_results_the_page_is_still_inserting(lomi, workspaces, mcp, slow_docs):
     """Sphinx's search page loads its index after load, then appends one result every few
     milliseconds and fetches each page to add a summary under its link, so later links keep
     moving down while they are shown. A click on one as soon as it appears lands every time."""
+    docs = slow_docs
     a, _ = workspaces
     token = lomi.create_token(a["workspaceId"])["token"]
     async with mcp.session(token=token) as session:
         agent = await agent_for(lomi, workspaces, session)
         await agent.create()
-        results: list[str] = []
+        missed: list[int] = []
         for run in range(CLICK_RUNS):
             await go(agent, url=docs.url(f"search.html?q=subprocess&run={run}"))
-            # The 11th result: ten results above it grow as their summaries arrive.
+            # The 11th result, as soon as it is shown: the ten above it grow, each when its
+            # summary arrives, pushing it down for about half a second.
             seen = await session.ok("lomi_browser_wait", {
                 "panelId": agent.panel, "role": "link", "name": "Running Subprocesses", "timeoutMs": 20000,
             })
@@ -170,8 +190,10 @@ async def test_clicks_on_search_results_the_page_is_still_inserting(lomi, worksp
             assert navigated and navigated["url"] == docs.url("library/asyncio-eventloop.html#running-subprocesses"), (
                 f"run {run}: {dump(clicked)}"
             )
-            results.append(navigated["url"])
-        assert len(results) == CLICK_RUNS
+            missed.append(clicked["result"]["observed"]["missedPresses"])
+        # Every run landed; how often the guard caught a press the moving page took elsewhere
+        # is printed, not asserted (it depends on timing).
+        print(f"{CLICK_RUNS}/{CLICK_RUNS} clicks landed; presses stopped and aimed again: {missed}")
         await agent.close()
         await wait_gone(agent.pid)
 
@@ -209,3 +231,47 @@ async def test_waits_answer_what_they_saw(lomi, workspaces, mcp, docs):
         await session.error("lomi_browser_wait", {"panelId": agent.panel, "name": "x"}, "INVALID_ARGUMENT")
         await agent.close()
         await wait_gone(agent.pid)
+
+
+JUMPY = """<!doctype html><title>Jumpy</title>
+<div id="top"></div>
+<button id="go" onclick="document.getElementById('out').textContent = 'go clicked'">Go</button>
+<div id="out" role="status">nothing yet</div>
+<script>
+let moved = false;
+document.getElementById('go').addEventListener('mouseover', () => {
+  if (moved) return;
+  moved = true;
+  const advert = document.createElement('button');
+  advert.textContent = 'Advert';
+  advert.style.cssText = 'display:block;width:100%;height:300px';
+  advert.onmousedown = () => { document.getElementById('out').textContent = 'advert pressed'; };
+  advert.onclick = () => { document.getElementById('out').textContent = 'advert clicked'; };
+  document.getElementById('top').appendChild(advert);
+});
+</script>"""
+
+
+async def test_a_press_the_moving_page_takes_elsewhere_never_reaches_it(lomi, workspaces, mcp):
+    """A page that inserts a banner above the button as the pointer arrives, between Lomi's
+    aim and its press: the press on the banner is stopped before the page sees it, and the
+    click aims again and lands on the button."""
+    site = Site({"/jumpy": JUMPY})
+    try:
+        a, _ = workspaces
+        token = lomi.create_token(a["workspaceId"])["token"]
+        async with mcp.session(token=token) as session:
+            agent = await agent_for(lomi, workspaces, session)
+            await agent.create()
+            await go(agent, url=site.url("/jumpy"))
+            snap = await agent.snapshot()
+            clicked = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'button "Go"')})
+            assert clicked["state"] == "succeeded", dump(clicked)
+            assert clicked["result"]["observed"]["missedPresses"] == 1, dump(clicked)
+            assert clicked["result"]["navigated"] is None, dump(clicked)
+            after = await agent.snapshot(find="clicked")
+            assert "go clicked" in after["text"] and "advert" not in after["text"], after["text"]
+            await agent.close()
+            await wait_gone(agent.pid)
+    finally:
+        site.close()

@@ -1104,6 +1104,7 @@ impl Tab {
         count: u8,
     ) -> Result<ActionResult, ActionError> {
         let deadline = tokio::time::Instant::now() + AIM_LIMIT;
+        let mut missed = 0u32;
         loop {
             let aimed = match target {
                 Target::Element {
@@ -1136,8 +1137,13 @@ impl Tab {
                 }
             };
             match self.click_at(&aimed, button, count).await? {
-                Pressed::Reached(done) => return Ok(done),
+                Pressed::Reached(mut done) => {
+                    // How many presses the page's moving content took elsewhere first.
+                    done.observed["missedPresses"] = json!(missed);
+                    return Ok(done);
+                }
                 Pressed::Missed(hit) => {
+                    missed += 1;
                     self.disarm(&aimed).await;
                     if tokio::time::Instant::now() < deadline {
                         tracing::debug!("tab {}: the press landed on {hit}; aiming again", self.id);
