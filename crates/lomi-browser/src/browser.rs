@@ -1,7 +1,7 @@
 //! One browser: a Chromium process, the chromiumoxide connection to it, its tabs (one active),
 //! its console and network logs, and whether it is still alive. Cheap to clone.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -159,22 +159,41 @@ impl Browser {
         .await?;
         let pid = process.pid();
         let devtools = devtools_address(&process.ws_url);
-        let (cdp, mut handler) = match chromiumoxide::Browser::connect(process.ws_url.clone()).await
-        {
-            Ok(pair) => pair,
-            Err(error) => {
-                process.end(Duration::from_millis(500)).await;
-                return Err(BrowserError::Launch(format!(
-                    "cannot connect to Chromium's DevTools: {error}"
-                )));
-            }
+        // Messages chromiumoxide cannot decode come to the loop below instead of its own WARN
+        // line each (see `undecodable`).
+        let config = chromiumoxide::handler::HandlerConfig {
+            ignore_invalid_messages: false,
+            ..chromiumoxide::handler::HandlerConfig::default()
         };
+        let (cdp, mut handler) =
+            match chromiumoxide::Browser::connect_with_config(process.ws_url.clone(), config).await
+            {
+                Ok(pair) => pair,
+                Err(error) => {
+                    process.end(Duration::from_millis(500)).await;
+                    return Err(BrowserError::Launch(format!(
+                        "cannot connect to Chromium's DevTools: {error}"
+                    )));
+                }
+            };
         // chromiumoxide needs its handler polled all the time.
         tokio::spawn(async move {
+            let mut undecodable: BTreeMap<String, u64> = BTreeMap::new();
             while let Some(event) = handler.next().await {
-                if let Err(error) = event {
-                    tracing::trace!("chromium handler: {error}");
+                match event {
+                    Err(chromiumoxide::error::CdpError::InvalidMessage(text, error)) => {
+                        let method = undecodable_method(&text);
+                        tracing::debug!("chromiumoxide cannot decode {method}: {error}");
+                        *undecodable.entry(method).or_default() += 1;
+                    }
+                    Err(error) => tracing::trace!("chromium handler: {error}"),
+                    Ok(()) => {}
                 }
+            }
+            if !undecodable.is_empty() {
+                tracing::debug!(
+                    "CDP messages chromiumoxide could not decode (dropped): {undecodable:?}"
+                );
             }
         });
         let (exit_tx, exit_rx) = watch::channel(None);
@@ -572,4 +591,15 @@ async fn follow(
 fn devtools_address(ws_url: &str) -> String {
     let rest = ws_url.strip_prefix("ws://").unwrap_or(ws_url);
     rest.split('/').next().unwrap_or(rest).to_owned()
+}
+
+/// The CDP method a message chromiumoxide could not decode carries (events name one; a
+/// response only has its id).
+fn undecodable_method(text: &str) -> String {
+    let message: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+    match (message["method"].as_str(), message["id"].as_u64()) {
+        (Some(method), _) => method.to_owned(),
+        (None, Some(_)) => "a response".to_owned(),
+        (None, None) => "a message that is not JSON-RPC".to_owned(),
+    }
 }

@@ -15,7 +15,9 @@ pub use browser::{Browser, BrowserOptions, Exit};
 pub use confine::{confined_existing_file, write_confined};
 pub use launch::{FLAGS, chromium_path, delete_profile, profile_user};
 pub use snapshot::{SnapshotOptions, SnapshotText};
-pub use tab::{ActionError, ActionResult, CaptureArea, Tab, Target};
+pub use tab::{
+    ActionError, ActionResult, CaptureArea, Committed, Destination, Tab, Target, WaitFor, Waited,
+};
 
 /// Why a browser call failed, one variant per way the caller should react.
 #[derive(Debug, thiserror::Error)]

@@ -12,12 +12,13 @@ use lomi_broker::{
     PanelRemoval, PanelRuntime, ProjectChange, Runtimes,
 };
 use lomi_protocol::tools::browser::{
-    Action, ActionDone, ActionTarget, BrowserCaptureInput, BrowserClickInput, BrowserCloseInput,
-    BrowserClosed, BrowserCreateInput, BrowserCreated, BrowserDialogInput, BrowserEvaluateInput,
-    BrowserHoverInput, BrowserLogInput, BrowserNavigateInput, BrowserPanelInput, BrowserPressInput,
-    BrowserScrollInput, BrowserSelectInput, BrowserSnapshotInput, BrowserTabInput,
-    BrowserTypeInput, BrowserUploadInput, CaptureSaved, CaptureView, ConsolePage, Evaluated,
-    Navigated, NetworkPage, SnapshotView, TabList, TabsChanged,
+    Action, ActionDone, ActionNavigation, ActionTarget, BrowserCaptureInput, BrowserClickInput,
+    BrowserCloseInput, BrowserClosed, BrowserCreateInput, BrowserCreated, BrowserDialogInput,
+    BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput, BrowserNavigateInput,
+    BrowserPanelInput, BrowserPressInput, BrowserScrollInput, BrowserSelectInput,
+    BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput, BrowserUploadInput, BrowserWaitInput,
+    CaptureSaved, CaptureView, ConsolePage, Evaluated, Navigated, NetworkPage, SnapshotView,
+    TabList, TabsChanged, WaitView,
 };
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::PanelKind;
@@ -27,7 +28,7 @@ use lomi_protocol::{
 };
 use serde_json::{Value, json};
 
-use crate::tab::{ActionError, Target};
+use crate::tab::{ActionError, Destination, Target, WaitFor};
 use crate::{
     ActionResult, Browser, BrowserError, BrowserOptions, CaptureArea, Exit, SnapshotOptions, Tab,
     confined_existing_file, write_confined,
@@ -43,6 +44,10 @@ const DEFAULT_NAVIGATE_MS: u32 = 30_000;
 /// How long the person's live view waits for one picture of a page.
 const PREVIEW_LIMIT: Duration = Duration::from_secs(3);
 const MAX_NAVIGATE_MS: u32 = 60_000;
+const DEFAULT_WAIT_MS: u32 = 10_000;
+const MAX_WAIT_MS: u32 = 60_000;
+/// The matching lines a wait answers with: a few screens, not the page.
+const WAIT_SNAPSHOT_BYTES: usize = 16 * 1024;
 const MAX_TYPE_BYTES: usize = 64 * 1024;
 const MAX_UPLOAD_FILES: usize = 32;
 const MAX_EXPRESSION_BYTES: usize = 64 * 1024;
@@ -209,7 +214,7 @@ fn settle(
     result: Result<ActionResult, ActionError>,
     action: &str,
     tab: &str,
-    navigated: Option<String>,
+    navigated: Option<ActionNavigation>,
 ) -> EffectOutcome {
     match result {
         Ok(done) => EffectOutcome::Succeeded(to_value(&ActionDone {
@@ -593,17 +598,29 @@ impl BrowserPanels {
             input,
             |_| Ok(()),
             move |tab, (), cancel| async move {
-                let before = tab.navigation_id();
-                let result = tokio::select! {
+                let mark = tab.mark();
+                let acted = async {
+                    let result = act(tab.clone(), target).await;
+                    // A navigation the action caused is reported once it committed.
+                    let navigated = match &result {
+                        Ok(_) => tab.navigation_since(&mark).await.map(|c| ActionNavigation {
+                            navigation_id: c.navigation_id,
+                            url: c.url,
+                            same_document: c.same_document,
+                        }),
+                        Err(_) => None,
+                    };
+                    (result, navigated)
+                };
+                let (result, navigated) = tokio::select! {
                     // The work first: what finished by now is reported as finished.
                     biased;
-                    result = act(tab.clone(), target) => result,
+                    done = acted => done,
                     () = cancel.cancelled() => {
                         return EffectOutcome::Cancelled { effect: EffectState::Unknown };
                     }
                 };
-                let after = tab.navigation_id();
-                settle(result, name, &tab.id, (before != after).then_some(after))
+                settle(result, name, &tab.id, navigated)
             },
         )
         .await
@@ -802,17 +819,37 @@ impl BrowserPanels {
                 "timeoutMs must be 1 to {MAX_NAVIGATE_MS}"
             )));
         }
+        let history = match (input.url.as_ref(), input.history.as_deref()) {
+            (Some(_), None) => None,
+            (None, Some("back")) => Some(Destination::Back),
+            (None, Some("forward")) => Some(Destination::Forward),
+            (None, Some("reload")) => Some(Destination::Reload),
+            (None, Some(other)) => {
+                return Err(ToolError::invalid(format!(
+                    "history must be back, forward or reload, not {other:?}"
+                )));
+            }
+            (Some(_), Some(_)) | (None, None) => {
+                return Err(ToolError::invalid(
+                    "give either url (to load a page) or history (back, forward or reload)",
+                ));
+            }
+        };
         let wanted = input.url.clone();
         self.on_tab(
             caller,
             Tool::BrowserNavigate,
             &input,
-            move |runtime| allowed_url(&wanted, &runtime.root),
-            move |tab, url: String, cancel| async move {
+            move |runtime| match (history, wanted) {
+                (Some(history), _) => Ok(history),
+                (None, Some(url)) => allowed_url(&url, &runtime.root).map(Destination::Url),
+                (None, None) => Err(ToolError::invalid("give either url or history")),
+            },
+            move |tab, to: Destination, cancel| async move {
                 let limit = Duration::from_millis(u64::from(timeout));
                 // Cancelled, the load stops where it is: the navigation was sent.
                 let Some(navigated) = tab
-                    .navigate_unless_cancelled(&url, &until, limit, &cancel)
+                    .navigate_unless_cancelled(&to, &until, limit, &cancel)
                     .await
                 else {
                     return EffectOutcome::Cancelled {
@@ -820,13 +857,14 @@ impl BrowserPanels {
                     };
                 };
                 match navigated {
-                    Ok((navigation_id, url, status, reached)) => {
+                    Ok((committed, status, reached)) => {
                         EffectOutcome::Succeeded(to_value(&Navigated {
-                            navigation_id,
+                            navigation_id: committed.navigation_id,
                             tab_id: tab.id.clone(),
-                            url,
+                            url: committed.url,
                             status,
                             reached: reached.to_owned(),
+                            same_document: committed.same_document,
                         }))
                     }
                     Err(error) => settle(Err(error), "navigation", &tab.id, None),
@@ -881,6 +919,102 @@ impl BrowserPanels {
             frames: taken.frames,
             since_snapshot_id: input.since_snapshot_id,
             dialog: taken.dialog,
+        })
+    }
+
+    /// `lomi_browser_wait`: a read; waits on the active tab, then answers what it saw.
+    pub async fn wait(
+        &self,
+        caller: &PairingId,
+        input: BrowserWaitInput,
+    ) -> Result<WaitView, ToolError> {
+        let timeout = input.timeout_ms.unwrap_or(DEFAULT_WAIT_MS);
+        if timeout == 0 || timeout > MAX_WAIT_MS {
+            return Err(ToolError::invalid(format!(
+                "timeoutMs must be 1 to {MAX_WAIT_MS}"
+            )));
+        }
+        let network_idle = input.network_idle.unwrap_or(false);
+        if input.text.is_none() && input.role.is_none() && input.url.is_none() && !network_idle {
+            return Err(ToolError::invalid(
+                "say what to wait for: text, role (with name), url or networkIdle: true",
+            ));
+        }
+        if input.name.is_some() && input.role.is_none() {
+            return Err(ToolError::invalid(
+                "name goes with role (e.g. role: \"link\", name: \"Next\"); for any text use text",
+            ));
+        }
+        for (field, value) in [
+            ("text", &input.text),
+            ("role", &input.role),
+            ("name", &input.name),
+            ("url", &input.url),
+        ] {
+            if value
+                .as_ref()
+                .is_some_and(|v| v.is_empty() || v.len() > 256)
+            {
+                return Err(ToolError::invalid(format!(
+                    "{field} must be 1 to 256 characters"
+                )));
+            }
+        }
+        let (_, runtime) = self.runtime(caller, &input.panel_id)?;
+        if let Some(gone) = runtime.browser.gone() {
+            return Err(tool_error(gone));
+        }
+        let tab = runtime.browser.active_tab().map_err(tool_error)?;
+        let want = WaitFor {
+            text: input.text.clone(),
+            role: input.role.clone(),
+            name: input.name.clone(),
+            url: input.url.clone(),
+            network_idle,
+        };
+        let waited = tab
+            .wait(&want, Duration::from_millis(u64::from(timeout)))
+            .await
+            .map_err(tool_error)?;
+        let matched = waited.missing.is_empty();
+        // What matched, as snapshot lines whose refs actions take.
+        let find = input
+            .text
+            .clone()
+            .or(input.name.clone())
+            .or(input.role.clone());
+        let (snapshot_id, text) = match find {
+            Some(find) if matched => {
+                let options = SnapshotOptions {
+                    max_bytes: WAIT_SNAPSHOT_BYTES,
+                    asked_bytes: WAIT_SNAPSHOT_BYTES,
+                    find: Some(find),
+                    since_snapshot_id: None,
+                    from_line: 0,
+                };
+                let taken = tab.snapshot(&options).await.map_err(tool_error)?;
+                (
+                    Some(taken.snapshot_id).filter(|id| !id.is_empty()),
+                    taken.text,
+                )
+            }
+            _ if matched => (None, String::new()),
+            _ => (
+                None,
+                format!(
+                    "timed out after {timeout} ms: {}",
+                    waited.missing.join("; ")
+                ),
+            ),
+        };
+        Ok(WaitView {
+            matched,
+            tab_id: tab.id.clone(),
+            navigation_id: tab.navigation_id(),
+            url: tab.current_url(),
+            snapshot_id,
+            text,
+            requests_in_flight: u32::try_from(waited.in_flight).unwrap_or(u32::MAX),
         })
     }
 
@@ -969,7 +1103,7 @@ impl BrowserPanels {
                                 // Cancelled, the tab stays open and its page stops loading.
                                 let Some(navigated) = tab
                                     .navigate_unless_cancelled(
-                                        &url,
+                                        &Destination::Url(url),
                                         "load",
                                         Duration::from_secs(30),
                                         &cancel,

@@ -14,8 +14,9 @@ use chromiumoxide::cdp::browser_protocol::network::{
     EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, EventResponseReceived,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    EventFrameNavigated, EventJavascriptDialogClosed, EventJavascriptDialogOpening,
-    EventLifecycleEvent,
+    ClientNavigationDisposition, EventFrameNavigated, EventFrameRequestedNavigation,
+    EventFrameStartedLoading, EventFrameStoppedLoading, EventJavascriptDialogClosed,
+    EventJavascriptDialogOpening, EventLifecycleEvent, EventNavigatedWithinDocument,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{
     EventBindingCalled, EventConsoleApiCalled, EventExceptionThrown, EventExecutionContextCreated,
@@ -40,11 +41,18 @@ const WORLD: &str = "lomi";
 const ACK_LIMIT: Duration = Duration::from_secs(5);
 /// How long an acknowledgement may trail the dialog its event opened.
 const DIALOG_ACK_GRACE: Duration = Duration::from_millis(500);
+/// How long the network stays quiet before a wait calls it idle.
+const NETWORK_QUIET: Duration = Duration::from_millis(500);
+/// How long a click aims again at an element the page keeps moving away from its press.
+const AIM_LIMIT: Duration = Duration::from_secs(5);
 /// How long a cancelled navigation's own answer is awaited after its load was stopped (one that
 /// had just finished still reports its success).
 const STOPPED_NAVIGATION_WAIT: Duration = Duration::from_secs(1);
 /// Snapshots kept per tab; refs of older ones are SNAPSHOT_STALE.
 const SNAPSHOTS_KEPT: usize = 8;
+/// How long an action that made its page request a navigation waits for that navigation to
+/// commit before it settles without it.
+const NAVIGATION_COMMIT_LIMIT: Duration = Duration::from_secs(10);
 
 /// A CDP command given by name, with a JSON answer.
 #[derive(Debug)]
@@ -128,7 +136,17 @@ struct State {
     main_frame: String,
     /// The main frame's current document (navigationId).
     loader: String,
+    /// The main frame's URL as the page shows it, fragment included.
     url: String,
+    /// The main frame's same-document navigations (fragment, history API) so far.
+    same_document: u64,
+    /// Navigations the main frame's page asked for (a link, a form, a script) so far.
+    requested: u64,
+    /// Times the main frame started and stopped loading.
+    started: u64,
+    stopped: u64,
+    /// Network requests of the tab still in flight (their request ids).
+    in_flight: HashSet<String>,
     /// frame id → (execution context id, unique id) of Lomi's world in its current document.
     worlds: HashMap<String, (i64, String)>,
     /// frame id → the number in its ref prefix, stable for the tab's life.
@@ -152,6 +170,52 @@ pub struct Tab {
     page: Page,
     state: Arc<Mutex<State>>,
     changed: Arc<watch::Sender<u64>>,
+}
+
+/// Where the tab's main frame stood at one moment: what an action compares against to tell
+/// whether it navigated.
+#[derive(Clone, Debug)]
+pub struct Mark {
+    loader: String,
+    same_document: u64,
+    requested: u64,
+    started: u64,
+    stopped: u64,
+}
+
+/// A navigation that committed: (navigationId, URL, whether the document stayed the same).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Committed {
+    pub navigation_id: String,
+    pub url: String,
+    pub same_document: bool,
+}
+
+/// What `lomi_browser_wait` waits for.
+#[derive(Clone, Debug, Default)]
+pub struct WaitFor {
+    pub text: Option<String>,
+    pub role: Option<String>,
+    pub name: Option<String>,
+    pub url: Option<String>,
+    pub network_idle: bool,
+}
+
+/// How a wait ended.
+#[derive(Clone, Debug)]
+pub struct Waited {
+    /// The conditions that did not hold, said for the agent (empty: all held).
+    pub missing: Vec<String>,
+    pub in_flight: usize,
+}
+
+/// Where `lomi_browser_navigate` goes.
+#[derive(Clone, Debug)]
+pub enum Destination {
+    Url(String),
+    Back,
+    Forward,
+    Reload,
 }
 
 /// What a confirmed action observed.
@@ -309,14 +373,80 @@ impl Tab {
             info.as_ref()
                 .and_then(|v| v["targetInfo"][name].as_str().map(str::to_owned))
         };
-        let url = field("url")
+        // The page's events keep the fragment and history-API URLs, which the target's info
+        // may not show yet.
+        let url = Some(self.current_url())
             .filter(|url| !url.is_empty())
-            .unwrap_or_else(|| self.current_url());
+            .or_else(|| field("url"))
+            .unwrap_or_default();
         (url, field("title").unwrap_or_default())
     }
 
     pub fn navigation_id(&self) -> String {
         self.lock().loader.clone()
+    }
+
+    /// Where the main frame stands now, to compare with after an action.
+    pub fn mark(&self) -> Mark {
+        let state = self.lock();
+        Mark {
+            loader: state.loader.clone(),
+            same_document: state.same_document,
+            requested: state.requested,
+            started: state.started,
+            stopped: state.stopped,
+        }
+    }
+
+    /// The navigation the page made since `mark`, once it committed. A navigation the page
+    /// only asked for (a link's default action, `location.href = …`) is waited for until it
+    /// commits, or the frame stops loading without it (a download, a 204), or `limit`.
+    pub async fn navigation_since(&self, mark: &Mark) -> Option<Committed> {
+        // A fence through the page: its acknowledgement comes after every event the page sent
+        // before it (a navigation it asked for while handling the action's events), and the
+        // event pump handles those first.
+        if self.dialog().is_none() {
+            self.fence().await;
+        }
+        let moved = |state: &State| {
+            state.loader != mark.loader || state.same_document != mark.same_document
+        };
+        let asked = self.lock().requested != mark.requested;
+        if asked {
+            self.wait_until(NAVIGATION_COMMIT_LIMIT, |state| {
+                moved(state)
+                    || (state.started > mark.started
+                        && state.stopped > mark.stopped
+                        && state.stopped >= state.started)
+            })
+            .await;
+        }
+        let state = self.lock();
+        moved(&state).then(|| Committed {
+            navigation_id: state.loader.clone(),
+            url: state.url.clone(),
+            same_document: state.loader == mark.loader,
+        })
+    }
+
+    /// A round trip through Lomi's world of the main frame that the event pump sees after
+    /// every event the page sent before it. Best effort: a page between documents has no world.
+    async fn fence(&self) {
+        let main = self.lock().main_frame.clone();
+        let Ok(context) = self.world(&main).await else {
+            return;
+        };
+        let token = self.token();
+        if self
+            .helper(context, &format!("fence({})", json!(token)))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        self.wait_until(ACK_LIMIT, |state| state.acks.contains_key(&token))
+            .await;
+        self.lock().acks.remove(&token);
     }
 
     pub fn dialog(&self) -> Option<DialogView> {
@@ -348,6 +478,10 @@ impl Tab {
         let mut cleared = listen!(EventExecutionContextsCleared);
         let mut navigated = listen!(EventFrameNavigated);
         let mut lifecycle = listen!(EventLifecycleEvent);
+        let mut within = listen!(EventNavigatedWithinDocument);
+        let mut requested = listen!(EventFrameRequestedNavigation);
+        let mut started = listen!(EventFrameStartedLoading);
+        let mut stopped = listen!(EventFrameStoppedLoading);
         let mut binding = listen!(EventBindingCalled);
         let mut dialog_opening = listen!(EventJavascriptDialogOpening);
         let mut dialog_closed = listen!(EventJavascriptDialogClosed);
@@ -382,7 +516,8 @@ impl Tab {
                         let mut state = tab.lock();
                         if e.frame.parent_id.is_none() {
                             state.loader = e.frame.loader_id.as_ref().to_owned();
-                            state.url = e.frame.url.clone();
+                            // Chromium gives the fragment apart from the URL.
+                            state.url = format!("{}{}", e.frame.url, e.frame.url_fragment.as_deref().unwrap_or_default());
                             let loader = state.loader.clone();
                             let reached = state.reached.entry(loader).or_insert(Reached::Commit);
                             *reached = (*reached).max(Reached::Commit);
@@ -405,13 +540,44 @@ impl Tab {
                             }
                         }
                     }
+                    // Before the bindings, so a fence (see `navigation_since`) comes after them.
+                    Some(e) = within.next() => {
+                        let mut state = tab.lock();
+                        if e.frame_id.as_ref() == state.main_frame {
+                            state.url = e.url.clone();
+                            state.same_document += 1;
+                        }
+                    }
+                    Some(e) = requested.next() => {
+                        let mut state = tab.lock();
+                        if e.frame_id.as_ref() == state.main_frame
+                            && e.disposition == ClientNavigationDisposition::CurrentTab
+                        {
+                            state.requested += 1;
+                        }
+                    }
+                    Some(e) = started.next() => {
+                        let mut state = tab.lock();
+                        if e.frame_id.as_ref() == state.main_frame {
+                            state.started += 1;
+                        }
+                    }
+                    Some(e) = stopped.next() => {
+                        let mut state = tab.lock();
+                        if e.frame_id.as_ref() == state.main_frame {
+                            state.stopped += 1;
+                        }
+                    }
                     Some(e) = binding.next() => {
                         tracing::debug!("tab {}: binding {} {}", tab.id, e.name, e.payload);
                         if e.name == "lomiAck"
                             && let Ok(ack) = serde_json::from_str::<Value>(&e.payload)
                             && let Some(token) = ack["token"].as_str()
                         {
-                            let kind = ack["type"].as_str().unwrap_or_default().to_owned();
+                            let mut kind = ack["type"].as_str().unwrap_or_default().to_owned();
+                            if let Some(hit) = ack["hit"].as_str() {
+                                kind = format!("{kind} {hit}");
+                            }
                             tab.lock().acks.insert(token.to_owned(), kind);
                         }
                     }
@@ -442,6 +608,13 @@ impl Tab {
                         lock_logs(&logs).console(&tab.id, "exception", text, details.url.clone());
                     }
                     Some(e) = request.next() => {
+                        {
+                            let mut state = tab.lock();
+                            // A page that never ends its requests is not idle anyway; bounded.
+                            if state.in_flight.len() < 10_000 {
+                                state.in_flight.insert(e.request_id.as_ref().to_owned());
+                            }
+                        }
                         let kind = e.r#type.as_ref().map(|t| t.as_ref().to_owned()).unwrap_or_default();
                         lock_logs(&logs).request(&tab.id, e.request_id.as_ref(), &e.request.method, &e.request.url, &kind);
                     }
@@ -460,11 +633,13 @@ impl Tab {
                         }
                     }
                     Some(e) = finished.next() => {
+                        tab.lock().in_flight.remove(e.request_id.as_ref());
                         if let Some(entry) = lock_logs(&logs).request_mut(e.request_id.as_ref()) {
                             entry.bytes = Some(e.encoded_data_length.max(0.0) as u64);
                         }
                     }
                     Some(e) = failed.next() => {
+                        tab.lock().in_flight.remove(e.request_id.as_ref());
                         if let Some(entry) = lock_logs(&logs).request_mut(e.request_id.as_ref()) {
                             entry.failed = Some(e.error_text.clone());
                         }
@@ -509,7 +684,10 @@ impl Tab {
         let answer = self
             .raw(
                 "Runtime.evaluate",
-                json!({ "expression": expression, "contextId": context, "returnByValue": true }),
+                json!({
+                    "expression": expression, "contextId": context, "returnByValue": true,
+                    "awaitPromise": true,
+                }),
             )
             .await
             .map_err(|error| match error {
@@ -846,13 +1024,16 @@ impl Tab {
         )))
     }
 
-    /// Aims a pointer action: the point in the tab's viewport, after checking the element.
+    /// Aims a pointer action: the point in the tab's viewport, once the element holds still
+    /// there and is the topmost element at that point. `guarded`: a press that lands elsewhere
+    /// is stopped in the page and reported as `missed` (see walker.js).
     async fn aim(
         &self,
         snapshot_id: &str,
         element_ref: &str,
         events: &[&str],
-    ) -> Result<(f64, f64, String, String), BrowserError> {
+        guarded: bool,
+    ) -> Result<Aimed, BrowserError> {
         self.no_dialog()?;
         let resolved = self.resolve(snapshot_id, element_ref)?;
         let token = self.token();
@@ -860,7 +1041,7 @@ impl Tab {
             .helper(
                 resolved.context,
                 &format!(
-                    "pointer({}, {}, {})",
+                    "pointer({}, {}, {}, {guarded})",
                     resolved.number,
                     json!(events),
                     json!(token)
@@ -869,10 +1050,24 @@ impl Tab {
             .await?;
         let answer = Self::checked(answer, element_ref)?;
         let (ox, oy) = self.frame_origin(&resolved).await?;
-        let x = answer["x"].as_f64().unwrap_or(0.0) + ox;
-        let y = answer["y"].as_f64().unwrap_or(0.0) + oy;
-        let element = answer["element"].as_str().unwrap_or_default().to_owned();
-        Ok((x, y, token, element))
+        Ok(Aimed {
+            x: answer["x"].as_f64().unwrap_or(0.0) + ox,
+            y: answer["y"].as_f64().unwrap_or(0.0) + oy,
+            token,
+            element: answer["element"].as_str().unwrap_or_default().to_owned(),
+            context: Some(resolved.context),
+        })
+    }
+
+    /// Stops an action's listener and guard in the page (best effort: the page may be gone).
+    async fn disarm(&self, aimed: &Aimed) {
+        if let Some(context) = aimed.context
+            && let Err(error) = self
+                .helper(context, &format!("disarm({})", json!(aimed.token)))
+                .await
+        {
+            tracing::debug!("disarm: {error}");
+        }
     }
 
     async fn mouse(
@@ -914,37 +1109,90 @@ impl Tab {
         ))
     }
 
-    /// Clicks an element of a snapshot, or a viewport point.
+    /// Clicks an element of a snapshot, or a viewport point. A press the page's moving
+    /// content took away from the element never reaches the page; the click aims again, for
+    /// at most [`AIM_LIMIT`].
     pub async fn click(
         &self,
         target: Target<'_>,
         button: &str,
         count: u8,
     ) -> Result<ActionResult, ActionError> {
-        let (x, y, token, element) = match target {
-            Target::Element {
-                snapshot_id,
-                element_ref,
-            } => {
-                let event = match button {
-                    "right" => "contextmenu",
-                    "middle" => "auxclick",
-                    _ if count == 2 => "dblclick",
-                    _ => "click",
-                };
-                self.aim(snapshot_id, element_ref, &[event]).await?
+        let deadline = tokio::time::Instant::now() + AIM_LIMIT;
+        let mut missed = 0u32;
+        loop {
+            let aimed = match target {
+                Target::Element {
+                    snapshot_id,
+                    element_ref,
+                } => {
+                    let event = match button {
+                        "right" => "contextmenu",
+                        "middle" => "auxclick",
+                        _ if count == 2 => "dblclick",
+                        _ => "click",
+                    };
+                    self.aim(snapshot_id, element_ref, &[event], true).await?
+                }
+                Target::Point { x, y } => {
+                    let (token, element) = self.listen_at(x, y, &["mouseup"]).await?;
+                    Aimed {
+                        x,
+                        y,
+                        token,
+                        element,
+                        context: None,
+                    }
+                }
+                Target::None => {
+                    return Err(BrowserError::Invalid(
+                        "click needs snapshotId + elementRef, or x + y".to_owned(),
+                    )
+                    .into());
+                }
+            };
+            match self.click_at(&aimed, button, count).await? {
+                Pressed::Reached(mut done) => {
+                    // How many presses the page's moving content took elsewhere first.
+                    done.observed["missedPresses"] = json!(missed);
+                    return Ok(done);
+                }
+                Pressed::Missed(hit) => {
+                    missed += 1;
+                    self.disarm(&aimed).await;
+                    if tokio::time::Instant::now() < deadline {
+                        tracing::debug!("tab {}: the press landed on {hit}; aiming again", self.id);
+                        continue;
+                    }
+                    let name = match target {
+                        Target::Element { element_ref, .. } => element_ref,
+                        _ => "the element",
+                    };
+                    return Err(ActionError::Refused(BrowserError::Stale(format!(
+                        "{name} kept moving: for {} s every press landed on {hit} instead (and was stopped \
+                         before the page saw it); wait for the page to settle (lomi_browser_wait), take a \
+                         new snapshot and try again",
+                        AIM_LIMIT.as_secs()
+                    ))));
+                }
             }
-            Target::Point { x, y } => {
-                let (token, element) = self.listen_at(x, y, &["mouseup"]).await?;
-                (x, y, token, element)
-            }
-            Target::None => {
-                return Err(BrowserError::Invalid(
-                    "click needs snapshotId + elementRef, or x + y".to_owned(),
-                )
-                .into());
-            }
-        };
+        }
+    }
+
+    /// Presses and releases the mouse where `aimed` says, and waits for the page's word.
+    async fn click_at(
+        &self,
+        aimed: &Aimed,
+        button: &str,
+        count: u8,
+    ) -> Result<Pressed, ActionError> {
+        let Aimed {
+            x,
+            y,
+            ref token,
+            ref element,
+            ..
+        } = *aimed;
         self.mouse("mouseMoved", x, y, "none", 0).await?;
         // From here on an event may have reached the page.
         let dispatched = async {
@@ -970,7 +1218,7 @@ impl Tab {
         };
         let release = dispatched.await.map_err(ActionError::Dispatched)?;
         let kind = self
-            .acknowledged(&token)
+            .acknowledged(token)
             .await
             .map_err(|u| ActionError::Unconfirmed(u.0))?;
         // The release is answered once the page handled it, unless a dialog opened meanwhile.
@@ -982,10 +1230,13 @@ impl Tab {
             }
             _dialog = self.wait_until(ACK_LIMIT, |state| state.dialog.is_some()) => {}
         }
-        Ok(ActionResult {
-            element: Some(element),
+        if let Some(hit) = kind.strip_prefix("missed ") {
+            return Ok(Pressed::Missed(hit.to_owned()));
+        }
+        Ok(Pressed::Reached(ActionResult {
+            element: Some(element.clone()),
             observed: json!({ "event": kind, "x": x, "y": y }),
-        })
+        }))
     }
 
     /// Moves the mouse over an element or a point.
@@ -995,8 +1246,10 @@ impl Tab {
                 snapshot_id,
                 element_ref,
             } => {
-                self.aim(snapshot_id, element_ref, &["mouseover", "mousemove"])
-                    .await?
+                let aimed = self
+                    .aim(snapshot_id, element_ref, &["mouseover", "mousemove"], false)
+                    .await?;
+                (aimed.x, aimed.y, aimed.token, aimed.element)
             }
             Target::Point { x, y } => {
                 let (token, element) = self.listen_at(x, y, &["mouseover", "mousemove"]).await?;
@@ -1322,22 +1575,53 @@ impl Tab {
         })
     }
 
-    /// Navigates and waits for `until`; returns (navigationId, final URL, status, reached).
+    /// Navigates (to a URL, or through the tab's history) and waits for `until`; returns
+    /// what committed, the document's HTTP status and how far its load got.
     pub async fn navigate(
         &self,
-        url: &str,
+        to: &Destination,
         until: &str,
         limit: Duration,
-    ) -> Result<(String, String, Option<u16>, &'static str), ActionError> {
+    ) -> Result<(Committed, Option<u16>, &'static str), ActionError> {
         self.no_dialog()?;
         let want = match until {
             "commit" => Reached::Commit,
             "domcontentloaded" => Reached::DomContentLoaded,
             _ => Reached::Load,
         };
-        // Chromium answers once the navigation commits (or fails): that wait has the same
-        // limit as the rest, and a navigation still pending then is stopped.
-        let sent = tokio::time::timeout(limit, self.direct("Page.navigate", json!({ "url": url })));
+        let mark = self.mark();
+        let (method, params) = match to {
+            Destination::Url(url) => ("Page.navigate", json!({ "url": url })),
+            Destination::Reload => ("Page.reload", json!({})),
+            Destination::Back | Destination::Forward => {
+                let history = self.raw("Page.getNavigationHistory", json!({})).await?;
+                let current = history["currentIndex"].as_i64().unwrap_or(0);
+                let entries = history["entries"].as_array().cloned().unwrap_or_default();
+                let (step, word) = match to {
+                    Destination::Back => (-1, "back"),
+                    _ => (1, "forward"),
+                };
+                let entry = usize::try_from(current + step)
+                    .ok()
+                    .and_then(|index| entries.get(index));
+                let Some(entry) = entry else {
+                    return Err(ActionError::Refused(BrowserError::Invalid(format!(
+                        "the active tab has no page to go {word} to (its history has {} entries and \
+                         it shows number {}); navigate to a url instead",
+                        entries.len(),
+                        current + 1
+                    ))));
+                };
+                (
+                    "Page.navigateToHistoryEntry",
+                    json!({ "entryId": entry["id"] }),
+                )
+            }
+        };
+        // Chromium answers once the navigation commits (or fails), or at once for history and
+        // reload: that wait has the same limit as the rest, and a navigation still pending then
+        // is stopped.
+        let sent = tokio::time::timeout(limit, self.direct(method, params));
         let answer = match sent.await {
             Ok(answer) => answer?,
             Err(_) => {
@@ -1353,41 +1637,81 @@ impl Tab {
                 "the navigation failed: {error}"
             )));
         }
-        let Some(loader) = answer["loaderId"].as_str().map(str::to_owned) else {
-            // A same-document navigation (a fragment): it is done already.
-            let (loader, url) = {
-                let state = self.lock();
-                (state.loader.clone(), state.url.clone())
-            };
-            return Ok((loader, url, None, Reached::Load.name()));
+        let moved = |state: &State| {
+            state.loader != mark.loader || state.same_document != mark.same_document
         };
-        let committed = self
-            .wait_until(limit, |state| {
-                state.loader == loader && state.reached.get(&loader).is_some_and(|r| *r >= want)
-            })
-            .await;
+        let new_document = match to {
+            // Page.navigate names the new document; none is a same-document navigation (a
+            // fragment), whose event may still be on its way (or never come, when the URL is
+            // the one shown already).
+            Destination::Url(url) => match answer["loaderId"].as_str() {
+                Some(loader) => Some(loader.to_owned()),
+                None => {
+                    self.wait_until(limit, |state| moved(state) || state.url == *url)
+                        .await;
+                    None
+                }
+            },
+            _ => {
+                self.wait_until(limit, moved).await;
+                let state = self.lock();
+                if state.loader != mark.loader {
+                    Some(state.loader.clone())
+                } else if state.same_document != mark.same_document {
+                    None
+                } else {
+                    drop(state);
+                    return Err(self.uncommitted(limit));
+                }
+            }
+        };
+        let Some(loader) = new_document else {
+            let state = self.lock();
+            return Ok((
+                Committed {
+                    navigation_id: state.loader.clone(),
+                    url: state.url.clone(),
+                    same_document: true,
+                },
+                None,
+                Reached::Load.name(),
+            ));
+        };
+        self.wait_until(limit, |state| {
+            state.loader == loader && state.reached.get(&loader).is_some_and(|r| *r >= want)
+        })
+        .await;
         let state = self.lock();
         if state.loader != loader {
             drop(state);
-            if let Some(gone) = self.browser.gone() {
-                return Err(ActionError::Unconfirmed(gone.to_string()));
-            }
-            return Err(ActionError::Unconfirmed(format!(
-                "the navigation did not commit within {} ms",
-                limit.as_millis()
-            )));
+            return Err(self.uncommitted(limit));
         }
         let reached = state
             .reached
             .get(&loader)
             .copied()
             .unwrap_or(Reached::Commit);
-        let (status, final_url) = match state.status.get(&loader) {
-            Some((status, _)) => (Some(*status), state.url.clone()),
-            None => (None, state.url.clone()),
-        };
-        let _ = committed;
-        Ok((loader, final_url, status, reached.name()))
+        let status = state.status.get(&loader).map(|(status, _)| *status);
+        Ok((
+            Committed {
+                navigation_id: loader.clone(),
+                url: state.url.clone(),
+                same_document: false,
+            },
+            status,
+            reached.name(),
+        ))
+    }
+
+    /// Why a navigation that was sent did not commit.
+    fn uncommitted(&self, limit: Duration) -> ActionError {
+        if let Some(gone) = self.browser.gone() {
+            return ActionError::Unconfirmed(gone.to_string());
+        }
+        ActionError::Unconfirmed(format!(
+            "the navigation did not commit within {} ms",
+            limit.as_millis()
+        ))
     }
 
     /// [`Tab::navigate`] that stops when `cancel` fires: the load is stopped and the
@@ -1396,12 +1720,12 @@ impl Tab {
     /// what the navigation answered (it may have finished first).
     pub async fn navigate_unless_cancelled(
         &self,
-        url: &str,
+        to: &Destination,
         until: &str,
         limit: Duration,
         cancel: &lomi_broker::CancellationToken,
-    ) -> Option<Result<(String, String, Option<u16>, &'static str), ActionError>> {
-        let navigation = self.navigate(url, until, limit);
+    ) -> Option<Result<(Committed, Option<u16>, &'static str), ActionError>> {
+        let navigation = self.navigate(to, until, limit);
         tokio::pin!(navigation);
         tokio::select! {
             // The work first: what finished by now is reported as finished.
@@ -1420,6 +1744,112 @@ impl Tab {
     pub async fn stop_loading(&self) {
         if let Err(error) = self.raw("Page.stopLoading", json!({})).await {
             tracing::debug!("Page.stopLoading: {error}");
+        }
+    }
+
+    /// Waits until every condition of `want` holds, in turn (the URL, the page's content, the
+    /// network), at most `limit` in all; answers what was still missing (empty: all held).
+    pub async fn wait(&self, want: &WaitFor, limit: Duration) -> Result<Waited, BrowserError> {
+        self.no_dialog()?;
+        let deadline = tokio::time::Instant::now() + limit;
+        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        let mut missing = Vec::new();
+        if let Some(url) = &want.url {
+            let needle = url.to_lowercase();
+            if !self
+                .wait_until(left(), |state| state.url.to_lowercase().contains(&needle))
+                .await
+            {
+                missing.push(format!(
+                    "the URL does not contain {url:?} (it is {:?})",
+                    self.current_url()
+                ));
+            }
+        }
+        if missing.is_empty() && (want.text.is_some() || want.role.is_some()) {
+            let spec = json!({ "text": want.text, "role": want.role, "name": want.name });
+            if !self.wait_in_page(&spec, deadline).await? {
+                missing.push(match (&want.text, &want.role, &want.name) {
+                    (Some(text), _, _) => format!("no text {text:?} on the page"),
+                    (None, Some(role), Some(name)) => {
+                        format!("no {role} named {name:?} on the page")
+                    }
+                    (None, Some(role), None) => format!("no {role} on the page"),
+                    (None, None, _) => String::new(),
+                });
+            }
+        }
+        if missing.is_empty() && want.network_idle && !self.network_idle(deadline).await {
+            missing.push(format!(
+                "{} network requests were still in flight",
+                self.lock().in_flight.len()
+            ));
+        }
+        Ok(Waited {
+            missing,
+            in_flight: self.lock().in_flight.len(),
+        })
+    }
+
+    /// Waits in the main frame's document for `spec` (see `waitFor` in walker.js), following
+    /// the tab to its next document when the page navigates meanwhile.
+    async fn wait_in_page(
+        &self,
+        spec: &Value,
+        deadline: tokio::time::Instant,
+    ) -> Result<bool, BrowserError> {
+        let mut changed = self.changed.subscribe();
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            let main = self.lock().main_frame.clone();
+            let answer = match self.world(&main).await {
+                Ok(context) => {
+                    self.helper(context, &format!("waitFor({spec}, {})", left.as_millis()))
+                        .await
+                }
+                Err(error) => Err(error),
+            };
+            match answer {
+                Ok(found) if found["matched"] == true => return Ok(true),
+                Ok(found) if found["matched"] == false => return Ok(false),
+                Ok(_) => {}
+                // The document went away (a navigation): wait for the next one.
+                Err(BrowserError::Stale(_) | BrowserError::Cdp(_)) => {}
+                Err(other) => return Err(other),
+            }
+            self.no_dialog()?;
+            tokio::select! {
+                _ = changed.changed() => {}
+                () = tokio::time::sleep_until(deadline) => return Ok(false),
+                _exit = self.browser.exited() => return Err(BrowserError::Gone("the browser ended during the wait".to_owned())),
+            }
+        }
+    }
+
+    /// Waits until no request of the tab has been in flight for [`NETWORK_QUIET`].
+    async fn network_idle(&self, deadline: tokio::time::Instant) -> bool {
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if !self
+                .wait_until(left, |state| state.in_flight.is_empty())
+                .await
+            {
+                return false;
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left < NETWORK_QUIET {
+                return false;
+            }
+            // Quiet long enough unless a request starts meanwhile.
+            if !self
+                .wait_until(NETWORK_QUIET, |state| !state.in_flight.is_empty())
+                .await
+            {
+                return true;
+            }
         }
     }
 
@@ -1595,6 +2025,23 @@ pub enum Target<'a> {
 
 /// The page did not confirm an event that was dispatched.
 struct Unconfirmed(String);
+
+/// Where a pointer action goes, and how its arrival is recognised.
+struct Aimed {
+    x: f64,
+    y: f64,
+    token: String,
+    element: String,
+    /// Lomi's world of the element's frame (none for a point).
+    context: Option<i64>,
+}
+
+/// Where a click's press landed.
+enum Pressed {
+    Reached(ActionResult),
+    /// Elsewhere (the element moved): the page saw nothing of it. The element found there.
+    Missed(String),
+}
 
 /// How an action went wrong, by what it may have done.
 #[derive(Debug)]

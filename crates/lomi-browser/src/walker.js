@@ -7,6 +7,8 @@
   if (globalThis.__lomi) return;
   const ids = new WeakMap();
   const byId = [null];
+  // token → how to stop an action's listener and guard (see `listen` and `guard`).
+  const armed = new Map();
   const NAME_MAX = 100;
   const TEXT_MAX = 200;
 
@@ -361,15 +363,81 @@
   // Listens, once, for an event of `type` reaching the element, and reports it through the
   // lomiAck binding with `token`.
   function listen(el, types, token) {
+    const stop = () => {
+      for (const t of types.list) removeEventListener(t, handler, true);
+    };
     const handler = (event) => {
       const path = event.composedPath();
       if (!event.isTrusted && types.trusted) return;
       if (!path.includes(el)) return;
-      for (const t of types.list) removeEventListener(t, handler, true);
+      stop();
       globalThis.lomiAck(JSON.stringify({ token, type: event.type }));
     };
     for (const t of types.list) addEventListener(t, handler, true);
+    armed.set(token, stop);
     return handler;
+  }
+
+  // Guards a click against content that moved between aiming and the press: a press that
+  // lands outside the element is stopped here, with its release and click, before the page
+  // sees them, and reported as missed (the action aims again). Page listeners on the window's
+  // capture phase registered earlier still run first.
+  const PRESS = ['pointerdown', 'mousedown'];
+  const SWALLOWED = ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'auxclick', 'dblclick', 'contextmenu'];
+  function guard(el, token) {
+    let missed = false;
+    const stopListener = armed.get(token);
+    const unguard = () => {
+      for (const t of SWALLOWED) removeEventListener(t, handler, true);
+    };
+    const handler = (event) => {
+      if (!event.isTrusted) return;
+      if (!missed) {
+        if (!PRESS.includes(event.type)) return;
+        if (event.composedPath().includes(el)) {
+          unguard();
+          return;
+        }
+        missed = true;
+        if (stopListener) stopListener();
+        globalThis.lomiAck(JSON.stringify({ token, type: 'missed', hit: describe(event.target) }));
+      }
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    };
+    for (const t of SWALLOWED) addEventListener(t, handler, true);
+    armed.set(token, () => {
+      if (stopListener) stopListener();
+      unguard();
+    });
+  }
+
+  // One frame later (or 50 ms, where frames are not drawn).
+  const nextFrame = () => new Promise((resolve) => {
+    requestAnimationFrame(() => resolve());
+    setTimeout(resolve, 50);
+  });
+
+  // Aims at element n once its box holds still from one frame to the next (a page still
+  // inserting content moves it), at most `limit` ms; then the last aim is the answer.
+  async function steadyAim(n, limit) {
+    const deadline = performance.now() + limit;
+    let before = null;
+    for (;;) {
+      const bad = check(n);
+      if (bad) return bad;
+      const el = element(n);
+      const at = aim(el);
+      const r = el.getBoundingClientRect();
+      const now = JSON.stringify([at, r.left, r.top, r.width, r.height, scrollX, scrollY]);
+      if (now === before) return at;
+      if (performance.now() > deadline) {
+        if (at.error) at.error += ' (the page was still moving after ' + limit + ' ms)';
+        return at;
+      }
+      before = now;
+      await nextFrame();
+    }
   }
 
   function check(n, need) {
@@ -388,15 +456,22 @@
       const n = ids.get(el);
       return n === undefined ? null : n;
     },
-    // Prepares a pointer action (click, hover) on element n: aim, then listen.
-    pointer(n, types, token) {
-      const bad = check(n);
-      if (bad) return bad;
+    // Prepares a pointer action (click, hover) on element n: aim once it holds still, then
+    // listen (and guard a click's press).
+    async pointer(n, types, token, guarded) {
+      const at = await steadyAim(n, 2000);
+      if (at.error || at.stale) return at;
       const el = element(n);
-      const at = aim(el);
-      if (at.error) return at;
       listen(el, { list: types, trusted: true }, token);
+      if (guarded) guard(el, token);
       return { x: at.x, y: at.y, element: describe(el) };
+    },
+    // Stops an action's listener and guard (after its events were sent).
+    disarm(token) {
+      const stop = armed.get(token);
+      armed.delete(token);
+      if (stop) stop();
+      return {};
     },
     // The top-left corner of an iframe's content in this frame's viewport.
     frameOrigin(n) {
@@ -498,6 +573,53 @@
       const r = el.getBoundingClientRect();
       const visible = r.bottom > 0 && r.right > 0 && r.top < innerHeight && r.left < innerWidth;
       return { visible, element: describe(el), scrollX, scrollY };
+    },
+    // Resolves once the document shows what `spec` asks for (text; a role, with a name), as
+    // snapshot lines would: checked now and after the DOM changes (at most every 50 ms), never
+    // on a timer of its own; { matched: false } after `limit` ms.
+    waitFor(spec, limit) {
+      const text = spec.text ? spec.text.toLowerCase() : null;
+      const name = spec.name ? spec.name.toLowerCase() : null;
+      const role = spec.role || null;
+      const holds = () => {
+        const lines = snap('e').text.split('\n').map((line) => line.trim());
+        const hasText = !text || lines.some((line) => line.toLowerCase().includes(text));
+        const hasRole = !role || lines.some((line) => {
+          if (line !== role && !line.startsWith(role + ' ')) return false;
+          if (!name) return true;
+          const quoted = line.slice(role.length).match(/^ ("(?:[^"\\]|\\.)*")/);
+          return !!quoted && JSON.parse(quoted[1]).toLowerCase().includes(name);
+        });
+        return hasText && hasRole;
+      };
+      if (holds()) return { matched: true };
+      return new Promise((resolve) => {
+        let done = false;
+        let scheduled = false;
+        const finish = (matched) => {
+          if (done) return;
+          done = true;
+          observer.disconnect();
+          clearTimeout(timer);
+          resolve({ matched });
+        };
+        const observer = new MutationObserver(() => {
+          if (scheduled || done) return;
+          scheduled = true;
+          setTimeout(() => {
+            scheduled = false;
+            if (!done && holds()) finish(true);
+          }, 50);
+        });
+        observer.observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+        const timer = setTimeout(() => finish(holds()), limit);
+      });
+    },
+    // Answers through the binding at once: the acknowledgement follows every event the page
+    // sent before it.
+    fence(token) {
+      globalThis.lomiAck(JSON.stringify({ token, type: 'fence' }));
+      return {};
     },
     scrollPosition() {
       return { scrollX, scrollY };

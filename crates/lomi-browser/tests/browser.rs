@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lomi_browser::{
-    ActionError, Browser, BrowserError, BrowserOptions, CaptureArea, Exit, SnapshotOptions, Tab,
-    Target,
+    ActionError, Browser, BrowserError, BrowserOptions, CaptureArea, Destination, Exit,
+    SnapshotOptions, Tab, Target,
 };
 
 /// Serves `pages` (path → HTML) on 127.0.0.1; returns the port.
@@ -83,9 +83,13 @@ async fn browser() -> Browser {
 
 async fn open(browser: &Browser, url: &str) -> Tab {
     let tab = browser.active_tab().expect("a tab");
-    tab.navigate(url, "load", Duration::from_secs(20))
-        .await
-        .unwrap_or_else(|e| panic!("navigate {url}: {e:?}"));
+    tab.navigate(
+        &Destination::Url(url.to_owned()),
+        "load",
+        Duration::from_secs(20),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("navigate {url}: {e:?}"));
     tab
 }
 
@@ -402,7 +406,7 @@ addEventListener('pageshow', (e) => {
     let browser = browser().await;
     let tab = open(&browser, &format!("http://127.0.0.1:{port}/a")).await;
     tab.navigate(
-        &format!("http://127.0.0.1:{port}/b"),
+        &Destination::Url(format!("http://127.0.0.1:{port}/b")),
         "load",
         Duration::from_secs(20),
     )

@@ -14,7 +14,7 @@ use lomi_protocol::tools::browser::{
     BrowserDialogInput, BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput,
     BrowserNavigateInput, BrowserPanelInput, BrowserPressInput, BrowserScrollInput,
     BrowserSelectInput, BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput,
-    BrowserUploadInput, SnapshotView,
+    BrowserUploadInput, BrowserWaitInput, SnapshotView,
 };
 use lomi_protocol::tools::editor::{
     EditorCloseInput, EditorEditInput, EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
@@ -378,6 +378,10 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
                 Err(error) => answer::<()>(Err(error)),
             }
         }
+        LomiTool::BrowserWait => match strict::decode::<BrowserWaitInput>(name, arguments) {
+            Ok(input) => answer(browsers.wait(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
         LomiTool::BrowserClick => match strict::decode::<BrowserClickInput>(name, arguments) {
             Ok(input) => answer(browsers.click(caller, input).await),
             Err(error) => answer::<()>(Err(error)),

@@ -16,7 +16,8 @@ use crate::tools::browser::{
     BrowserDialogInput, BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput,
     BrowserNavigateInput, BrowserPanelInput, BrowserPressInput, BrowserScrollInput,
     BrowserSelectInput, BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput,
-    BrowserUploadInput, CaptureView, ConsolePage, NetworkPage, SnapshotView, TabList,
+    BrowserUploadInput, BrowserWaitInput, CaptureView, ConsolePage, NetworkPage, SnapshotView,
+    TabList,
 };
 use crate::tools::editor::{
     EditorCloseInput, EditorClosed, EditorDocumentView, EditorEditInput, EditorEdited,
@@ -122,6 +123,7 @@ tool_table! {
     BrowserCreate => "lomi_browser_create",
     BrowserNavigate => "lomi_browser_navigate",
     BrowserSnapshot => "lomi_browser_snapshot",
+    BrowserWait => "lomi_browser_wait",
     BrowserClick => "lomi_browser_click",
     BrowserType => "lomi_browser_type",
     BrowserPress => "lomi_browser_press",
@@ -682,8 +684,9 @@ impl Tool {
                     tool,
                     "Navigate",
                     MUTATION,
-                    "Opens a URL in the active tab and waits for waitUntil. Succeeds once the navigation committed; the \
-             result holds navigationId, the final URL, HTTP status and the load state reached.",
+                    "Opens a URL in the active tab, or goes back, forward or reloads (history), and waits for \
+             waitUntil. Succeeds once the navigation committed; the result holds navigationId, the URL the page \
+             shows (fragment included), sameDocument, HTTP status and the load state reached.",
                 )
             }
             Tool::BrowserSnapshot => ToolSpec::new::<BrowserSnapshotInput, SnapshotView>(
@@ -695,6 +698,18 @@ impl Tool {
              Refs belong to this snapshotId: pass both to actions; after navigation or re-rendering they are \
              SNAPSHOT_STALE, never another element. Bounded by maxBytes; find filters; sinceSnapshotId diffs.",
             ),
+            Tool::BrowserWait => {
+                ToolSpec::new::<BrowserWaitInput, crate::tools::browser::WaitView>(
+                    tool,
+                    "Wait for a page",
+                    Read,
+                    READ,
+                    "Waits, without polling, until the active tab shows text, a role+name node, a URL, or no network \
+             request for 500 ms (every condition given), at most timeoutMs. Answers matched, the URL and, \
+             for text or role, a snapshot of the matching lines whose refs actions take; a timeout answers \
+             matched: false with what was missing.",
+                )
+            }
             Tool::BrowserClick => {
                 ToolSpec::operation::<BrowserClickInput, crate::tools::browser::ActionDone>(
                     tool,

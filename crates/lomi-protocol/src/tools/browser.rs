@@ -56,8 +56,10 @@ pub struct BrowserTarget {
 pub struct BrowserNavigateInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
-    /// http(s), about:blank, data:, or file: inside the project.
-    pub url: String,
+    /// http(s), about:blank, data:, or file: inside the project. Give `url` or `history`.
+    pub url: Option<String>,
+    /// back, forward or reload: move through the active tab's history, or load its page again.
+    pub history: Option<String>,
     /// commit, domcontentloaded or load (default).
     pub wait_until: Option<String>,
     /// 1 to 60,000 (default 30,000).
@@ -73,11 +75,52 @@ pub struct BrowserNavigateInput {
 pub struct Navigated {
     pub navigation_id: String,
     pub tab_id: String,
-    /// The final URL after redirects.
+    /// The URL the page shows, after redirects, fragment included.
     pub url: String,
     /// HTTP status of the document, when it came over HTTP.
     pub status: Option<u16>,
     pub reached: String,
+    /// The document stayed (a fragment or history-API navigation): its refs are still valid.
+    pub same_document: bool,
+}
+
+/// `lomi_browser_wait` input: at least one condition; each given must hold, checked in turn
+/// (url, then text and role, then networkIdle) within one timeout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserWaitInput {
+    pub panel_id: PanelId,
+    /// Text the page shows (case-insensitive), as a snapshot line would contain it.
+    pub text: Option<String>,
+    /// A node's role as snapshots name it (link, button, heading…), optionally with `name`.
+    pub role: Option<String>,
+    /// The accessible name of the `role` node (case-insensitive, contained).
+    pub name: Option<String>,
+    /// Text the active tab's URL contains (fragment included).
+    pub url: Option<String>,
+    /// No network request of the tab in flight for 500 ms.
+    pub network_idle: Option<bool>,
+    /// 1 to 60,000 (default 10,000).
+    pub timeout_ms: Option<u32>,
+}
+
+/// `lomi_browser_wait` output: what the page showed when the wait ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WaitView {
+    /// Every condition held; false: the timeout came first.
+    pub matched: bool,
+    pub tab_id: String,
+    pub navigation_id: String,
+    /// The URL the page shows, fragment included.
+    pub url: String,
+    /// Set when `text` or `role` was asked for and matched: a snapshot whose lines (in `text`)
+    /// are the matching nodes with their ancestors; its refs work for actions.
+    pub snapshot_id: Option<String>,
+    /// The matching snapshot lines, or on a timeout what was missing.
+    pub text: String,
+    /// Requests of the tab still in flight when the wait ended.
+    pub requests_in_flight: u32,
 }
 
 /// `lomi_browser_snapshot` input.
@@ -305,8 +348,21 @@ pub struct ActionDone {
     pub element: Option<String>,
     /// What the postcondition observed (the event type, the value now, selected values…).
     pub observed: Value,
-    /// A navigation the action started, if one began before it settled.
-    pub navigated: Option<String>,
+    /// The navigation the action caused, once it committed (null: it caused none).
+    pub navigated: Option<ActionNavigation>,
+}
+
+/// A navigation an action caused (a link followed, a form sent, a script's `location` or
+/// `history.pushState`), as committed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ActionNavigation {
+    /// The document now shown; new snapshots and refs belong to it.
+    pub navigation_id: String,
+    /// The URL the page shows, fragment included.
+    pub url: String,
+    /// The document stayed (a fragment or history-API navigation): its refs are still valid.
+    pub same_document: bool,
 }
 
 /// `lomi_browser_dialog` input.
