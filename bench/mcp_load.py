@@ -142,7 +142,7 @@ async def cold_start(lomi, runs):
     return times
 
 
-async def worker(client, url, token, workspace_id, deadline, latencies, failures, interval=0.0):
+async def worker(client, url, token, workspace_id, deadline, latencies, failures, interval=0.0, read_only=False):
     session = Session(client, url, token)
     await session.open()
     connection = await session.call("lomi_connect", {"workspaceId": workspace_id})
@@ -159,6 +159,14 @@ async def worker(client, url, token, workspace_id, deadline, latencies, failures
             if delay > 0:
                 await asyncio.sleep(delay)
         started = time.perf_counter()
+        if read_only:
+            # The client's own ceiling: the same calls, sessions and processes, against a read.
+            reply = await session.call("lomi_panel_list", {"workspaceId": workspace_id})
+            latencies.append((time.perf_counter() - started) * 1000)
+            if reply["status"] != "ok":
+                failures.append(reply)
+                return
+            continue
         reply = await session.call(
             "lomi_workspace_update",
             {
@@ -177,12 +185,12 @@ async def worker(client, url, token, workspace_id, deadline, latencies, failures
         revision = data["result"]["workspace"]["domainRevision"]
 
 
-async def drive(url, token, workspace_ids, deadline, interval):
+async def drive(url, token, workspace_ids, deadline, interval, read_only=False):
     latencies, failures = [], []
     limits = httpx.Limits(max_connections=len(workspace_ids) * 2, max_keepalive_connections=len(workspace_ids) * 2)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
         await asyncio.gather(
-            *(worker(client, url, token, ws, deadline, latencies, failures, interval) for ws in workspace_ids)
+            *(worker(client, url, token, ws, deadline, latencies, failures, interval, read_only) for ws in workspace_ids)
         )
     return latencies, failures
 
@@ -190,11 +198,11 @@ async def drive(url, token, workspace_ids, deadline, interval):
 def drive_process(job):
     """One load-generating process: its share of the sessions, on its own event loop (one
     Python process cannot keep 50 sessions busy on its own)."""
-    url, token, workspace_ids, deadline, interval = job
-    return asyncio.run(drive(url, token, workspace_ids, deadline, interval))
+    url, token, workspace_ids, deadline, interval, read_only = job
+    return asyncio.run(drive(url, token, workspace_ids, deadline, interval, read_only))
 
 
-def load(lomi, sessions, seconds, processes, rate=0.0):
+def load(lomi, sessions, seconds, processes, rate=0.0, read_only=False):
     with tempfile.TemporaryDirectory() as data_dir, tempfile.TemporaryDirectory() as project:
         serve = Serve(lomi, data_dir)
         serve.start()
@@ -210,7 +218,7 @@ def load(lomi, sessions, seconds, processes, rate=0.0):
                 started = time.perf_counter()
                 deadline_wall = time.time() + seconds
                 interval = sessions / rate if rate else 0.0
-                jobs = [(serve.url, token, share, deadline_wall, interval) for share in shares]
+                jobs = [(serve.url, token, share, deadline_wall, interval, read_only) for share in shares]
                 results = pool.map(drive_process, jobs)
                 elapsed = time.perf_counter() - started
             latencies = [x for lat, _ in results for x in lat]
@@ -256,7 +264,9 @@ def main():
         rates.append(rate)
         p50s.append(percentile(latencies, 0.50))
         p99s.append(percentile(latencies, 0.99))
+    ceilings = [load(args.lomi, args.sessions, args.seconds, args.processes, read_only=True)[0] for _ in range(args.rounds)]
     print("saturated (every session sends its next mutation as soon as the last one settled):")
+    print(f"  client ceiling: read-tool calls/s, same clients: {spread(ceilings)}")
     print(f"  mutations/s (settled, over MCP):              {spread(rates)}")
     print(f"  latency p50 (ms):                             {spread(p50s)}")
     print(f"  latency p99 (ms):                             {spread(p99s)}")

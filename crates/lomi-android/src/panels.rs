@@ -755,11 +755,16 @@ impl AndroidPanels {
                 };
                 match ran {
                     Ok((output, truncated)) => {
+                        // Kept within maxBytes as sent (escaped in the answer's JSON), so
+                        // that the operation's result always fits an answer.
+                        let text = String::from_utf8_lossy(&output);
+                        let (kept, cut) =
+                            lomi_protocol::json_escaped_prefix(&text, max_bytes as usize);
                         EffectOutcome::Succeeded(to_value(&AndroidShellResult {
                             panel_id,
                             bytes: output.len() as u64,
-                            output: String::from_utf8_lossy(&output).into_owned(),
-                            truncated,
+                            output: kept.to_owned(),
+                            truncated: truncated || cut,
                         }))
                     }
                     Err(error) => {

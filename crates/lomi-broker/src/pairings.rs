@@ -126,6 +126,11 @@ impl Broker {
         Ok(id)
     }
 
+    /// Whether Lomi still knows the pairing (a pending one expires, a session one ends).
+    pub fn pairing_known(&self, id: &PairingId) -> bool {
+        self.domain().pairings.iter().any(|p| &p.id == id)
+    }
+
     /// The pairing a secret (bearer token or keyring secret) belongs to.
     pub fn pairing_by_secret(&self, secret: &str) -> Option<PairingId> {
         let hash = secret_hash(secret);

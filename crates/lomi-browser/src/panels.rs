@@ -1305,7 +1305,10 @@ impl BrowserPanels {
                 MAX_INLINE_IMAGE_BYTES,
                 Some(input.max_bytes.unwrap_or(MAX_INLINE_IMAGE_BYTES)),
             ),
-            Some(_) => (MAX_CAPTURE_BYTES, input.max_bytes),
+            Some(_) => (
+                MAX_CAPTURE_BYTES,
+                Some(input.max_bytes.unwrap_or(MAX_CAPTURE_BYTES)),
+            ),
         };
         if let Some(max) = max_bytes
             && !(MIN_CAPTURE_BYTES..=most).contains(&max)

@@ -43,18 +43,7 @@ pub(crate) struct Rendered {
     pub next_from_line: Option<usize>,
 }
 
-/// How many bytes `text` takes inside a JSON string (what an answer really sends).
-pub fn escaped_len(text: &str) -> usize {
-    text.len()
-        + text
-            .bytes()
-            .map(|b| match b {
-                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
-                0..=0x1f => 5,
-                _ => 0,
-            })
-            .sum::<usize>()
-}
+pub use lomi_protocol::json_escaped_len as escaped_len;
 
 fn depth(line: &str) -> usize {
     line.len() - line.trim_start_matches(' ').len()
@@ -159,6 +148,14 @@ pub(crate) fn render(
         let cost = escaped_len(line) + 2;
         if used + cost > room {
             next = i;
+            if i == from {
+                // A line longer than the room: its start, so that every answer moves on.
+                let (start, _) =
+                    lomi_protocol::json_escaped_prefix(line, room.saturating_sub(used + 8));
+                text.push_str(start);
+                text.push_str(" …\n");
+                next = i + 1;
+            }
             break;
         }
         text.push_str(line);
@@ -251,6 +248,38 @@ mod tests {
             from = page.next_from_line.unwrap_or(1000);
         }
         assert_eq!(seen, 1000);
+    }
+
+    #[test]
+    fn a_line_longer_than_the_room_is_cut_and_paging_moves_on() {
+        let tree = vec!["a".repeat(5000), "short".to_owned(), "b".repeat(5000)];
+        let options = SnapshotOptions {
+            max_bytes: 512,
+            asked_bytes: 1280,
+            ..SnapshotOptions::default()
+        };
+        let mut from = 0;
+        let mut pages = 0;
+        while from < tree.len() {
+            let page = render(
+                &tree,
+                None,
+                &SnapshotOptions {
+                    from_line: from,
+                    ..options.clone()
+                },
+            );
+            assert!(
+                escaped_len(&page.text) <= 512,
+                "{}",
+                escaped_len(&page.text)
+            );
+            let next = page.next_from_line.unwrap_or(tree.len());
+            assert!(next > from, "stuck at line {from}");
+            from = next;
+            pages += 1;
+        }
+        assert!(pages <= 3, "{pages}");
     }
 
     #[test]

@@ -108,7 +108,10 @@ impl LomiServer {
             .pairing
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        if let Some(id) = pairing.as_ref() {
+        // A pending pairing that expired is asked for again, not a dead end for the session.
+        if let Some(id) = pairing.as_ref()
+            && self.broker.pairing_known(id)
+        {
             return Ok(id.clone());
         }
         let name = context

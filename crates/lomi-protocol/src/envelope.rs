@@ -103,10 +103,54 @@ pub const MAX_ANSWER_BYTES: usize = 1_000_000;
 /// the answer's JSON needs room too). A larger capture is saved into the project instead.
 pub const MAX_INLINE_IMAGE_BYTES: u32 = 700_000;
 
+/// How many bytes `text` takes inside a JSON string (what an answer really sends).
+pub fn json_escaped_len(text: &str) -> usize {
+    text.chars().map(escaped_char_len).sum()
+}
+
+fn escaped_char_len(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        '\0'..='\u{1f}' => 6,
+        c => c.len_utf8(),
+    }
+}
+
+/// The longest start of `text` that takes at most `max` bytes inside a JSON string, and whether
+/// anything was cut.
+pub fn json_escaped_prefix(text: &str, max: usize) -> (&str, bool) {
+    let mut used = 0;
+    for (at, c) in text.char_indices() {
+        used += escaped_char_len(c);
+        if used > max {
+            return (&text[..at], true);
+        }
+    }
+    (text, false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn escaped_lengths_are_what_serde_json_sends() {
+        for text in [
+            "plain",
+            "q\"uo\\te\nnl\ttab",
+            "\u{1}\u{1f}ctl",
+            "ünï 🦀",
+            "",
+        ] {
+            let sent = serde_json::to_string(text).expect("json").len() - 2;
+            assert_eq!(json_escaped_len(text), sent, "{text:?}");
+        }
+        assert_eq!(json_escaped_prefix("ab\"cd", 3), ("ab", true));
+        assert_eq!(json_escaped_prefix("ab\"cd", 4), ("ab\"", true));
+        assert_eq!(json_escaped_prefix("ab", 9), ("ab", false));
+        assert_eq!(json_escaped_prefix("🦀x", 3), ("", true));
+    }
 
     #[test]
     fn shapes_match_the_seed() {

@@ -13,7 +13,10 @@ pub mod time;
 pub mod tools;
 
 pub use catalog::Tool;
-pub use envelope::{CONTROL_API_VERSION, MAX_ANSWER_BYTES, MAX_INLINE_IMAGE_BYTES, Reply};
+pub use envelope::{
+    CONTROL_API_VERSION, MAX_ANSWER_BYTES, MAX_INLINE_IMAGE_BYTES, Reply, json_escaped_len,
+    json_escaped_prefix,
+};
 pub use error::{ErrorCode, ToolError};
 pub use ids::*;
 pub use operation::{EffectState, OperationState};
