@@ -1322,19 +1322,21 @@ impl BrowserPanels {
                 }
             )));
         }
-        let (_record, runtime) = match self.runtime(caller, &input.panel_id) {
-            Ok(found) => found,
-            // The browser is gone: a retry of a saved capture still answers its operation,
-            // with the image it saved.
-            Err(error) => {
-                if let Some(save) = &input.save
-                    && let Some(answer) = self.saved_before(caller, &input, save).await?
-                {
-                    return Ok(answer);
-                }
-                return Err(error);
-            }
+        // A retry of a saved capture answers its operation with the image it saved, before
+        // anything about the browser (gone, crashed, or on another page by now). If that image
+        // is no longer in the project, a browser that still runs captures again, and the
+        // save answers its earlier operation.
+        let earlier = match &input.save {
+            Some(save) => match self.saved_before(caller, &input, save).await {
+                Ok(Some(answer)) => return Ok(answer),
+                Ok(None) => None,
+                Err(error) => Some(error),
+            },
+            None => None,
         };
+        let (_record, runtime) = self
+            .runtime(caller, &input.panel_id)
+            .map_err(|error| earlier.unwrap_or(error))?;
         if let Some(gone) = runtime.browser.gone() {
             return Err(tool_error(gone));
         }
@@ -1378,10 +1380,9 @@ impl BrowserPanels {
         ))
     }
 
-    /// The answer to a retried capture whose browser is gone and whose save has a receipt:
-    /// that operation, with the image it saved read back from the project (while the browser
-    /// runs, a retry captures again and answers the same save operation). `None` when there is
-    /// no such receipt.
+    /// The answer to a retried capture whose save has a receipt: that operation, with the
+    /// image it saved read back from the project, whether or not the browser still runs (a
+    /// retry never captures again). `None` when there is no such receipt.
     async fn saved_before(
         &self,
         caller: &PairingId,
@@ -1441,7 +1442,7 @@ impl BrowserPanels {
         if capture.sha256 != saved.sha256 {
             return Err(not_shown(&format!("{} has changed since", saved.path)));
         }
-        // The tab it came from is gone with its browser.
+        // The image is the saved one, not a capture of any tab now.
         let tab_id = String::new();
         Ok(Some((
             CaptureView {

@@ -564,8 +564,7 @@ pub struct CaptureView {
     /// Whether the PNG follows as an image block; a saved capture over 700,000 bytes is only
     /// in the project (see `saved`).
     pub inline: bool,
-    /// The tab captured; empty when a retried save answers with the image it saved before
-    /// and that browser is gone.
+    /// The tab captured; empty when a retried save answers with the image it saved before.
     pub tab_id: String,
     /// The save's operation, when `save` was given.
     pub saved: Option<Value>,
