@@ -69,6 +69,33 @@ pub enum AndroidError {
     UiNotIdle { serial: String, attempts: u32 },
     #[error("could not read the UI dump from device `{serial}`: {detail}")]
     BadUiDump { serial: String, detail: String },
+    #[error("device `{serial}` refused `{command}`: {output}")]
+    Refused {
+        serial: String,
+        command: String,
+        output: String,
+    },
+    #[error(
+        "`{package}` is not installed on device `{serial}` ({output}); lomi_android_apps lists what is"
+    )]
+    NotInstalled {
+        serial: String,
+        package: String,
+        output: String,
+    },
+    #[error("device `{serial}` has no file {path}")]
+    NoDeviceFile { serial: String, path: String },
+    #[error(
+        "the SHA-256 of {path} differs between Lomi ({sent}) and device `{serial}` ({found}); the copy is not whole: try again"
+    )]
+    Mismatch {
+        serial: String,
+        path: String,
+        sent: String,
+        found: String,
+    },
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl AndroidError {
@@ -81,6 +108,7 @@ impl AndroidError {
             AndroidError::DeviceLost { .. }
                 | AndroidError::OutcomeUnknown { .. }
                 | AndroidError::TimedOut { .. }
+                | AndroidError::Mismatch { .. }
         )
     }
 
@@ -98,7 +126,15 @@ impl AndroidError {
     /// The protocol error code this error is reported as.
     pub fn code(&self) -> ErrorCode {
         match self {
-            AndroidError::DeviceNotFound { .. } => ErrorCode::NotFound,
+            AndroidError::DeviceNotFound { .. }
+            | AndroidError::NotInstalled { .. }
+            | AndroidError::NoDeviceFile { .. } => ErrorCode::NotFound,
+            // The device refused the request as given (a path it cannot write, an APK pm
+            // rejects): the agent changes the request.
+            AndroidError::Refused { .. } => ErrorCode::InvalidArgument,
+            AndroidError::Mismatch { .. } | AndroidError::Cancelled => {
+                ErrorCode::RuntimeUnavailable
+            }
             AndroidError::InvalidInput(_) => ErrorCode::InvalidArgument,
             AndroidError::DeviceNotReady { .. } => ErrorCode::Unsupported,
             AndroidError::OutputTooLarge { .. } => ErrorCode::Unsupported,
