@@ -47,6 +47,8 @@ pub struct FixtureState {
     pub user_rotation: u32,
     /// `settings … system accelerometer_rotation` (auto-rotate).
     pub auto_rotate: bool,
+    /// How long each `pm install` takes (`setprop lomi.fixture.install_ms MS`).
+    pub install_ms: u64,
 }
 
 /// A random version-4-shaped UUID from the standard library's randomly keyed hasher.

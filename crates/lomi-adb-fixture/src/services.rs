@@ -88,10 +88,20 @@ pub(crate) fn run(service: &str, state: &mut FixtureState) -> Option<Reply> {
         .or_else(|| shell_command(service))?;
     let command = logcat_command(command);
     Some(match split_words(command) {
-        Ok(words) => Reply {
-            duration: duration(&words),
-            output: run_command(&words, state),
-        },
+        Ok(words) => {
+            // `setprop lomi.fixture.install_ms MS` makes each `pm install` take that long, so a
+            // test can unplug the device while the package manager works.
+            let installing = words.len() > 2 && words[0] == "pm" && words[1] == "install";
+            let extra = if installing {
+                Duration::from_millis(state.install_ms)
+            } else {
+                Duration::ZERO
+            };
+            Reply {
+                duration: duration(&words) + extra,
+                output: run_command(&words, state),
+            }
+        }
         Err(error) => Reply {
             output: format!("/system/bin/sh: {error}\n").into_bytes(),
             duration: Duration::ZERO,
@@ -178,6 +188,13 @@ fn run_command(words: &[String], state: &mut FixtureState) -> Vec<u8> {
                 format!("Starting: Intent {{ {intent} }}\n")
             }
             Err(error) => format!("Error: {error}\n"),
+        },
+        ["setprop", "lomi.fixture.install_ms", milliseconds] => match milliseconds.parse() {
+            Ok(milliseconds) => {
+                state.install_ms = milliseconds;
+                String::new()
+            }
+            Err(_) => format!("setprop: {milliseconds} is not a count\n"),
         },
         ["setprop", "lomi.fixture.busy_dumps", count] => match count.parse() {
             Ok(count) => {
