@@ -46,7 +46,7 @@ import anyio
 import pytest
 
 from conftest import SETTLED, dump
-from test_android import Android, adb, adb_server_for_serve, phones  # noqa: F401 (fixtures)
+from test_android import Android, adb, adb_server_for_serve, phones, tiny_apk  # noqa: F401 (fixtures)
 from test_browser import ref
 from test_terminal import live_processes, proc_stat
 
@@ -524,6 +524,78 @@ async def prep_android_detach(w: World) -> Args:
     return w.keyed({"workspaceId": w.ws, "panelId": a.panel, "expectedRevision": await w.revision()})
 
 
+def guarded_args(w: World, a: Android, **args: Any) -> Args:
+    return w.keyed({"panelId": a.panel, "leaseId": a.lease, "generation": a.generation, **args})
+
+
+async def prep_android_push(w: World) -> Args:
+    a = await w.attached()
+    (w.project / "data.bin").write_bytes(b"pushed once\n")
+    return guarded_args(w, a, path="data.bin", devicePath="/sdcard/data.bin")
+
+
+async def observe_sync(w: World) -> Any:
+    files = sorted((p.name, p.read_bytes()) for p in w.project.iterdir() if p.is_file())
+    return await w.panels(), w.services("sync:"), w.services("sha256sum"), files
+
+
+async def prep_android_pull(w: World) -> Args:
+    a = await w.attached()
+    (w.project / "src.bin").write_bytes(b"on the device\n")
+    await w.op("lomi_android_push", {"panelId": a.panel, "leaseId": a.lease, "generation": a.generation,
+                                     "path": "src.bin", "devicePath": "/sdcard/src.bin"})
+    return guarded_args(w, a, devicePath="/sdcard/src.bin", path="pulled.bin")
+
+
+async def gone_android_pull(w: World, args: Args, op: dict[str, Any]) -> None:
+    # The pulled file is removed too: a second pull would write it again.
+    assert (w.project / "pulled.bin").read_bytes() == b"on the device\n"
+    (w.project / "pulled.bin").unlink()
+    await w.detach(args["panelId"])
+
+
+async def prep_android_install(w: World) -> Args:
+    a = await w.attached()
+    tiny_apk(w.project / "demo.apk", "org.lomi.demo", 3, "1.3")
+    return guarded_args(w, a, path="demo.apk")
+
+
+async def observe_installs(w: World) -> Any:
+    return await w.panels(), w.services("'pm' 'install'")
+
+
+async def prep_android_uninstall(w: World) -> Args:
+    a = await w.attached()
+    tiny_apk(w.project / "demo.apk", "org.lomi.demo", 3, "1.3")
+    await w.op("lomi_android_install", {"panelId": a.panel, "leaseId": a.lease, "generation": a.generation,
+                                        "path": "demo.apk"})
+    return guarded_args(w, a, package="org.lomi.demo")
+
+
+async def observe_uninstalls(w: World) -> Any:
+    return await w.panels(), w.services("'pm' 'uninstall'")
+
+
+async def prep_android_stop(w: World) -> Args:
+    return guarded_args(w, await w.attached(), package="org.lomi.demo")
+
+
+async def observe_stops(w: World) -> Any:
+    return await w.panels(), w.services("'force-stop'")
+
+
+async def prep_android_open_url(w: World) -> Args:
+    return guarded_args(w, await w.attached(), url="https://example.com/once")
+
+
+async def prep_android_rotate(w: World) -> Args:
+    return guarded_args(w, await w.attached(), rotation=1)
+
+
+async def observe_rotations(w: World) -> Any:
+    return await w.panels(), w.services("'put' 'system' 'user_rotation'")
+
+
 CASES = [
     Case("lomi_workspace_update", prep_workspace_update, gone_workspace_update, observe_workspace,
          changed(change={"rename": {"name": "Another name"}})),
@@ -558,6 +630,20 @@ CASES = [
          changed(component="org.example/.Other"), android=True),
     Case("lomi_android_shell", prep_android_shell, gone_android, observe_shell, changed(command="getprop"), android=True),
     Case("lomi_android_detach", prep_android_detach, nothing, observe_panels, changed(expectedRevision="999"),
+         android=True),
+    Case("lomi_android_push", prep_android_push, gone_android, observe_sync, changed(devicePath="/sdcard/other.bin"),
+         android=True),
+    Case("lomi_android_pull", prep_android_pull, gone_android_pull, observe_sync, changed(path="other.bin"),
+         android=True),
+    Case("lomi_android_install", prep_android_install, gone_android, observe_installs, changed(replace=False),
+         android=True),
+    Case("lomi_android_uninstall", prep_android_uninstall, gone_android, observe_uninstalls,
+         changed(package="org.other"), android=True),
+    Case("lomi_android_stop", prep_android_stop, gone_android, observe_stops, changed(package="org.other"),
+         android=True),
+    Case("lomi_android_open_url", prep_android_open_url, gone_android, observe_launches,
+         changed(url="https://example.com/other"), android=True),
+    Case("lomi_android_rotate", prep_android_rotate, gone_android, observe_rotations, changed(rotation=2),
          android=True),
 ]
 
