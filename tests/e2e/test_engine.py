@@ -37,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1150,3 +1151,67 @@ async def test_a_same_document_navigation_settles_at_once(lomi, workspaces, mcp,
         after = await session.settle(after["operationId"])
         assert after["state"] == "succeeded" and after["result"]["url"] == pages.url("/one"), dump(after)
         await w.close_browser(b["panelId"])
+
+
+def slow_sync(w: World, milliseconds: int) -> None:
+    """The fixture's sync service waits this long before each packet, both ways (set with
+    Debian's adb, as a person would poke a device)."""
+    w.adb.run("-s", w.phone.serial, "shell", "setprop", "lomi.fixture.sync_ms", str(milliseconds))
+
+
+async def test_cancelled_android_transfers_stop_half_way(lomi, workspaces, mcp, tmp_path, pages, adb, phones):  # noqa: F811
+    """Push, pull and install take the cancel token while bytes move over a slow link: each
+    stops half-way, in well under the transfer's time, and says what it left behind."""
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        w = await world(lomi, workspaces, session, tmp_path, pages, adb, phones)
+        android = await w.attached()
+        big = os.urandom(3 << 20)
+        (w.project / "big.bin").write_bytes(big)
+        # On the device first, at full speed, for the pull.
+        await w.op("lomi_android_push", {"panelId": android.panel, "leaseId": android.lease,
+                                         "generation": android.generation, "path": "big.bin",
+                                         "devicePath": "/sdcard/big.bin"})
+        slow_sync(w, 500)  # 3 MiB in 256 KiB packets: about 6 s
+
+        def sync_opened(before: int) -> Callable[[], bool]:
+            return lambda: w.services("sync:") > before
+
+        # push: part of the file may be on the device.
+        args = guarded_args(w, android, path="big.bin", devicePath="/sdcard/half.bin")
+        began = time.monotonic()
+        cancelled, op, states = await cancel_running(w, "lomi_android_push", args, sync_opened(w.services("sync:")))
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states})
+        assert (op["state"], op["effectState"]) == ("cancelled", "partial"), shown
+        assert states[-2:] == ["cancelling", "cancelled"], shown
+        assert time.monotonic() - began < 4, "the cancel waited for the whole transfer"
+        assert w.services("'sha256sum' '/sdcard/half.bin'") == 0, w.phone.services
+
+        # pull: nothing is written into the project.
+        args = guarded_args(w, android, devicePath="/sdcard/big.bin", path="pulled.bin")
+        began = time.monotonic()
+        cancelled, op, states = await cancel_running(w, "lomi_android_pull", args, sync_opened(w.services("sync:")))
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states})
+        assert (op["state"], op["effectState"]) == ("cancelled", "none"), shown
+        assert time.monotonic() - began < 4, "the cancel waited for the whole transfer"
+        assert not (w.project / "pulled.bin").exists() and not list(w.project.glob(".lomi-tmp*")), shown
+
+        # install while its APK is copied: the copy is removed, pm never runs.
+        tiny_apk(w.project / "big.apk", "org.lomi.big", 1, "1.0")
+        with zipfile.ZipFile(w.project / "big.apk", "a", compression=zipfile.ZIP_STORED) as grown:
+            grown.writestr("assets/payload.bin", os.urandom(3 << 20))
+        args = guarded_args(w, android, path="big.apk")
+        began = time.monotonic()
+        cancelled, op, states = await cancel_running(w, "lomi_android_install", args, sync_opened(w.services("sync:")))
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states, "device": w.phone.services[-5:]})
+        assert (op["state"], op["effectState"]) == ("cancelled", "none"), shown
+        assert time.monotonic() - began < 4, "the cancel waited for the whole transfer"
+        assert w.services("'pm' 'install'") == 0, shown
+        assert w.services("'rm' '-f' '/data/local/tmp/lomi-install-") == 1, shown
+
+        # The panel still works, and a retry of a cancelled request is that operation.
+        slow_sync(w, 0)
+        assert (await session.ok("lomi_android_apps", {"panelId": android.panel}))["apps"] == []
+        retry = await session.ok("lomi_android_install", args)
+        assert retry["operationId"] == op["operationId"] and retry["state"] == "cancelled", dump(retry)

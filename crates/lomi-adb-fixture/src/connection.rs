@@ -117,7 +117,7 @@ fn serve_until_error(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                         opened_stream.take_input(&[], shared, max_payload);
                     }
                 }
-                if opened_stream.flush(&mut writer, local_id)? {
+                if opened_stream.flush(&mut writer, local_id, shared)? {
                     streams.insert(local_id, opened_stream);
                 }
             }
@@ -126,7 +126,7 @@ fn serve_until_error(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                 let local_id = packet.arg1;
                 if let Some(opened) = streams.get_mut(&local_id) {
                     opened.in_flight = false;
-                    if !opened.flush(&mut writer, local_id)? {
+                    if !opened.flush(&mut writer, local_id, shared)? {
                         streams.remove(&local_id);
                     }
                 }
@@ -138,7 +138,7 @@ fn serve_until_error(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                     Packet::new(A_OKAY, local_id, opened.remote_id, Vec::new())
                         .write(&mut writer)?;
                     opened.take_input(&packet.data, shared, max_payload);
-                    if !opened.flush(&mut writer, local_id)? {
+                    if !opened.flush(&mut writer, local_id, shared)? {
                         streams.remove(&local_id);
                     }
                 }
@@ -162,6 +162,12 @@ impl Stream {
         let output = match &mut self.input {
             Input::Ignored => return,
             Input::Sync(session) => {
+                // `setprop lomi.fixture.sync_ms MS`: a slow link, for tests that stop a
+                // transfer half-way.
+                let delay = shared.state().sync_ms;
+                if delay > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(delay));
+                }
                 let output = session.feed(data, &mut shared.state());
                 self.closing = session.finished;
                 output
@@ -188,12 +194,23 @@ impl Stream {
 
     /// Sends the next chunk unless one is in flight, or CLSE once all is out and the stream is
     /// done; false once closed.
-    fn flush(&mut self, writer: &mut TcpStream, local_id: u32) -> io::Result<bool> {
+    fn flush(
+        &mut self,
+        writer: &mut TcpStream,
+        local_id: u32,
+        shared: &Shared,
+    ) -> io::Result<bool> {
         if self.in_flight {
             return Ok(true);
         }
         match self.pending.pop_front() {
             Some(chunk) => {
+                if matches!(self.input, Input::Sync(_)) {
+                    let delay = shared.state().sync_ms;
+                    if delay > 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(delay));
+                    }
+                }
                 Packet::new(A_WRTE, local_id, self.remote_id, chunk).write(writer)?;
                 self.in_flight = true;
                 Ok(true)

@@ -49,6 +49,9 @@ pub struct FixtureState {
     pub auto_rotate: bool,
     /// How long each `pm install` takes (`setprop lomi.fixture.install_ms MS`).
     pub install_ms: u64,
+    /// How long the sync service waits before taking each packet the host writes and before
+    /// sending each of its own (`setprop lomi.fixture.sync_ms MS`).
+    pub sync_ms: u64,
 }
 
 /// A random version-4-shaped UUID from the standard library's randomly keyed hasher.

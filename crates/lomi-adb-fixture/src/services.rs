@@ -189,6 +189,13 @@ fn run_command(words: &[String], state: &mut FixtureState) -> Vec<u8> {
             }
             Err(error) => format!("Error: {error}\n"),
         },
+        ["setprop", "lomi.fixture.sync_ms", milliseconds] => match milliseconds.parse() {
+            Ok(milliseconds) => {
+                state.sync_ms = milliseconds;
+                String::new()
+            }
+            Err(_) => format!("setprop: {milliseconds} is not a count\n"),
+        },
         ["setprop", "lomi.fixture.install_ms", milliseconds] => match milliseconds.parse() {
             Ok(milliseconds) => {
                 state.install_ms = milliseconds;

@@ -94,6 +94,14 @@ pub enum AndroidError {
         sent: String,
         found: String,
     },
+    #[error(
+        "`{command}` stopped moving on device `{serial}` ({detail}); the device is still there, but what reached it is unknown"
+    )]
+    Stalled {
+        serial: String,
+        command: String,
+        detail: String,
+    },
     #[error("cancelled")]
     Cancelled,
 }
@@ -109,6 +117,7 @@ impl AndroidError {
                 | AndroidError::OutcomeUnknown { .. }
                 | AndroidError::TimedOut { .. }
                 | AndroidError::Mismatch { .. }
+                | AndroidError::Stalled { .. }
         )
     }
 
@@ -132,9 +141,9 @@ impl AndroidError {
             // The device refused the request as given (a path it cannot write, an APK pm
             // rejects): the agent changes the request.
             AndroidError::Refused { .. } => ErrorCode::InvalidArgument,
-            AndroidError::Mismatch { .. } | AndroidError::Cancelled => {
-                ErrorCode::RuntimeUnavailable
-            }
+            AndroidError::Mismatch { .. }
+            | AndroidError::Stalled { .. }
+            | AndroidError::Cancelled => ErrorCode::RuntimeUnavailable,
             AndroidError::InvalidInput(_) => ErrorCode::InvalidArgument,
             AndroidError::DeviceNotReady { .. } => ErrorCode::Unsupported,
             AndroidError::OutputTooLarge { .. } => ErrorCode::Unsupported,

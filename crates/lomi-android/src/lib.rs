@@ -13,6 +13,7 @@ pub mod panels;
 mod project;
 mod server;
 pub mod shell;
+mod sync;
 mod ui;
 
 pub use device::{Device, Generation};

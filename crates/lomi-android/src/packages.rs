@@ -3,33 +3,27 @@
 //! the log (`logcat`) and the rotation settings. Blocking, like the rest of [`Device`].
 
 use std::io::{self, Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use adb_client::RustADBError;
-use adb_client::server_device::ADBServerDevice;
 use sha2::{Digest, Sha256};
 
 use crate::AndroidError;
 use crate::device::{Device, has_control};
+use crate::sync::{Cancel, Sync, SyncError};
 
 /// Most bytes `pull` keeps in memory before writing them into the project.
 pub const MAX_PULL_BYTES: u64 = 256 << 20;
 const TEXT_LIMIT: usize = 1 << 20;
 
-/// Reads through to adb, hashing and counting, and fails once `cancel` is set.
-struct Hashing<'a, R> {
+/// Reads through to the sync session, hashing and counting.
+struct Hashing<R> {
     inner: R,
     hasher: Sha256,
     bytes: u64,
-    cancel: &'a AtomicBool,
 }
 
-impl<R: Read> Read for Hashing<'_, R> {
+impl<R: Read> Read for Hashing<R> {
     fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-        if self.cancel.load(Ordering::SeqCst) {
-            // Not `Interrupted`: io::copy would retry that.
-            return Err(io::Error::other("cancelled"));
-        }
         let read = self.inner.read(buffer)?;
         self.hasher.update(&buffer[..read]);
         self.bytes += read as u64;
@@ -37,20 +31,19 @@ impl<R: Read> Read for Hashing<'_, R> {
     }
 }
 
-/// Collects what adb receives, up to a limit, and fails once `cancel` is set.
-struct Collecting<'a> {
+/// Collects what the device sends, up to a limit.
+struct Collecting {
     bytes: Vec<u8>,
     limit: u64,
-    cancel: &'a AtomicBool,
 }
 
-impl Write for Collecting<'_> {
+impl Write for Collecting {
     fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
-        if self.cancel.load(Ordering::SeqCst) {
-            return Err(io::Error::other("cancelled"));
-        }
         if (self.bytes.len() + buffer.len()) as u64 > self.limit {
-            return Err(io::Error::other("over the size limit"));
+            return Err(io::Error::other(format!(
+                "the file grew past {} bytes while it was read",
+                self.limit
+            )));
         }
         self.bytes.extend_from_slice(buffer);
         Ok(buffer.len())
@@ -92,41 +85,28 @@ pub(crate) fn check_package(package: &str) -> Result<(), AndroidError> {
 }
 
 impl Device {
-    fn adb(&self) -> ADBServerDevice {
-        ADBServerDevice::new(self.serial().to_owned(), Some(self.server()))
-    }
-
-    fn transfer_error(&self, what: &str, error: RustADBError, cancel: &AtomicBool) -> AndroidError {
-        if cancel.load(Ordering::SeqCst) {
+    /// What a failed sync exchange means for the caller.
+    fn sync_error(&self, what: &str, error: SyncError, cancel: &Cancel) -> AndroidError {
+        if cancel.is_cancelled() {
             return AndroidError::Cancelled;
         }
         match error {
-            // The device refused (FAIL): a path it cannot write or read.
-            RustADBError::ADBRequestFailed(detail) if !detail.contains("device") => {
-                AndroidError::Refused {
+            SyncError::Transport(detail) => {
+                self.adb_error(what, RustADBError::ADBRequestFailed(detail))
+            }
+            SyncError::Failed(output) => AndroidError::Refused {
+                serial: self.serial().to_owned(),
+                command: what.to_owned(),
+                output: output.trim().to_owned(),
+            },
+            // The stream broke or stalled: gone, or still there and stuck.
+            SyncError::Io(error) => match self.confirm_still_there(what) {
+                Err(gone) => gone,
+                Ok(()) => AndroidError::Stalled {
                     serial: self.serial().to_owned(),
                     command: what.to_owned(),
-                    output: detail.trim().to_owned(),
-                }
-            }
-            RustADBError::IOError(error) if error.to_string().contains("ADB request failed") => {
-                AndroidError::Refused {
-                    serial: self.serial().to_owned(),
-                    command: what.to_owned(),
-                    output: error.to_string(),
-                }
-            }
-            other => match self.adb_error(what, other) {
-                AndroidError::DeviceLost {
-                    serial,
-                    command,
-                    detail,
-                } => AndroidError::OutcomeUnknown {
-                    serial,
-                    command,
-                    detail,
+                    detail: error.to_string(),
                 },
-                known => known,
             },
         }
     }
@@ -147,25 +127,31 @@ impl Device {
     }
 
     /// Sends `source` to `path` over the sync protocol; returns its size and SHA-256 once the
-    /// device's `sha256sum` agrees. Stops with [`AndroidError::Cancelled`] once `cancel` is set.
+    /// device's `sha256sum` agrees. Stops with [`AndroidError::Cancelled`] once `cancel` fires.
     pub fn push(
         &self,
         source: impl Read,
         path: &str,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<(u64, String), AndroidError> {
         check_device_path(path)?;
+        let what = format!("push {path}");
         let mut reader = Hashing {
             inner: source,
             hasher: Sha256::new(),
             bytes: 0,
-            cancel,
         };
-        let what = format!("push {path}");
-        self.adb()
-            .push(&mut reader, path)
-            .map_err(|error| self.transfer_error(&what, error, cancel))?;
-        self.confirm_still_there(&what)?;
+        let modified = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| {
+                u32::try_from(elapsed.as_secs()).unwrap_or(u32::MAX)
+            });
+        let sent = Sync::open(self.server(), self.serial(), cancel).and_then(|mut sync| {
+            sync.send(&mut reader, path, modified)?;
+            sync.quit();
+            Ok(())
+        });
+        sent.map_err(|error| self.sync_error(&what, error, cancel))?;
         let sha256 = hex::encode(reader.hasher.finalize());
         let on_device = self.device_sha256(path)?;
         if on_device != sha256 {
@@ -181,50 +167,45 @@ impl Device {
 
     /// Receives `path` over the sync protocol (at most `limit` bytes), checked against the
     /// device's `sha256sum`.
-    pub fn pull(
-        &self,
-        path: &str,
-        limit: u64,
-        cancel: &AtomicBool,
-    ) -> Result<Vec<u8>, AndroidError> {
+    pub fn pull(&self, path: &str, limit: u64, cancel: &Cancel) -> Result<Vec<u8>, AndroidError> {
         check_device_path(path)?;
         let what = format!("pull {path}");
-        let stat = self
-            .adb()
+        let mut sync = Sync::open(self.server(), self.serial(), cancel)
+            .map_err(|error| self.sync_error(&what, error, cancel))?;
+        let stat = sync
             .stat(path)
-            .map_err(|error| self.transfer_error(&what, error, cancel))?;
-        if stat.file_perm == 0 {
+            .map_err(|error| self.sync_error(&what, error, cancel))?;
+        if stat.mode == 0 {
             return Err(AndroidError::NoDeviceFile {
                 serial: self.serial().to_owned(),
                 path: path.to_owned(),
             });
         }
-        if stat.file_perm & 0o170_000 != 0o100_000 {
+        if stat.mode & 0o170_000 != 0o100_000 {
             return Err(AndroidError::InvalidInput(format!(
                 "{path} is not a regular file on the device"
             )));
         }
-        if u64::from(stat.file_size) > limit {
+        if u64::from(stat.size) > limit {
             return Err(AndroidError::InvalidInput(format!(
                 "{path} has {} bytes; Lomi pulls at most {limit}",
-                stat.file_size
+                stat.size
             )));
         }
-        let before = self.device_sha256(path)?;
         let mut collected = Collecting {
             bytes: Vec::new(),
             limit,
-            cancel,
         };
-        self.adb()
-            .pull(&path, &mut collected)
-            .map_err(|error| self.transfer_error(&what, error, cancel))?;
+        sync.receive(path, &mut collected)
+            .map_err(|error| self.sync_error(&what, error, cancel))?;
+        sync.quit();
         let sha256 = sha256_hex(&collected.bytes);
-        if sha256 != before {
+        let on_device = self.device_sha256(path)?;
+        if sha256 != on_device {
             return Err(AndroidError::Mismatch {
                 serial: self.serial().to_owned(),
                 path: path.to_owned(),
-                sent: before,
+                sent: on_device,
                 found: sha256,
             });
         }

@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use lomi_broker::{EffectContext, EffectOutcome};
@@ -25,6 +24,7 @@ use crate::AndroidError;
 use crate::apk::read_manifest;
 use crate::packages::{MAX_PULL_BYTES, check_package, sha256_hex};
 use crate::project::{check_writable, open_confined, write_confined};
+use crate::sync::Cancel;
 
 /// The largest APK Lomi reads into memory to install.
 const MAX_APK_BYTES: u64 = 1 << 30;
@@ -69,18 +69,18 @@ lease_guarded!(
 /// the work is still awaited so its effect is known.
 async fn cancellable<T: Send + 'static>(
     context: &EffectContext,
-    work: impl FnOnce(&AtomicBool) -> Result<T, AndroidError> + Send + 'static,
+    work: impl FnOnce(&Cancel) -> Result<T, AndroidError> + Send + 'static,
 ) -> Result<T, AndroidError> {
-    let flag = Arc::new(AtomicBool::new(false));
+    let cancel = Arc::new(Cancel::default());
     let job = blocking({
-        let flag = Arc::clone(&flag);
-        move || work(&flag)
+        let cancel = Arc::clone(&cancel);
+        move || work(&cancel)
     });
     tokio::pin!(job);
     tokio::select! {
         done = &mut job => done,
         () = context.cancel.cancelled() => {
-            flag.store(true, Ordering::SeqCst);
+            cancel.cancel();
             job.await
         }
     }
@@ -782,7 +782,7 @@ fn install_apk(
     path: &str,
     temp: &str,
     options: &[&str],
-    cancel: &AtomicBool,
+    cancel: &Cancel,
 ) -> Result<Installed, InstallFailure> {
     use std::io::Read;
     let apk = open_confined(root, path)
