@@ -188,8 +188,8 @@ fn log_page(
             skip -= 1;
             continue;
         }
-        // The line as JSON: its text and the field names around it.
-        let size = parsed.tag.len() + parsed.message.len() + parsed.time.len() + 80;
+        // The line as it is sent (JSON), and the comma between lines.
+        let size = serde_json::to_string(&parsed).map_or(usize::MAX / 2, |json| json.len() + 1);
         if used + size > max_bytes {
             more = true;
             break;
