@@ -797,11 +797,13 @@ fn install_apk(
     let manifest = read_manifest(&apk).map_err(|why| {
         InstallFailure::NotApk(format!("{path} is not an APK Lomi can read: {why}"))
     })?;
-    let sha256 = sha256_hex(&apk);
-    if let Err(error) = device.push(apk.as_slice(), temp, cancel) {
-        let removed = !error.effect_unknown() && device.remove_file(temp).is_ok();
-        return Err(InstallFailure::Push(error, removed));
-    }
+    let sha256 = match device.push(apk.as_slice(), temp, cancel) {
+        Ok((_, sha256)) => sha256,
+        Err(error) => {
+            let removed = !error.effect_unknown() && device.remove_file(temp).is_ok();
+            return Err(InstallFailure::Push(error, removed));
+        }
+    };
     let installed = device.pm_install(temp, options);
     if let Err(error) = device.remove_file(temp) {
         tracing::warn!("could not remove {temp} after installing: {error}");
