@@ -102,6 +102,14 @@ pub enum AndroidError {
         command: String,
         detail: String,
     },
+    #[error(
+        "{path} was copied, but device `{serial}` could not check it ({detail}); Lomi cannot say the copy is whole"
+    )]
+    Unverified {
+        serial: String,
+        path: String,
+        detail: String,
+    },
     #[error("cancelled")]
     Cancelled,
 }
@@ -118,6 +126,7 @@ impl AndroidError {
                 | AndroidError::TimedOut { .. }
                 | AndroidError::Mismatch { .. }
                 | AndroidError::Stalled { .. }
+                | AndroidError::Unverified { .. }
         )
     }
 
@@ -145,7 +154,9 @@ impl AndroidError {
             | AndroidError::Stalled { .. }
             | AndroidError::Cancelled => ErrorCode::RuntimeUnavailable,
             AndroidError::InvalidInput(_) => ErrorCode::InvalidArgument,
-            AndroidError::DeviceNotReady { .. } => ErrorCode::Unsupported,
+            AndroidError::DeviceNotReady { .. } | AndroidError::Unverified { .. } => {
+                ErrorCode::Unsupported
+            }
             AndroidError::OutputTooLarge { .. } => ErrorCode::Unsupported,
             // The device or adb is gone or busy, not Lomi at fault (docs/errors.md).
             AndroidError::ServerUnreachable { .. }

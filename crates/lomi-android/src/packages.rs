@@ -153,7 +153,15 @@ impl Device {
         });
         sent.map_err(|error| self.sync_error(&what, error, cancel))?;
         let sha256 = hex::encode(reader.hasher.finalize());
-        let on_device = self.device_sha256(path)?;
+        // A device without `sha256sum` (older than Android 6) has the file, unchecked.
+        let on_device = self.device_sha256(path).map_err(|error| match error {
+            AndroidError::Refused { serial, output, .. } => AndroidError::Unverified {
+                serial,
+                path: path.to_owned(),
+                detail: output,
+            },
+            other => other,
+        })?;
         if on_device != sha256 {
             return Err(AndroidError::Mismatch {
                 serial: self.serial().to_owned(),
