@@ -106,7 +106,106 @@ async def attach(session, workspace_id, serial):
         op = ok(await session.call("lomi_operation_get", {"operationId": op["operationId"]}), "get")
     if op["state"] != "succeeded":
         raise RuntimeError(f"attach: {op}")
+    return {**op["result"], "retryEpoch": epoch}
+
+
+async def settled(session, started, what):
+    op = ok(started, what)
+    while op["state"] not in ("succeeded", "failed", "cancelled", "outcome_unknown"):
+        await asyncio.sleep(0.005)
+        op = ok(await session.call("lomi_operation_get", {"operationId": op["operationId"]}), "get")
+    if op["state"] != "succeeded":
+        raise RuntimeError(f"{what}: {op}")
     return op["result"]
+
+
+KEYS = iter(range(1, 1 << 30))
+
+
+def guarded(attached, **args):
+    return {"panelId": attached["panelId"], "leaseId": attached["leaseId"], "generation": attached["generation"],
+            "retryEpoch": attached["retryEpoch"], "requestKey": f"bench-{next(KEYS)}", **args}
+
+
+async def lomi_install(session, attached, apk_name):
+    started = time.perf_counter()
+    result = await settled(
+        session, await session.call("lomi_android_install", guarded(attached, path=apk_name)), "install"
+    )
+    elapsed = time.perf_counter() - started
+    if result["package"] != "org.lomi.bench":
+        raise RuntimeError(f"install: {result}")
+    return elapsed
+
+
+def raw_install(adb, serial, apk_path):
+    started = time.perf_counter()
+    said = adb.run("-s", serial, "install", "-r", "--no-streaming", apk_path)
+    elapsed = time.perf_counter() - started
+    if b"Success" not in said:
+        raise RuntimeError(f"adb install: {said!r}")
+    return elapsed
+
+
+async def lomi_pull(session, attached, project):
+    target = Path(project, "pulled.bin")
+    target.unlink(missing_ok=True)
+    started = time.perf_counter()
+    await settled(session, await session.call(
+        "lomi_android_pull", guarded(attached, devicePath="/sdcard/bench.bin", path="pulled.bin")
+    ), "pull")
+    elapsed = time.perf_counter() - started
+    if target.stat().st_size != TRANSFER_BYTES:
+        raise RuntimeError("pull: wrong size")
+    return elapsed
+
+
+def raw_pull(adb, serial, local):
+    Path(local).unlink(missing_ok=True)
+    started = time.perf_counter()
+    adb.run("-s", serial, "pull", "/sdcard/bench.bin", local)
+    elapsed = time.perf_counter() - started
+    if Path(local).stat().st_size != TRANSFER_BYTES:
+        raise RuntimeError("adb pull: wrong size")
+    return elapsed
+
+
+TRANSFER_BYTES = 10 * 1000 * 1000
+
+
+def bench_apk(path):
+    """A 10 MB APK the fixture installs: a stored, plain-text manifest and a stored payload."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as apk:
+        apk.writestr("AndroidManifest.xml", '<manifest xmlns:android="http://schemas.android.com/apk/res/android" '
+                     'package="org.lomi.bench" android:versionCode="1" android:versionName="1.0"/>')
+        apk.writestr("assets/payload.bin", os.urandom(TRANSFER_BYTES))
+
+
+async def measure_transfers(session, attached, adb, serial, project, rounds, transfers):
+    results = {"install": ([], []), "pull": ([], [])}
+    bench_apk(Path(project, "bench.apk"))
+    Path(project, "bench.bin").write_bytes(os.urandom(TRANSFER_BYTES))
+    local = str(Path(project).parent / f"raw-pulled-{os.getpid()}.bin")
+    await settled(session, await session.call("lomi_android_push", guarded(
+        attached, path="bench.bin", devicePath="/sdcard/bench.bin")), "push")
+    apk_path = str(Path(project, "bench.apk"))
+    for _ in range(2):  # warm-up, both sides
+        await lomi_install(session, attached, "bench.apk")
+        raw_install(adb, serial, apk_path)
+        await lomi_pull(session, attached, project)
+        raw_pull(adb, serial, local)
+    for _ in range(rounds):
+        lomi_times = [await lomi_install(session, attached, "bench.apk") for _ in range(transfers)]
+        raw_times = [raw_install(adb, serial, apk_path) for _ in range(transfers)]
+        results["install"][0].append(statistics.median(lomi_times) * 1000)
+        results["install"][1].append(statistics.median(raw_times) * 1000)
+        lomi_times = [await lomi_pull(session, attached, project) for _ in range(transfers)]
+        raw_times = [raw_pull(adb, serial, local) for _ in range(transfers)]
+        results["pull"][0].append(statistics.median(lomi_times) * 1000)
+        results["pull"][1].append(statistics.median(raw_times) * 1000)
+    return results
 
 
 async def lomi_capture(session, panel):
@@ -147,12 +246,13 @@ def raw_dump(adb, serial):
     return elapsed
 
 
-async def measure(url, token, workspace_id, adb, serial, rounds, calls):
+async def measure(url, token, workspace_id, adb, serial, rounds, calls, project=None, transfers=0):
     results = {"capture": ([], []), "snapshot": ([], [])}
     async with httpx.AsyncClient(timeout=60) as client:
         session = Session(client, url, token)
         await session.open()
-        panel = (await attach(session, workspace_id, serial))["panelId"]
+        attached = await attach(session, workspace_id, serial)
+        panel = attached["panelId"]
         for _ in range(10):  # warm-up, both sides
             await lomi_capture(session, panel)
             raw_capture(adb, serial)
@@ -167,6 +267,8 @@ async def measure(url, token, workspace_id, adb, serial, rounds, calls):
                 raw_times = [raw_one(adb, serial) for _ in range(calls)]
                 results[name][0].append(statistics.median(lomi_times) * 1000)
                 results[name][1].append(statistics.median(raw_times) * 1000)
+        if transfers:
+            results.update(await measure_transfers(session, attached, adb, serial, project, rounds, transfers))
     return results
 
 
@@ -187,6 +289,7 @@ def main():
     parser.add_argument("--fixture", required=True)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=30, help="calls per side per round")
+    parser.add_argument("--transfers", type=int, default=3, help="10 MB installs and pulls per side per round")
     args = parser.parse_args()
     if not shutil.which("adb"):
         sys.exit("adb is not installed")
@@ -211,9 +314,10 @@ def main():
                     f"Lomi Android benchmark: {args.rounds} rounds x {args.calls} calls per side, against the "
                     f"device fixture through adb {adb.run('version').decode().splitlines()[0].split()[-1]}"
                 )
-                results = asyncio.run(
-                    measure(serve.url, token, workspace_id, adb, device.serial, args.rounds, args.calls)
-                )
+                results = asyncio.run(measure(
+                    serve.url, token, workspace_id, adb, device.serial, args.rounds, args.calls, project,
+                    args.transfers,
+                ))
                 report(
                     "screenshot (360x640 PNG)",
                     "Lomi over MCP (lomi_android_capture):",
@@ -225,6 +329,18 @@ def main():
                     "Lomi over MCP (lomi_android_ui_snapshot):",
                     "adb exec-out uiautomator dump /dev/tty:",
                     *results["snapshot"],
+                )
+                report(
+                    "install of a 10 MB APK (until pm's Success)",
+                    "Lomi over MCP (lomi_android_install):",
+                    "adb install -r --no-streaming:",
+                    *results["install"],
+                )
+                report(
+                    "pull of a 10 MB file",
+                    "Lomi over MCP (lomi_android_pull, into the project):",
+                    "adb pull:",
+                    *results["pull"],
                 )
             finally:
                 serve.stop()

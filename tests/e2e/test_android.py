@@ -683,3 +683,217 @@ async def test_shell_by_policy_a_busy_ui_and_a_device_lost_mid_command(lomi, wor
         assert "cannot tell whether the command took effect" in op["error"]["message"], dump(op)
         panels = await android.agent.ok("lomi_panel_list", {"workspaceId": android.ws})
         assert panels["panels"][0]["generation"] is None, dump(panels)
+
+
+# ---- files, apps, log and rotation ----
+
+
+def tiny_apk(path: Path, package: str, version_code: int, version_name: str) -> bytes:
+    """A zip with a stored, plain-text AndroidManifest.xml: what the fixture installs (a real
+    APK's manifest is binary XML, which Lomi reads too; see lomi-android/src/apk.rs)."""
+    import zipfile
+
+    manifest = (
+        '<manifest xmlns:android="http://schemas.android.com/apk/res/android" '
+        f'package="{package}" android:versionCode="{version_code}" android:versionName="{version_name}"/>'
+    )
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as apk:
+        apk.writestr("AndroidManifest.xml", manifest)
+        apk.writestr("classes.dex", b"dex\n035\0" + bytes(64))
+    return path.read_bytes()
+
+
+def guarded(android: Android, key: str, **args: Any) -> dict[str, Any]:
+    return {"panelId": android.panel, "leaseId": android.lease, "generation": android.generation,
+            "retryEpoch": android.epoch, "requestKey": key, **args}
+
+
+async def run_op(android: Android, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    started = await android.agent.ok(tool, args)
+    return await android.agent.settle(started["operationId"])
+
+
+async def test_install_apps_launch_logcat_stop_uninstall(lomi, workspaces, mcp, adb, phones, tmp_path):
+    project = tmp_path / "project-a"
+    apk = tiny_apk(project / "demo.apk", "org.lomi.demo", 7, "1.7")
+    async with attached_phone(lomi, mcp, workspaces, adb, phones) as (android, phone):
+        agent = android.agent
+        before = await agent.ok("lomi_android_apps", {"panelId": android.panel})
+        assert before["apps"] == [], dump(before)
+        op = await run_op(android, "lomi_android_install", guarded(android, "i1", path="demo.apk"))
+        assert (op["state"], op["effectState"]) == ("succeeded", "complete"), dump(op)
+        result = op["result"]
+        assert (result["package"], result["versionCode"], result["versionName"]) == ("org.lomi.demo", 7, "1.7"), dump(op)
+        assert result["sha256"] == hashlib.sha256(apk).hexdigest() and result["bytes"] == len(apk), dump(op)
+        # The APK went over the sync service, pm installed it, and its copy was removed.
+        assert "sync:" in phone.services, phone.services
+        assert any("'pm' 'install' '-r' '/data/local/tmp/lomi-install-" in s for s in phone.services), phone.services
+        assert any(s.startswith("exec:'rm' '-f' '/data/local/tmp/lomi-install-") for s in phone.services), phone.services
+        apps = await agent.ok("lomi_android_apps", {"panelId": android.panel, "generation": android.generation})
+        assert apps["apps"] == [{"package": "org.lomi.demo", "versionCode": 7}], dump(apps)
+        everything = await agent.ok("lomi_android_apps", {"panelId": android.panel, "includeSystem": True})
+        assert {"package": "com.android.settings", "versionCode": 34} in everything["apps"], dump(everything)
+
+        # The log so far, then a launch and a wait for the app's start line after the cursor.
+        log = await agent.ok("lomi_android_logcat", {"panelId": android.panel})
+        assert any(line["tag"] == "PackageManager" and "org.lomi.demo" in line["message"] for line in log["lines"]), dump(log)
+        cursor = log["nextCursor"]
+        op = await run_op(android, "lomi_android_launch", guarded(android, "l1", component="org.lomi.demo/.Main"))
+        assert op["state"] == "succeeded", dump(op)
+        waited = await agent.ok("lomi_android_logcat", {
+            "panelId": android.panel, "sinceCursor": cursor, "waitFor": "org.lomi.demo started .Main", "timeoutMs": 5000,
+        })
+        assert waited["matched"] is True and waited["lines"][-1]["tag"] == "LomiFixtureApp", dump(waited)
+        assert not any(line["tag"] == "PackageManager" for line in waited["lines"]), "the cursor skips earlier lines"
+        by_package = await agent.ok("lomi_android_logcat", {"panelId": android.panel, "package": "org.lomi.demo"})
+        assert [line["message"] for line in by_package["lines"]] == ["org.lomi.demo started .Main"], dump(by_package)
+        by_tag = await agent.ok("lomi_android_logcat", {"panelId": android.panel, "tag": "ActivityManager", "level": "I"})
+        assert by_tag["lines"] and all(line["tag"] == "ActivityManager" for line in by_tag["lines"]), dump(by_tag)
+        # Nothing new after the cursor: the wait times out, unmatched.
+        began = time.monotonic()
+        none = await agent.ok("lomi_android_logcat", {
+            "panelId": android.panel, "sinceCursor": waited["nextCursor"], "waitFor": "never printed", "timeoutMs": 600,
+        })
+        assert none["matched"] is False and none["lines"] == [] and time.monotonic() - began >= 0.5, dump(none)
+        # A small budget pages through the log with the cursor, each line once.
+        pages, seen, cursor = 0, [], None
+        while True:
+            args = {"panelId": android.panel, "maxBytes": 1024}
+            if cursor:
+                args["sinceCursor"] = cursor
+            page = await agent.ok("lomi_android_logcat", args)
+            seen += [line["message"] for line in page["lines"]]
+            cursor, pages = page["nextCursor"], pages + 1
+            if not page["more"]:
+                break
+        assert seen == [line["message"] for line in (await agent.ok("lomi_android_logcat", {"panelId": android.panel}))["lines"]]
+
+        op = await run_op(android, "lomi_android_stop", guarded(android, "s1", package="org.lomi.demo"))
+        assert op["state"] == "succeeded", dump(op)
+        await agent.error("lomi_android_logcat", {"panelId": android.panel, "package": "org.lomi.demo"}, "NOT_FOUND")
+        op = await run_op(android, "lomi_android_uninstall", guarded(android, "u1", package="org.lomi.demo"))
+        assert op["state"] == "succeeded", dump(op)
+        assert (await agent.ok("lomi_android_apps", {"panelId": android.panel}))["apps"] == []
+        again = await run_op(android, "lomi_android_uninstall", guarded(android, "u2", package="org.lomi.demo"))
+        assert (again["state"], again["effectState"], again["error"]["code"]) == ("failed", "none", "NOT_FOUND"), dump(again)
+
+        # Not an APK: the package manager is never asked.
+        (project / "notes.apk").write_bytes(b"just text")
+        bad = await run_op(android, "lomi_android_install", guarded(android, "i2", path="notes.apk"))
+        assert (bad["state"], bad["effectState"], bad["error"]["code"]) == ("failed", "none", "INVALID_ARGUMENT"), dump(bad)
+        assert "not an APK" in bad["error"]["message"], dump(bad)
+        # pm's refusal, in its words: a downgrade without allowDowngrade.
+        tiny_apk(project / "demo.apk", "org.lomi.demo", 7, "1.7")
+        assert (await run_op(android, "lomi_android_install", guarded(android, "i3", path="demo.apk")))["state"] == "succeeded"
+        tiny_apk(project / "old.apk", "org.lomi.demo", 7, "1.7")
+        refused = await run_op(android, "lomi_android_install", guarded(android, "i4", path="old.apk", replace=False))
+        assert (refused["state"], refused["effectState"]) == ("failed", "none"), dump(refused)
+        assert "INSTALL_FAILED_ALREADY_EXISTS" in refused["error"]["message"], dump(refused)
+
+        op = await run_op(android, "lomi_android_open_url", guarded(android, "o1", url="https://example.com/a?b=1&c=$(x)"))
+        assert op["state"] == "succeeded" and op["result"]["delivered"] is True, dump(op)
+        assert "act=android.intent.action.VIEW dat=https://example.com/a?b=1&c=$(x)" in op["result"]["amOutput"], dump(op)
+        await agent.error("lomi_android_open_url", guarded(android, "o2", url="no scheme"), "INVALID_ARGUMENT")
+
+
+async def test_push_pull_round_trip_and_paths_outside_the_project(lomi, workspaces, mcp, adb, phones, tmp_path):
+    project = tmp_path / "project-a"
+    data = os.urandom(300_000)
+    (project / "data.bin").write_bytes(data)
+    (tmp_path / "secret.txt").write_text("outside the project")
+    os.symlink("../secret.txt", project / "link.txt")
+    async with attached_phone(lomi, mcp, workspaces, adb, phones) as (android, phone):
+        agent = android.agent
+        digest = hashlib.sha256(data).hexdigest()
+        op = await run_op(android, "lomi_android_push", guarded(android, "p1", path="data.bin", devicePath="/sdcard/data.bin"))
+        assert op["state"] == "succeeded", dump(op)
+        assert (op["result"]["sha256"], op["result"]["bytes"]) == (digest, len(data)), dump(op)
+        assert "exec:'sha256sum' '/sdcard/data.bin'" in phone.services, phone.services
+        # Debian's adb client reads back the same bytes.
+        pulled_by_adb = tmp_path / "by-adb.bin"
+        adb.run("-s", phone.serial, "pull", "/sdcard/data.bin", str(pulled_by_adb))
+        assert pulled_by_adb.read_bytes() == data
+
+        op = await run_op(android, "lomi_android_pull", guarded(android, "q1", devicePath="/sdcard/data.bin", path="back.bin"))
+        assert op["state"] == "succeeded", dump(op)
+        assert (project / "back.bin").read_bytes() == data and op["result"]["sha256"] == digest, dump(op)
+        # An existing file is replaced only with overwrite; that is checked before anything runs.
+        await agent.error("lomi_android_pull", guarded(android, "q2", devicePath="/sdcard/data.bin", path="back.bin"),
+                          "INVALID_ARGUMENT")
+        op = await run_op(android, "lomi_android_pull",
+                          guarded(android, "q3", devicePath="/data/local/tmp/none", path="none.bin"))
+        assert (op["state"], op["effectState"], op["error"]["code"]) == ("failed", "none", "NOT_FOUND"), dump(op)
+        assert not (project / "none.bin").exists()
+
+        # Paths that lead outside the project are refused before any receipt or device command.
+        services = len(phone.services)
+        for n, escaping in enumerate(["../secret.txt", "/etc/passwd", "link.txt", "sub/../../secret.txt"]):
+            refused = await agent.error(
+                "lomi_android_push", guarded(android, f"x-{n}", path=escaping, devicePath="/sdcard/x"),
+                "INVALID_ARGUMENT",
+            )
+            assert "outside" in refused["message"] or "does not exist" in refused["message"], dump(dict(refused))
+            await agent.error(
+                "lomi_android_pull", guarded(android, f"y-{n}", devicePath="/sdcard/data.bin", path=escaping),
+                "INVALID_ARGUMENT",
+            )
+            await agent.error("lomi_android_install", guarded(android, f"z-{n}", path=escaping), "INVALID_ARGUMENT")
+        assert len(phone.services) == services, phone.services[services:]
+        assert (tmp_path / "secret.txt").read_text() == "outside the project"
+        assert [o for o in lomi.cli("operation", "list") if o["requestKey"].startswith(("x-", "y-", "z-"))] == []
+        # The device refuses a place the shell user cannot write: failed, in its words.
+        op = await run_op(android, "lomi_android_push", guarded(android, "p2", path="data.bin", devicePath="/system/data.bin"))
+        assert (op["state"], op["effectState"], op["error"]["code"]) == ("failed", "none", "INVALID_ARGUMENT"), dump(op)
+        assert "Permission denied" in op["error"]["message"], dump(op)
+        await agent.error("lomi_android_push", guarded(android, "p3", path="data.bin", devicePath="relative"), "INVALID_ARGUMENT")
+
+
+async def test_rotation_set_and_read_back_and_the_screen_in_attach_and_snapshot(lomi, workspaces, mcp, adb, phones):
+    phone = phones()
+    adb.connect(phone.serial)
+    async with android_agent(lomi, mcp, workspaces) as android:
+        op = await android.attach_deciding(phone.serial, "approve")
+        assert op["state"] == "succeeded", dump(op)
+        result = op["result"]
+        assert (result["screenWidth"], result["screenHeight"], result["screenDensity"]) == (*SCREEN, 320), dump(op)
+        snap = await android.snapshot()
+        assert (snap["screenWidth"], snap["screenHeight"], snap["screenDensity"]) == (*SCREEN, 320), dump(snap)
+        agent = android.agent
+        read = await agent.ok("lomi_android_orientation", {"panelId": android.panel})
+        assert read == {"panelId": android.panel, "rotation": 0, "orientation": "portrait", "autoRotate": True}, dump(read)
+        op = await run_op(android, "lomi_android_rotate", guarded(android, "r1", rotation=1))
+        assert op["state"] == "succeeded", dump(op)
+        assert (op["result"]["rotation"], op["result"]["orientation"], op["result"]["autoRotate"]) == (1, "landscape", False)
+        read = await agent.ok("lomi_android_orientation", {"panelId": android.panel, "generation": android.generation})
+        assert (read["rotation"], read["autoRotate"]) == (1, False), dump(read)
+        # Debian's adb client sees the same setting.
+        assert adb.text("-s", phone.serial, "shell", "settings", "get", "system", "user_rotation").strip() == "1"
+        await agent.error("lomi_android_rotate", guarded(android, "r2", rotation=4), "INVALID_ARGUMENT")
+
+
+async def test_a_device_unplugged_mid_install_settles_honestly(lomi, workspaces, mcp, adb, phones, tmp_path):
+    tiny_apk(tmp_path / "project-a" / "demo.apk", "org.lomi.demo", 1, "1.0")
+    async with attached_phone(lomi, mcp, workspaces, adb, phones) as (android, phone):
+        # The package manager takes its time; the device goes away while it works.
+        adb.run("-s", phone.serial, "shell", "setprop", "lomi.fixture.install_ms", "3000")
+        args = guarded(android, "i1", path="demo.apk")
+        answers: dict[str, Any] = {}
+
+        async def call() -> None:
+            answers["call"] = await android.agent.ok("lomi_android_install", args)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await anyio.to_thread.run_sync(lambda: phone.wait_for_service("'pm' 'install'"))
+            phone.kill()
+        op = await android.agent.settle(answers["call"]["operationId"])
+        # pm may or may not have finished: Lomi cannot say, and says so.
+        assert (op["state"], op["effectState"]) == ("outcome_unknown", "unknown"), dump(op)
+        assert op["error"]["code"] in ("RUNTIME_UNAVAILABLE", "OUTCOME_UNKNOWN"), dump(op)
+        listing = await android.agent.ok("lomi_panel_list", {"workspaceId": android.ws})
+        panel = next(p for p in listing["panels"] if p["panelId"] == android.panel)
+        assert panel.get("generation") is None, dump(listing)
+        # Later work on the panel is refused with what to do, and a retry is the same operation.
+        await android.agent.error("lomi_android_apps", {"panelId": android.panel}, "GENERATION_MISMATCH")
+        retry = await android.agent.ok("lomi_android_install", args)
+        assert retry["operationId"] == op["operationId"] and retry["state"] == "outcome_unknown", dump(retry)

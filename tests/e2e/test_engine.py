@@ -37,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,7 @@ import anyio
 import pytest
 
 from conftest import SETTLED, dump
-from test_android import Android, adb, adb_server_for_serve, phones  # noqa: F401 (fixtures)
+from test_android import Android, adb, adb_server_for_serve, phones, tiny_apk  # noqa: F401 (fixtures)
 from test_browser import ref
 from test_terminal import live_processes, proc_stat
 
@@ -524,6 +525,78 @@ async def prep_android_detach(w: World) -> Args:
     return w.keyed({"workspaceId": w.ws, "panelId": a.panel, "expectedRevision": await w.revision()})
 
 
+def guarded_args(w: World, a: Android, **args: Any) -> Args:
+    return w.keyed({"panelId": a.panel, "leaseId": a.lease, "generation": a.generation, **args})
+
+
+async def prep_android_push(w: World) -> Args:
+    a = await w.attached()
+    (w.project / "data.bin").write_bytes(b"pushed once\n")
+    return guarded_args(w, a, path="data.bin", devicePath="/sdcard/data.bin")
+
+
+async def observe_sync(w: World) -> Any:
+    files = sorted((p.name, p.read_bytes()) for p in w.project.iterdir() if p.is_file())
+    return await w.panels(), w.services("sync:"), w.services("sha256sum"), files
+
+
+async def prep_android_pull(w: World) -> Args:
+    a = await w.attached()
+    (w.project / "src.bin").write_bytes(b"on the device\n")
+    await w.op("lomi_android_push", {"panelId": a.panel, "leaseId": a.lease, "generation": a.generation,
+                                     "path": "src.bin", "devicePath": "/sdcard/src.bin"})
+    return guarded_args(w, a, devicePath="/sdcard/src.bin", path="pulled.bin")
+
+
+async def gone_android_pull(w: World, args: Args, op: dict[str, Any]) -> None:
+    # The pulled file is removed too: a second pull would write it again.
+    assert (w.project / "pulled.bin").read_bytes() == b"on the device\n"
+    (w.project / "pulled.bin").unlink()
+    await w.detach(args["panelId"])
+
+
+async def prep_android_install(w: World) -> Args:
+    a = await w.attached()
+    tiny_apk(w.project / "demo.apk", "org.lomi.demo", 3, "1.3")
+    return guarded_args(w, a, path="demo.apk")
+
+
+async def observe_installs(w: World) -> Any:
+    return await w.panels(), w.services("'pm' 'install'")
+
+
+async def prep_android_uninstall(w: World) -> Args:
+    a = await w.attached()
+    tiny_apk(w.project / "demo.apk", "org.lomi.demo", 3, "1.3")
+    await w.op("lomi_android_install", {"panelId": a.panel, "leaseId": a.lease, "generation": a.generation,
+                                        "path": "demo.apk"})
+    return guarded_args(w, a, package="org.lomi.demo")
+
+
+async def observe_uninstalls(w: World) -> Any:
+    return await w.panels(), w.services("'pm' 'uninstall'")
+
+
+async def prep_android_stop(w: World) -> Args:
+    return guarded_args(w, await w.attached(), package="org.lomi.demo")
+
+
+async def observe_stops(w: World) -> Any:
+    return await w.panels(), w.services("'force-stop'")
+
+
+async def prep_android_open_url(w: World) -> Args:
+    return guarded_args(w, await w.attached(), url="https://example.com/once")
+
+
+async def prep_android_rotate(w: World) -> Args:
+    return guarded_args(w, await w.attached(), rotation=1)
+
+
+async def observe_rotations(w: World) -> Any:
+    return await w.panels(), w.services("'put' 'system' 'user_rotation'")
+
+
 CASES = [
     Case("lomi_workspace_update", prep_workspace_update, gone_workspace_update, observe_workspace,
          changed(change={"rename": {"name": "Another name"}})),
@@ -558,6 +631,20 @@ CASES = [
          changed(component="org.example/.Other"), android=True),
     Case("lomi_android_shell", prep_android_shell, gone_android, observe_shell, changed(command="getprop"), android=True),
     Case("lomi_android_detach", prep_android_detach, nothing, observe_panels, changed(expectedRevision="999"),
+         android=True),
+    Case("lomi_android_push", prep_android_push, gone_android, observe_sync, changed(devicePath="/sdcard/other.bin"),
+         android=True),
+    Case("lomi_android_pull", prep_android_pull, gone_android_pull, observe_sync, changed(path="other.bin"),
+         android=True),
+    Case("lomi_android_install", prep_android_install, gone_android, observe_installs, changed(replace=False),
+         android=True),
+    Case("lomi_android_uninstall", prep_android_uninstall, gone_android, observe_uninstalls,
+         changed(package="org.other"), android=True),
+    Case("lomi_android_stop", prep_android_stop, gone_android, observe_stops, changed(package="org.other"),
+         android=True),
+    Case("lomi_android_open_url", prep_android_open_url, gone_android, observe_launches,
+         changed(url="https://example.com/other"), android=True),
+    Case("lomi_android_rotate", prep_android_rotate, gone_android, observe_rotations, changed(rotation=2),
          android=True),
 ]
 
@@ -1064,3 +1151,67 @@ async def test_a_same_document_navigation_settles_at_once(lomi, workspaces, mcp,
         after = await session.settle(after["operationId"])
         assert after["state"] == "succeeded" and after["result"]["url"] == pages.url("/one"), dump(after)
         await w.close_browser(b["panelId"])
+
+
+def slow_sync(w: World, milliseconds: int) -> None:
+    """The fixture's sync service waits this long before each packet, both ways (set with
+    Debian's adb, as a person would poke a device)."""
+    w.adb.run("-s", w.phone.serial, "shell", "setprop", "lomi.fixture.sync_ms", str(milliseconds))
+
+
+async def test_cancelled_android_transfers_stop_half_way(lomi, workspaces, mcp, tmp_path, pages, adb, phones):  # noqa: F811
+    """Push, pull and install take the cancel token while bytes move over a slow link: each
+    stops half-way, in well under the transfer's time, and says what it left behind."""
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        w = await world(lomi, workspaces, session, tmp_path, pages, adb, phones)
+        android = await w.attached()
+        big = os.urandom(3 << 20)
+        (w.project / "big.bin").write_bytes(big)
+        # On the device first, at full speed, for the pull.
+        await w.op("lomi_android_push", {"panelId": android.panel, "leaseId": android.lease,
+                                         "generation": android.generation, "path": "big.bin",
+                                         "devicePath": "/sdcard/big.bin"})
+        slow_sync(w, 500)  # 3 MiB in 256 KiB packets: about 6 s
+
+        def sync_opened(before: int) -> Callable[[], bool]:
+            return lambda: w.services("sync:") > before
+
+        # push: part of the file may be on the device.
+        args = guarded_args(w, android, path="big.bin", devicePath="/sdcard/half.bin")
+        began = time.monotonic()
+        cancelled, op, states = await cancel_running(w, "lomi_android_push", args, sync_opened(w.services("sync:")))
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states})
+        assert (op["state"], op["effectState"]) == ("cancelled", "partial"), shown
+        assert states[-2:] == ["cancelling", "cancelled"], shown
+        assert time.monotonic() - began < 4, "the cancel waited for the whole transfer"
+        assert w.services("'sha256sum' '/sdcard/half.bin'") == 0, w.phone.services
+
+        # pull: nothing is written into the project.
+        args = guarded_args(w, android, devicePath="/sdcard/big.bin", path="pulled.bin")
+        began = time.monotonic()
+        cancelled, op, states = await cancel_running(w, "lomi_android_pull", args, sync_opened(w.services("sync:")))
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states})
+        assert (op["state"], op["effectState"]) == ("cancelled", "none"), shown
+        assert time.monotonic() - began < 4, "the cancel waited for the whole transfer"
+        assert not (w.project / "pulled.bin").exists() and not list(w.project.glob(".lomi-tmp*")), shown
+
+        # install while its APK is copied: the copy is removed, pm never runs.
+        tiny_apk(w.project / "big.apk", "org.lomi.big", 1, "1.0")
+        with zipfile.ZipFile(w.project / "big.apk", "a", compression=zipfile.ZIP_STORED) as grown:
+            grown.writestr("assets/payload.bin", os.urandom(3 << 20))
+        args = guarded_args(w, android, path="big.apk")
+        began = time.monotonic()
+        cancelled, op, states = await cancel_running(w, "lomi_android_install", args, sync_opened(w.services("sync:")))
+        shown = dump({"cancel": cancelled, "settled": op, "feed": states, "device": w.phone.services[-5:]})
+        assert (op["state"], op["effectState"]) == ("cancelled", "none"), shown
+        assert time.monotonic() - began < 4, "the cancel waited for the whole transfer"
+        assert w.services("'pm' 'install'") == 0, shown
+        assert w.services("'rm' '-f' '/data/local/tmp/lomi-install-") == 1, shown
+
+        # The panel still works, and a retry of a cancelled request is that operation.
+        slow_sync(w, 0)
+        assert (await session.ok("lomi_android_apps", {"panelId": android.panel}))["apps"] == []
+        retry = await session.ok("lomi_android_install", args)
+        assert retry["operationId"] == op["operationId"] and retry["state"] == "cancelled", dump(retry)

@@ -2,10 +2,12 @@
 //! device side of the ADB transport, so the real `adb` server can `adb connect 127.0.0.1:PORT`.
 
 mod connection;
+mod phone;
 mod protocol;
 mod screen;
 mod server;
 mod services;
+mod sync;
 
 use std::io;
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -13,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 
+pub use phone::{LogLine, Package};
 pub use screen::{BUTTON_BOUNDS, FixtureState, SCREEN_HEIGHT, SCREEN_WIDTH};
 pub use server::PrivateAdbServer;
 
@@ -25,11 +28,11 @@ pub struct Fixture {
     acceptor: Option<JoinHandle<()>>,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     state: Mutex<FixtureState>,
     /// Print each service the host opens on stdout (the binary does, for tests in other
     /// languages to follow what the device received).
-    log_services: bool,
+    pub(crate) log_services: bool,
     stopping: AtomicBool,
     /// Open connections by id, so `Drop` can shut them down.
     connections: Mutex<Vec<(u64, TcpStream)>>,
@@ -37,7 +40,7 @@ struct Shared {
 }
 
 impl Shared {
-    fn state(&self) -> MutexGuard<'_, FixtureState> {
+    pub(crate) fn state(&self) -> MutexGuard<'_, FixtureState> {
         // A panic while holding the lock leaves plain data behind; keep serving it.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -142,12 +145,7 @@ fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
             .spawn({
                 let shared = Arc::clone(shared);
                 move || {
-                    connection::serve(stream, |service| {
-                        if shared.log_services {
-                            log_service(service);
-                        }
-                        services::run(service, &mut shared.state())
-                    });
+                    connection::serve(stream, &shared);
                     shared.connections().retain(|(other, _)| *other != id);
                 }
             });
@@ -157,7 +155,7 @@ fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
     }
 }
 
-fn log_service(service: &str) {
+pub(crate) fn log_service(service: &str) {
     use std::io::Write;
     let mut stdout = io::stdout().lock();
     // A closed stdout only loses the log; the device keeps serving.

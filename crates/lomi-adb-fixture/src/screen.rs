@@ -34,6 +34,24 @@ pub struct FixtureState {
     /// How many of the next `uiautomator dump`s fail because the UI "never goes idle", as they
     /// do on a device while an animation runs (`setprop lomi.fixture.busy_dumps N`).
     pub busy_dumps: u32,
+    /// Files written through the sync service, by absolute path.
+    pub files: std::collections::BTreeMap<String, Vec<u8>>,
+    /// Installed packages by name (`pm`).
+    pub packages: std::collections::BTreeMap<String, crate::phone::Package>,
+    /// Running app processes: package → pid.
+    pub processes: std::collections::BTreeMap<String, u32>,
+    pub(crate) next_pid: u32,
+    /// The device log, oldest first.
+    pub log: Vec<crate::phone::LogLine>,
+    /// `settings … system user_rotation` (0 to 3, quarter turns).
+    pub user_rotation: u32,
+    /// `settings … system accelerometer_rotation` (auto-rotate).
+    pub auto_rotate: bool,
+    /// How long each `pm install` takes (`setprop lomi.fixture.install_ms MS`).
+    pub install_ms: u64,
+    /// How long the sync service waits before taking each packet the host writes and before
+    /// sending each of its own (`setprop lomi.fixture.sync_ms MS`).
+    pub sync_ms: u64,
 }
 
 /// A random version-4-shaped UUID from the standard library's randomly keyed hasher.
@@ -61,10 +79,13 @@ pub(crate) fn new_boot_id() -> String {
 
 impl FixtureState {
     pub(crate) fn with_boot_id(boot_id: String) -> FixtureState {
-        FixtureState {
+        let mut state = FixtureState {
             boot_id,
+            auto_rotate: true,
             ..FixtureState::default()
-        }
+        };
+        state.boot();
+        state
     }
 
     pub(crate) fn tap(&mut self, x: f32, y: f32) {

@@ -1,5 +1,5 @@
-//! The services a stream can OPEN: `shell:…` and `exec:…` commands, answered from the virtual
-//! screen. There is no real shell: the command line is split into words with POSIX quoting, and
+//! The services a stream can OPEN: `sync:` (see [`crate::sync`]) and `shell:…` and `exec:…`
+//! commands, answered from the virtual screen and the phone's contents (see [`crate::phone`]). There is no real shell: the command line is split into words with POSIX quoting, and
 //! shell syntax a real device would interpret (`;`, `|`, `$`, …) is refused, so a caller that
 //! forgets to quote is caught rather than silently passing.
 
@@ -26,17 +26,82 @@ const PROPERTIES: [(&str, &str); 6] = [
     ("ro.serialno", "LOMIFIXTURE0001"),
 ];
 
-/// The answer to `service`, or `None` when there is no such service (the stream is then
-/// refused with CLSE).
+/// How a service starts.
+pub(crate) enum Opened {
+    /// Its whole answer at once.
+    Reply(Reply),
+    /// The file sync protocol.
+    Sync,
+    /// A command that reads `length` bytes of stdin first (a streamed install).
+    Stdin { words: Vec<String>, length: usize },
+}
+
+/// How `service` starts, or `None` when there is no such service (the stream is then refused
+/// with CLSE).
+pub(crate) fn open(service: &str, state: &mut FixtureState) -> Option<Opened> {
+    if service == "sync:" {
+        return Some(Opened::Sync);
+    }
+    let command = service
+        .strip_prefix("exec:")
+        .or_else(|| shell_command(service))?;
+    if let Ok(words) = split_words(logcat_command(command))
+        && let Some(length) = streamed_install(&words)
+    {
+        return Some(Opened::Stdin { words, length });
+    }
+    run(service, state).map(Opened::Reply)
+}
+
+/// What a command that read its stdin (a streamed install) prints.
+pub(crate) fn with_stdin(words: &[String], stdin: &[u8], state: &mut FixtureState) -> Vec<u8> {
+    let replace = words.iter().any(|word| word == "-r");
+    state.install(stdin, replace).into_bytes()
+}
+
+/// `cmd package install [OPTIONS] -S SIZE` (or `pm install … -S SIZE`): the APK's size.
+fn streamed_install(words: &[String]) -> Option<usize> {
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let options = match words.as_slice() {
+        ["cmd", "package", "install", options @ ..] | ["pm", "install", options @ ..] => options,
+        _ => return None,
+    };
+    let at = options.iter().position(|word| *word == "-S")?;
+    options.get(at + 1)?.parse().ok()
+}
+
+/// The two bits of shell syntax the `adb` client itself sends: `adb logcat` asks for
+/// `export ANDROID_LOG_TAGS="…" ; exec logcat …` (the fixture runs the `logcat …` part), and
+/// `adb install` removes its pushed APK with `rm PATH </dev/null`.
+fn logcat_command(command: &str) -> &str {
+    let command = command.strip_suffix(" </dev/null").unwrap_or(command);
+    command
+        .strip_prefix("export ANDROID_LOG_TAGS=")
+        .and_then(|rest| rest.split_once("; exec "))
+        .map_or(command, |(_, logcat)| logcat)
+}
+
+/// The answer to a `shell:` or `exec:` service, or `None` when it is neither.
 pub(crate) fn run(service: &str, state: &mut FixtureState) -> Option<Reply> {
     let command = service
         .strip_prefix("exec:")
         .or_else(|| shell_command(service))?;
+    let command = logcat_command(command);
     Some(match split_words(command) {
-        Ok(words) => Reply {
-            duration: duration(&words),
-            output: run_command(&words, state),
-        },
+        Ok(words) => {
+            // `setprop lomi.fixture.install_ms MS` makes each `pm install` take that long, so a
+            // test can unplug the device while the package manager works.
+            let installing = words.len() > 2 && words[0] == "pm" && words[1] == "install";
+            let extra = if installing {
+                Duration::from_millis(state.install_ms)
+            } else {
+                Duration::ZERO
+            };
+            Reply {
+                duration: duration(&words) + extra,
+                output: run_command(&words, state),
+            }
+        }
         Err(error) => Reply {
             output: format!("/system/bin/sh: {error}\n").into_bytes(),
             duration: Duration::ZERO,
@@ -112,14 +177,31 @@ fn run_command(words: &[String], state: &mut FixtureState) -> Vec<u8> {
         }
         ["am", "start", "-n", component] => {
             state.activities.push((*component).to_owned());
+            let (package, activity) = component.split_once('/').unwrap_or((component, ""));
+            state.started(&format!("cmp={component}"), Some(package), activity);
             format!("Starting: Intent {{ cmp={component} }}\n")
         }
         ["am", "start", options @ ..] if !options.is_empty() => match intent(options) {
             Ok(intent) => {
                 state.activities.push(intent.clone());
+                state.started(&intent, None, "");
                 format!("Starting: Intent {{ {intent} }}\n")
             }
             Err(error) => format!("Error: {error}\n"),
+        },
+        ["setprop", "lomi.fixture.sync_ms", milliseconds] => match milliseconds.parse() {
+            Ok(milliseconds) => {
+                state.sync_ms = milliseconds;
+                String::new()
+            }
+            Err(_) => format!("setprop: {milliseconds} is not a count\n"),
+        },
+        ["setprop", "lomi.fixture.install_ms", milliseconds] => match milliseconds.parse() {
+            Ok(milliseconds) => {
+                state.install_ms = milliseconds;
+                String::new()
+            }
+            Err(_) => format!("setprop: {milliseconds} is not a count\n"),
         },
         ["setprop", "lomi.fixture.busy_dumps", count] => match count.parse() {
             Ok(count) => {
@@ -141,10 +223,114 @@ fn run_command(words: &[String], state: &mut FixtureState) -> Vec<u8> {
         ["uiautomator", "dump", ..] => {
             "fixture: only `uiautomator dump /dev/tty` is supported\n".to_owned()
         }
+        ["wm", "density"] => "Physical density: 320\n".to_owned(),
+        ["am", "force-stop", package] => {
+            state.force_stop(package);
+            String::new()
+        }
+        ["pidof", package] => state
+            .processes
+            .get(*package)
+            .map_or_else(String::new, |pid| format!("{pid}\n")),
+        ["pm" | "cmd", ..] => package_manager(&words, state),
+        ["dumpsys", "package", name] => match state.packages.get(*name) {
+            Some(package) => format!(
+                "Packages:\n  Package [{name}] (1a2b3c):\n    versionCode={} minSdk=21 targetSdk=34\n    versionName={}\n",
+                package.version_code, package.version_name
+            ),
+            None => format!("Unable to find package: {name}\n"),
+        },
+        ["rm", "-f", path] | ["rm", path] => {
+            state.files.remove(*path);
+            String::new()
+        }
+        ["sha256sum", path] => match state.files.get(*path) {
+            Some(bytes) => format!("{}  {path}\n", sha256_hex(bytes)),
+            None => format!("sha256sum: {path}: No such file or directory\n"),
+        },
+        ["settings", "get", "system", "user_rotation"] => format!("{}\n", state.user_rotation),
+        ["settings", "get", "system", "accelerometer_rotation"] => {
+            format!("{}\n", u8::from(state.auto_rotate))
+        }
+        ["settings", "put", "system", "user_rotation", value] => match value.parse() {
+            Ok(rotation @ 0..=3) => {
+                state.user_rotation = rotation;
+                String::new()
+            }
+            _ => format!("Error: bad rotation {value}\n"),
+        },
+        [
+            "settings",
+            "put",
+            "system",
+            "accelerometer_rotation",
+            value @ ("0" | "1"),
+        ] => {
+            state.auto_rotate = *value == "1";
+            String::new()
+        }
+        ["logcat", options @ ..] => match state.logcat(options) {
+            Ok(text) => text,
+            Err(error) => format!("logcat: {error}\n"),
+        },
         [] => String::new(),
         [program, ..] => format!("/system/bin/sh: {program}: inaccessible or not found\n"),
     };
     text.into_bytes()
+}
+
+/// `pm …` and `cmd package …`: list, install (a file on the device) and uninstall.
+fn package_manager(words: &[&str], state: &mut FixtureState) -> String {
+    let arguments = match words {
+        ["pm", rest @ ..] | ["cmd", "package", rest @ ..] => rest,
+        _ => {
+            return format!(
+                "/system/bin/sh: {}: inaccessible or not found\n",
+                words.join(" ")
+            );
+        }
+    };
+    match arguments {
+        ["list", "packages", options @ ..] => {
+            let third_party = options.contains(&"-3");
+            let versions = options.contains(&"--show-versioncode");
+            let filter = options.iter().find(|option| !option.starts_with('-'));
+            state
+                .packages
+                .iter()
+                .filter(|(name, package)| {
+                    !(third_party && package.system) && filter.is_none_or(|f| name.contains(*f))
+                })
+                .map(|(name, package)| {
+                    if versions {
+                        format!("package:{name} versionCode:{}\n", package.version_code)
+                    } else {
+                        format!("package:{name}\n")
+                    }
+                })
+                .collect()
+        }
+        ["install", options @ .., path]
+            if options.iter().all(|o| ["-r", "-d", "-g", "-t"].contains(o)) =>
+        {
+            match state.files.get(*path).cloned() {
+                Some(apk) => state.install(&apk, options.contains(&"-r")),
+                None => format!(
+                    "Error: Unable to open file: {path}\nConsider using a file under /data/local/tmp/\n"
+                ),
+            }
+        }
+        ["uninstall", name] => state.uninstall(name),
+        _ => format!("Error: unknown command {}\n", arguments.join(" ")),
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// `-a ACTION`, `-d DATA`, `-p PACKAGE` in any order (an action is required), described the
@@ -323,6 +509,7 @@ mod tests {
         let swipe = run("exec:input swipe 1 2 3 4 250", &mut state).expect("a known service");
         assert_eq!(swipe.duration, Duration::from_millis(250));
         assert!(run("sync:", &mut state).is_none());
+        assert!(matches!(open("sync:", &mut state), Some(Opened::Sync)));
         assert!(run("framebuffer:", &mut state).is_none());
     }
 }

@@ -147,3 +147,159 @@ fn the_real_adb_client_drives_the_fixture() {
 
     adb.text(&["disconnect", &serial]);
 }
+
+/// A zip with one stored `AndroidManifest.xml`: what the fixture installs (see `phone.rs`).
+fn apk(package: &str, version_code: u32) -> Vec<u8> {
+    let manifest = format!(
+        r#"<manifest xmlns:android="http://schemas.android.com/apk/res/android" package="{package}" android:versionCode="{version_code}" android:versionName="1.{version_code}"/>"#
+    );
+    let name = b"AndroidManifest.xml";
+    let size = u32::try_from(manifest.len()).expect("a small manifest");
+    let mut zip = b"PK\x03\x04".to_vec();
+    zip.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    zip.extend_from_slice(&size.to_le_bytes());
+    zip.extend_from_slice(&size.to_le_bytes());
+    zip.extend_from_slice(&u16::try_from(name.len()).expect("short").to_le_bytes());
+    zip.extend_from_slice(&[0, 0]);
+    zip.extend_from_slice(name);
+    zip.extend_from_slice(manifest.as_bytes());
+    zip
+}
+
+#[test]
+fn the_real_adb_client_pushes_pulls_installs_and_reads_the_log() {
+    let Some(adb) = AdbServer::start() else {
+        return;
+    };
+    let fixture = Fixture::start().expect("starting the fixture");
+    let serial = fixture.serial();
+    adb.connect(&fixture);
+    let dir = std::env::temp_dir().join(format!("lomi-adb-fixture-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+
+    // push and pull through the sync service; bigger than one DATA chunk and one packet.
+    let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let local = dir.join("data.bin");
+    std::fs::write(&local, &bytes).expect("writing the file");
+    let local_path = local.to_string_lossy().into_owned();
+    adb.run(&[
+        "-s",
+        &serial,
+        "push",
+        &local_path,
+        "/data/local/tmp/data.bin",
+    ]);
+    assert_eq!(fixture.state().files["/data/local/tmp/data.bin"], bytes);
+    let back = dir.join("back.bin");
+    let back_path = back.to_string_lossy().into_owned();
+    adb.run(&[
+        "-s",
+        &serial,
+        "pull",
+        "/data/local/tmp/data.bin",
+        &back_path,
+    ]);
+    assert_eq!(std::fs::read(&back).expect("the pulled file"), bytes);
+    let refused = Command::new("adb")
+        .args([
+            "-P",
+            &adb.port.to_string(),
+            "-s",
+            &serial,
+            "pull",
+            "/data/local/tmp/none",
+            &back_path,
+        ])
+        .output()
+        .expect("running adb");
+    assert!(!refused.status.success(), "{}", describe(&refused));
+
+    // install, streamed (the default with the `cmd` feature) and pushed (--no-streaming).
+    let apk_path = dir.join("demo.apk");
+    std::fs::write(&apk_path, apk("org.lomi.demo", 3)).expect("writing the APK");
+    let apk_path = apk_path.to_string_lossy().into_owned();
+    let installed = adb.text(&["-s", &serial, "install", &apk_path]);
+    assert!(installed.contains("Success"), "{installed}");
+    std::fs::write(dir.join("demo.apk"), apk("org.lomi.demo", 4)).expect("writing the APK");
+    let installed = adb.text(&["-s", &serial, "install", "-r", "--no-streaming", &apk_path]);
+    assert!(installed.contains("Success"), "{installed}");
+    let listed = adb.text(&[
+        "-s",
+        &serial,
+        "shell",
+        "pm",
+        "list",
+        "packages",
+        "-3",
+        "--show-versioncode",
+    ]);
+    assert_eq!(listed.trim(), "package:org.lomi.demo versionCode:4");
+    assert!(
+        !fixture
+            .state()
+            .files
+            .keys()
+            .any(|path| path.ends_with(".apk")),
+        "adb removes the APK it pushed: {:?}",
+        fixture.state().files.keys().collect::<Vec<_>>()
+    );
+
+    adb.run(&[
+        "-s",
+        &serial,
+        "shell",
+        "am",
+        "start",
+        "-n",
+        "org.lomi.demo/.Main",
+    ]);
+    let log = adb.text(&["-s", &serial, "logcat", "-d"]);
+    assert!(log.contains("org.lomi.demo started .Main"), "{log}");
+    let pid = adb.text(&["-s", &serial, "shell", "pidof", "org.lomi.demo"]);
+    let only_app = adb.text(&[
+        "-s",
+        &serial,
+        "logcat",
+        "-d",
+        &format!("--pid={}", pid.trim()),
+    ]);
+    assert!(
+        only_app.contains("started .Main") && !only_app.contains("PackageManager"),
+        "{only_app}"
+    );
+    adb.run(&["-s", &serial, "shell", "am", "force-stop", "org.lomi.demo"]);
+    assert!(fixture.state().processes.is_empty());
+    let removed = adb.text(&["-s", &serial, "uninstall", "org.lomi.demo"]);
+    assert!(removed.contains("Success"), "{removed}");
+    assert!(
+        fixture
+            .state()
+            .packages
+            .keys()
+            .all(|name| name != "org.lomi.demo")
+    );
+
+    adb.run(&[
+        "-s",
+        &serial,
+        "shell",
+        "settings",
+        "put",
+        "system",
+        "user_rotation",
+        "1",
+    ]);
+    let rotation = adb.text(&[
+        "-s",
+        &serial,
+        "shell",
+        "settings",
+        "get",
+        "system",
+        "user_rotation",
+    ]);
+    assert_eq!(rotation.trim(), "1");
+
+    adb.text(&["disconnect", &serial]);
+    std::fs::remove_dir_all(&dir).expect("removing the temp dir");
+}

@@ -61,6 +61,10 @@ impl Device {
         &self.serial
     }
 
+    pub(crate) fn server(&self) -> SocketAddrV4 {
+        self.server
+    }
+
     /// See [`Generation`] for what it is made of.
     pub fn generation(&self) -> Result<Generation, AndroidError> {
         let hardware_serial = self.run_text(&["getprop", "ro.serialno"])?;
@@ -233,7 +237,7 @@ impl Device {
         }
     }
 
-    fn failed(&self, command: &[&str], output: &str) -> AndroidError {
+    pub(crate) fn failed(&self, command: &[&str], output: &str) -> AndroidError {
         AndroidError::CommandFailed {
             serial: self.serial.clone(),
             command: command.join(" "),
@@ -244,14 +248,14 @@ impl Device {
     /// Runs quoted words that change the device, then makes sure the device is still there.
     /// Without shell_v2 a command's stream ends the same way whether the command finished or
     /// the device went away under it; the adb server's state for the device tells them apart.
-    fn run_effect(&self, words: &[&str], limit: usize) -> Result<Vec<u8>, AndroidError> {
+    pub(crate) fn run_effect(&self, words: &[&str], limit: usize) -> Result<Vec<u8>, AndroidError> {
         let command = command_line(words);
         let output = self.exec(&command, limit)?;
         self.confirm_still_there(&command)?;
         Ok(output)
     }
 
-    fn confirm_still_there(&self, command: &str) -> Result<(), AndroidError> {
+    pub(crate) fn confirm_still_there(&self, command: &str) -> Result<(), AndroidError> {
         let unknown = |detail: String| AndroidError::OutcomeUnknown {
             serial: self.serial.clone(),
             command: command.to_owned(),
@@ -268,7 +272,7 @@ impl Device {
     }
 
     /// Runs the quoted words and returns their output as text.
-    fn run_text(&self, words: &[&str]) -> Result<String, AndroidError> {
+    pub(crate) fn run_text(&self, words: &[&str]) -> Result<String, AndroidError> {
         let output = self.exec(&command_line(words), TEXT_LIMIT)?;
         Ok(String::from_utf8_lossy(&output).into_owned())
     }
@@ -290,7 +294,11 @@ impl Device {
 
     /// Like [`Device::exec`], but output past `limit` is cut off (the stream is closed there)
     /// and reported as the second value rather than as an error.
-    fn exec_bounded(&self, command: &str, limit: usize) -> Result<(Vec<u8>, bool), AndroidError> {
+    pub(crate) fn exec_bounded(
+        &self,
+        command: &str,
+        limit: usize,
+    ) -> Result<(Vec<u8>, bool), AndroidError> {
         let mut device = ADBServerDevice::new(self.serial.clone(), Some(self.server));
         let (done, finished) = mpsc::channel::<()>();
         let collected = Arc::new(Mutex::new(Collected::default()));
@@ -319,7 +327,7 @@ impl Device {
         Ok((collected.bytes, collected.overflowed))
     }
 
-    fn adb_error(&self, command: &str, error: RustADBError) -> AndroidError {
+    pub(crate) fn adb_error(&self, command: &str, error: RustADBError) -> AndroidError {
         match error {
             RustADBError::ADBRequestFailed(detail) => {
                 let detail = detail.trim().to_owned();
@@ -397,7 +405,7 @@ fn parse_screen_size(output: &str) -> Option<(u32, u32)> {
     size("Override size:").or_else(|| size("Physical size:"))
 }
 
-fn has_control(text: &str) -> bool {
+pub(crate) fn has_control(text: &str) -> bool {
     text.chars().any(char::is_control)
 }
 

@@ -69,6 +69,49 @@ pub enum AndroidError {
     UiNotIdle { serial: String, attempts: u32 },
     #[error("could not read the UI dump from device `{serial}`: {detail}")]
     BadUiDump { serial: String, detail: String },
+    #[error("device `{serial}` refused `{command}`: {output}")]
+    Refused {
+        serial: String,
+        command: String,
+        output: String,
+    },
+    #[error(
+        "`{package}` is not installed on device `{serial}` ({output}); lomi_android_apps lists what is"
+    )]
+    NotInstalled {
+        serial: String,
+        package: String,
+        output: String,
+    },
+    #[error("device `{serial}` has no file {path}")]
+    NoDeviceFile { serial: String, path: String },
+    #[error(
+        "the SHA-256 of {path} differs between Lomi ({sent}) and device `{serial}` ({found}); the copy is not whole: try again"
+    )]
+    Mismatch {
+        serial: String,
+        path: String,
+        sent: String,
+        found: String,
+    },
+    #[error(
+        "`{command}` stopped moving on device `{serial}` ({detail}); the device is still there, but what reached it is unknown"
+    )]
+    Stalled {
+        serial: String,
+        command: String,
+        detail: String,
+    },
+    #[error(
+        "{path} was copied, but device `{serial}` could not check it ({detail}); Lomi cannot say the copy is whole"
+    )]
+    Unverified {
+        serial: String,
+        path: String,
+        detail: String,
+    },
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl AndroidError {
@@ -81,6 +124,9 @@ impl AndroidError {
             AndroidError::DeviceLost { .. }
                 | AndroidError::OutcomeUnknown { .. }
                 | AndroidError::TimedOut { .. }
+                | AndroidError::Mismatch { .. }
+                | AndroidError::Stalled { .. }
+                | AndroidError::Unverified { .. }
         )
     }
 
@@ -98,9 +144,19 @@ impl AndroidError {
     /// The protocol error code this error is reported as.
     pub fn code(&self) -> ErrorCode {
         match self {
-            AndroidError::DeviceNotFound { .. } => ErrorCode::NotFound,
+            AndroidError::DeviceNotFound { .. }
+            | AndroidError::NotInstalled { .. }
+            | AndroidError::NoDeviceFile { .. } => ErrorCode::NotFound,
+            // The device refused the request as given (a path it cannot write, an APK pm
+            // rejects): the agent changes the request.
+            AndroidError::Refused { .. } => ErrorCode::InvalidArgument,
+            AndroidError::Mismatch { .. }
+            | AndroidError::Stalled { .. }
+            | AndroidError::Cancelled => ErrorCode::RuntimeUnavailable,
             AndroidError::InvalidInput(_) => ErrorCode::InvalidArgument,
-            AndroidError::DeviceNotReady { .. } => ErrorCode::Unsupported,
+            AndroidError::DeviceNotReady { .. } | AndroidError::Unverified { .. } => {
+                ErrorCode::Unsupported
+            }
             AndroidError::OutputTooLarge { .. } => ErrorCode::Unsupported,
             // The device or adb is gone or busy, not Lomi at fault (docs/errors.md).
             AndroidError::ServerUnreachable { .. }

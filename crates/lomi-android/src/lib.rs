@@ -5,11 +5,15 @@
 //! `tokio::task::spawn_blocking`. Every device command goes through the adb server's `exec:`
 //! service, so arguments are shell-quoted here (see [`shell`]) and reach the device literally.
 
+mod apk;
 mod device;
 mod error;
+mod packages;
 pub mod panels;
+mod project;
 mod server;
 pub mod shell;
+mod sync;
 mod ui;
 
 pub use device::{Device, Generation};

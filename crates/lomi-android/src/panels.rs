@@ -30,6 +30,8 @@ use lomi_protocol::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod device_tools;
+
 use crate::shell::input_text_argument;
 use crate::{AdbServer, AndroidError, Device, DeviceInfo, DeviceState, UiSnapshot};
 
@@ -99,6 +101,8 @@ struct Runtime {
     /// `None` once the device went away; attaching it again gives a new one.
     generation: Option<String>,
     screen: (u32, u32),
+    /// Dots per inch, read at attach.
+    density: Option<u32>,
     snapshot: Option<SnapshotRecord>,
 }
 
@@ -491,10 +495,12 @@ impl AndroidPanels {
             let device = server.device(&info.serial);
             let generation = device.generation()?;
             let screen = device.screen_size()?;
-            Ok((info, device, generation, screen))
+            // Not every device answers `wm density`; the panel works without it.
+            let density = device.density().ok().flatten();
+            Ok((info, device, generation, screen, density))
         })
         .await;
-        let (info, device, generation, screen) = match ready {
+        let (info, device, generation, screen, density) = match ready {
             Ok(ready) => ready,
             Err(error) => {
                 return EffectOutcome::Failed {
@@ -524,6 +530,7 @@ impl AndroidPanels {
                     runtime.device = device;
                     runtime.generation = Some(generation.clone());
                     runtime.screen = screen;
+                    runtime.density = density;
                     if reattached {
                         runtime.snapshot = None;
                     }
@@ -549,6 +556,7 @@ impl AndroidPanels {
                     workspace_id: workspace_id.clone(),
                     generation: Some(generation.clone()),
                     screen,
+                    density,
                     snapshot: None,
                 };
                 match self
@@ -584,6 +592,7 @@ impl AndroidPanels {
             api_level: info.api_level,
             screen_width: screen.0,
             screen_height: screen.1,
+            screen_density: density,
             reattached,
         }))
     }
@@ -641,6 +650,32 @@ impl AndroidPanels {
         F: FnOnce(Device, lomi_broker::EffectContext) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = EffectOutcome> + Send + 'static,
     {
+        self.on_device_prepared(
+            caller,
+            tool,
+            input,
+            |_| Ok(()),
+            |device, (), context| effect(device, context),
+        )
+        .await
+    }
+
+    /// [`AndroidPanels::on_device`] with a `prepare` step that sees the runtime before the
+    /// operation is reserved (such as resolving the project a file is in).
+    async fn on_device_prepared<P, Prepare, F, Fut>(
+        &self,
+        caller: &PairingId,
+        tool: Tool,
+        input: &(impl Serialize + LeaseGuarded),
+        prepare: Prepare,
+        effect: F,
+    ) -> Result<OperationView, ToolError>
+    where
+        P: Send + 'static,
+        Prepare: FnOnce(&Runtime) -> Result<P, ToolError>,
+        F: FnOnce(Device, P, lomi_broker::EffectContext) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = EffectOutcome> + Send + 'static,
+    {
         let guard = input.guard();
         let call = PanelCall {
             tool,
@@ -656,8 +691,8 @@ impl AndroidPanels {
                 caller,
                 call,
                 &self.runtimes,
-                |_| Ok(()),
-                |runtime, (), context| effect(runtime.device, context),
+                prepare,
+                |runtime, prepared, context| effect(runtime.device, prepared, context),
             )
             .await
     }
@@ -1021,6 +1056,9 @@ impl AndroidPanels {
             panel_id: input.panel_id,
             generation,
             snapshot_id,
+            screen_width: runtime.screen.0,
+            screen_height: runtime.screen.1,
+            screen_density: runtime.density,
             nodes: snapshot
                 .nodes
                 .into_iter()

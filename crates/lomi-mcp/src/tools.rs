@@ -6,6 +6,11 @@ use base64::Engine;
 use base64::prelude::BASE64_STANDARD;
 use lomi_protocol::tools::NoArguments;
 use lomi_protocol::tools::android::{
+    AndroidAppsInput, AndroidInstallInput, AndroidLogcatInput, AndroidOpenUrlInput,
+    AndroidOrientationInput, AndroidPackageInput, AndroidPullInput, AndroidPushInput,
+    AndroidRotateInput,
+};
+use lomi_protocol::tools::android::{
     AndroidAttachInput, AndroidCaptureInput, AndroidDetachInput, AndroidDevicesInput,
     AndroidInputInput, AndroidLaunchInput, AndroidShellInput, AndroidUiSnapshotInput,
 };
@@ -360,6 +365,50 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
         },
         LomiTool::AndroidShell => match strict::decode::<AndroidShellInput>(name, arguments) {
             Ok(input) => answer(android.shell(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::AndroidPush => match strict::decode::<AndroidPushInput>(name, arguments) {
+            Ok(input) => answer(android.push(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::AndroidPull => match strict::decode::<AndroidPullInput>(name, arguments) {
+            Ok(input) => answer(android.pull(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::AndroidInstall => match strict::decode::<AndroidInstallInput>(name, arguments) {
+            Ok(input) => answer(android.install(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::AndroidUninstall => {
+            match strict::decode::<AndroidPackageInput>(name, arguments) {
+                Ok(input) => answer(android.uninstall(caller, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
+        LomiTool::AndroidApps => match strict::decode::<AndroidAppsInput>(name, arguments) {
+            Ok(input) => answer(android.apps(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::AndroidStop => match strict::decode::<AndroidPackageInput>(name, arguments) {
+            Ok(input) => answer(android.stop(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::AndroidOpenUrl => match strict::decode::<AndroidOpenUrlInput>(name, arguments) {
+            Ok(input) => answer(android.open_url(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::AndroidLogcat => match strict::decode::<AndroidLogcatInput>(name, arguments) {
+            Ok(input) => answer(android.logcat(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::AndroidOrientation => {
+            match strict::decode::<AndroidOrientationInput>(name, arguments) {
+                Ok(input) => answer(android.orientation(caller, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
+        LomiTool::AndroidRotate => match strict::decode::<AndroidRotateInput>(name, arguments) {
+            Ok(input) => answer(android.rotate(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
         LomiTool::BrowserCreate => match strict::decode::<BrowserCreateInput>(name, arguments) {

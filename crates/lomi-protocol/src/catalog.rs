@@ -7,6 +7,11 @@ use serde_json::{Map, Value};
 use crate::schema::{input_schema, operation_schema, output_schema};
 use crate::tools::NoArguments;
 use crate::tools::android::{
+    AndroidAppsInput, AndroidInstallInput, AndroidLogcatInput, AndroidOpenUrlInput,
+    AndroidOrientationInput, AndroidPackageInput, AndroidPullInput, AndroidPushInput,
+    AndroidRotateInput,
+};
+use crate::tools::android::{
     AndroidAttachInput, AndroidCaptureInput, AndroidCaptureView, AndroidDetachInput,
     AndroidDeviceList, AndroidDevicesInput, AndroidInputAccepted, AndroidInputInput,
     AndroidLaunchInput, AndroidShellInput, AndroidUiSnapshotInput, AndroidUiSnapshotView,
@@ -120,6 +125,16 @@ tool_table! {
     AndroidUiSnapshot => "lomi_android_ui_snapshot",
     AndroidCapture => "lomi_android_capture",
     AndroidShell => "lomi_android_shell",
+    AndroidPush => "lomi_android_push",
+    AndroidPull => "lomi_android_pull",
+    AndroidInstall => "lomi_android_install",
+    AndroidUninstall => "lomi_android_uninstall",
+    AndroidApps => "lomi_android_apps",
+    AndroidStop => "lomi_android_stop",
+    AndroidOpenUrl => "lomi_android_open_url",
+    AndroidLogcat => "lomi_android_logcat",
+    AndroidOrientation => "lomi_android_orientation",
+    AndroidRotate => "lomi_android_rotate",
     BrowserCreate => "lomi_browser_create",
     BrowserNavigate => "lomi_browser_navigate",
     BrowserSnapshot => "lomi_browser_snapshot",
@@ -670,6 +685,123 @@ impl Tool {
              there is no exit status (adb's legacy shell reports none).",
                 )
             }
+            Tool::AndroidPush => {
+                ToolSpec::operation::<AndroidPushInput, crate::tools::android::AndroidTransferred>(
+                    tool,
+                    "Copy a project file to an Android device",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Sends a file of the project (a path that leads outside it is refused) to devicePath over \
+             adb's sync protocol, under a lease, replacing a file there. Succeeds once the device's \
+             sha256sum equals the project file's SHA-256. Cancelling stops the transfer (effect partial).",
+                )
+            }
+            Tool::AndroidPull => {
+                ToolSpec::operation::<AndroidPullInput, crate::tools::android::AndroidTransferred>(
+                    tool,
+                    "Copy an Android device file into the project",
+                    MUTATION,
+                    "Receives devicePath over adb's sync protocol (at most 256 MiB) and writes it to path in the \
+             project atomically (an existing file only with overwrite), under a lease. Succeeds once the \
+             bytes' SHA-256 equals the device's sha256sum. Cancelling before the write leaves the project as \
+             it was.",
+                )
+            }
+            Tool::AndroidInstall => {
+                ToolSpec::operation::<AndroidInstallInput, crate::tools::android::AndroidInstalled>(
+                    tool,
+                    "Install an APK on an Android device",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Installs an APK from the project: pushed over adb's sync protocol to /data/local/tmp, \
+             installed with pm install (replacing by default), then removed. Succeeds only when the package \
+             manager reports Success; the result holds the manifest's package and the version the device \
+             reports afterwards. A refusal (INSTALL_FAILED_…) fails with pm's words.",
+                )
+            }
+            Tool::AndroidUninstall => {
+                ToolSpec::operation::<AndroidPackageInput, crate::tools::android::AndroidPackageDone>(
+                    tool,
+                    "Uninstall an Android app",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Removes a package with pm uninstall, under a lease. Succeeds only when the package manager \
+             reports Success; a package that is not installed fails with NOT_FOUND.",
+                )
+            }
+            Tool::AndroidApps => {
+                ToolSpec::new::<AndroidAppsInput, crate::tools::android::AndroidAppsView>(
+                    tool,
+                    "List installed Android apps",
+                    Read,
+                    READ,
+                    "The packages installed on the panel's device with their version codes (pm list packages); \
+             system packages only with includeSystem.",
+                )
+            }
+            Tool::AndroidStop => {
+                ToolSpec::operation::<AndroidPackageInput, crate::tools::android::AndroidPackageDone>(
+                    tool,
+                    "Force-stop an Android app",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Stops every process of a package with am force-stop, under a lease. am reports nothing, so \
+             success means the command ran; a package that was not running stays stopped.",
+                )
+            }
+            Tool::AndroidOpenUrl => {
+                ToolSpec::operation::<AndroidOpenUrlInput, crate::tools::android::AndroidLaunched>(
+                    tool,
+                    "Open a URL on an Android device",
+                    Annotations {
+                        destructive_hint: true,
+                        ..MUTATION
+                    },
+                    "Sends a VIEW intent for a URL or deep link (optionally to one package), under a lease. Like \
+             launch, it confirms delivery to the activity manager only: take a UI snapshot to see what \
+             opened.",
+                )
+            }
+            Tool::AndroidLogcat => {
+                ToolSpec::new::<AndroidLogcatInput, crate::tools::android::AndroidLogcatView>(
+                    tool,
+                    "Read an Android device's log",
+                    Read,
+                    READ,
+                    "Log lines (logcat) after sinceCursor, oldest first, filtered by tag, level and package, bounded \
+             by maxBytes, with nextCursor to read on. With waitFor it waits up to timeoutMs for a line \
+             containing that text and returns the lines up to it.",
+                )
+            }
+            Tool::AndroidOrientation => ToolSpec::new::<
+                AndroidOrientationInput,
+                crate::tools::android::AndroidOrientationView,
+            >(
+                tool,
+                "Read an Android device's rotation",
+                Read,
+                READ,
+                "The rotation setting (0 to 3 quarter turns, and its name) and whether auto-rotate is on.",
+            ),
+            Tool::AndroidRotate => ToolSpec::operation::<
+                AndroidRotateInput,
+                crate::tools::android::AndroidOrientationView,
+            >(
+                tool,
+                "Rotate an Android device's screen",
+                MUTATION,
+                "Turns auto-rotate off and sets the rotation (settings put system user_rotation), under a \
+             lease; succeeds when the settings read back as asked. Coordinates for input stay those of \
+             the screen size read at attach: attach again after rotating to have them checked anew.",
+            ),
             Tool::BrowserCreate => {
                 ToolSpec::operation::<BrowserCreateInput, crate::tools::browser::BrowserCreated>(
                     tool,

@@ -1,10 +1,13 @@
 //! Android tools: list the adb server's devices, attach one as a panel (the person approves the
 //! first attach of each device), launch activities, ordered input, UI snapshots with refs, PNG
-//! captures, policy-gated shell commands, and detach.
+//! captures, policy-gated shell commands, and detach; files to and from the project, app
+//! installs, app listing and force-stop, URLs, logcat reads and screen rotation.
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{DomainRevision, LeaseId, PanelId, RequestKey, RetryEpoch, WorkspaceId};
+use crate::ids::{
+    DomainRevision, LeaseId, PanelId, ProjectId, RequestKey, RetryEpoch, WorkspaceId,
+};
 
 /// `lomi_android_devices` input.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -72,6 +75,8 @@ pub struct AndroidAttached {
     pub api_level: Option<u32>,
     pub screen_width: u32,
     pub screen_height: u32,
+    /// Dots per inch (`wm density`), when the device says.
+    pub screen_density: Option<u32>,
     /// True when the device's existing panel got a new runtime (the device came back).
     pub reattached: bool,
 }
@@ -389,6 +394,10 @@ pub struct AndroidUiSnapshotView {
     pub generation: String,
     /// Names this snapshot for taps by elementRef.
     pub snapshot_id: String,
+    /// The screen in pixels as read at attach (`wm size`), and its density in dpi.
+    pub screen_width: u32,
+    pub screen_height: u32,
+    pub screen_density: Option<u32>,
     /// Parents before children, in document order.
     pub nodes: Vec<AndroidUiNode>,
     pub truncated: bool,
@@ -462,4 +471,252 @@ pub struct AndroidShellResult {
     pub output: String,
     pub bytes: u64,
     pub truncated: bool,
+}
+
+/// `lomi_android_push` input: a project file to the device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidPushInput {
+    pub panel_id: PanelId,
+    pub lease_id: LeaseId,
+    pub generation: String,
+    /// The project the file is in (default: the workspace's only project).
+    pub project_id: Option<ProjectId>,
+    /// The file, relative to the project root (it may not lead outside the project).
+    pub path: String,
+    /// Where on the device: an absolute path such as `/sdcard/Download/data.bin` (without root,
+    /// the shell user may write under `/data/local/tmp` and `/sdcard`). An existing file is
+    /// replaced.
+    pub device_path: String,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_android_push` or `lomi_android_pull`: the bytes' SHA-256 was
+/// the same on the device (`sha256sum`) and in the project.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidTransferred {
+    pub panel_id: PanelId,
+    pub path: String,
+    pub device_path: String,
+    pub bytes: u64,
+    /// SHA-256 of the bytes, hex, checked on both ends.
+    pub sha256: String,
+}
+
+/// `lomi_android_pull` input: a device file into the project.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidPullInput {
+    pub panel_id: PanelId,
+    pub lease_id: LeaseId,
+    pub generation: String,
+    /// The file on the device, an absolute path (at most 256 MiB).
+    pub device_path: String,
+    /// The project to write into (default: the workspace's only project).
+    pub project_id: Option<ProjectId>,
+    /// Where in the project, relative to its root; its folder must exist.
+    pub path: String,
+    /// Replace an existing file (default false: an existing file is refused).
+    pub overwrite: Option<bool>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// `lomi_android_install` input: an APK from the project.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidInstallInput {
+    pub panel_id: PanelId,
+    pub lease_id: LeaseId,
+    pub generation: String,
+    /// The project the APK is in (default: the workspace's only project).
+    pub project_id: Option<ProjectId>,
+    /// The APK, relative to the project root.
+    pub path: String,
+    /// Replace an installed package of the same name (`pm install -r`; default true).
+    pub replace: Option<bool>,
+    /// Allow a lower version code than the installed one (`-d`; default false).
+    pub allow_downgrade: Option<bool>,
+    /// Grant every runtime permission the manifest asks for (`-g`; default false).
+    pub grant_permissions: Option<bool>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_android_install`: the package manager said `Success`, and the
+/// version is what it reports now for the APK's package.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidInstalled {
+    pub panel_id: PanelId,
+    /// The package name from the APK's manifest.
+    pub package: String,
+    /// `versionCode` and `versionName` as the device reports them after the install.
+    pub version_code: Option<u64>,
+    pub version_name: Option<String>,
+    pub bytes: u64,
+    /// SHA-256 of the APK, hex.
+    pub sha256: String,
+}
+
+/// `lomi_android_uninstall` and `lomi_android_stop` input: one package.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidPackageInput {
+    pub panel_id: PanelId,
+    pub lease_id: LeaseId,
+    pub generation: String,
+    /// A package name such as `org.example.app`.
+    pub package: String,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_android_uninstall` (the package manager said `Success`) or
+/// `lomi_android_stop` (`am force-stop` ran; it says nothing, and stopping a package that is
+/// not running is no error).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidPackageDone {
+    pub panel_id: PanelId,
+    pub package: String,
+}
+
+/// `lomi_android_apps` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidAppsInput {
+    pub panel_id: PanelId,
+    /// When given, the panel's runtime must still be this generation.
+    pub generation: Option<String>,
+    /// Also list the system's packages (default false: installed apps only, `pm list packages -3`).
+    pub include_system: Option<bool>,
+}
+
+/// One installed package.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidApp {
+    pub package: String,
+    pub version_code: Option<u64>,
+}
+
+/// `lomi_android_apps` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidAppsView {
+    pub panel_id: PanelId,
+    pub generation: String,
+    /// By package name.
+    pub apps: Vec<AndroidApp>,
+}
+
+/// `lomi_android_open_url` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidOpenUrlInput {
+    pub panel_id: PanelId,
+    pub lease_id: LeaseId,
+    pub generation: String,
+    /// A URL or deep link (`https://…`, `myapp://…`), 1 to 4,096 characters.
+    pub url: String,
+    /// Open it in this package only (default: whichever app the device picks).
+    pub package: Option<String>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// `lomi_android_logcat` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidLogcatInput {
+    pub panel_id: PanelId,
+    /// When given, the panel's runtime must still be this generation.
+    pub generation: Option<String>,
+    /// `nextCursor` of an earlier read with the same filter: only later lines. Without it the
+    /// read starts at the oldest line the device keeps.
+    pub since_cursor: Option<String>,
+    /// Budget for the lines, 1,024 to 524,288 bytes (default 65,536); `more` says when lines
+    /// were left for the next read.
+    pub max_bytes: Option<u32>,
+    /// Only lines with this tag.
+    pub tag: Option<String>,
+    /// Only lines at this level or above: V, D, I, W, E or F.
+    pub level: Option<String>,
+    /// Only lines from this package's running process (`pidof`); refused when it is not running.
+    pub package: Option<String>,
+    /// Wait until a line containing this text appears (after sinceCursor), up to timeoutMs.
+    pub wait_for: Option<String>,
+    /// How long to wait for waitFor, 1 to 30,000 ms (default 10,000).
+    pub timeout_ms: Option<u32>,
+}
+
+/// One log line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidLogLine {
+    /// Seconds since the epoch, as the device's clock says (`SECONDS.MICROS`).
+    pub time: String,
+    pub pid: u32,
+    pub tid: u32,
+    /// V, D, I, W, E or F.
+    pub level: String,
+    pub tag: String,
+    pub message: String,
+}
+
+/// `lomi_android_logcat` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidLogcatView {
+    pub panel_id: PanelId,
+    pub generation: String,
+    /// Oldest first.
+    pub lines: Vec<AndroidLogLine>,
+    /// Pass as sinceCursor to read on after these lines (with the same filter).
+    pub next_cursor: String,
+    /// More lines were there than maxBytes allowed; read on with nextCursor.
+    pub more: bool,
+    /// With waitFor: whether a line containing it was found (it is the last line then).
+    pub matched: Option<bool>,
+}
+
+/// `lomi_android_orientation` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidOrientationInput {
+    pub panel_id: PanelId,
+    /// When given, the panel's runtime must still be this generation.
+    pub generation: Option<String>,
+}
+
+/// The device's rotation settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidOrientationView {
+    pub panel_id: PanelId,
+    /// Quarter turns from the natural orientation (`settings system user_rotation`): 0
+    /// portrait, 1 landscape, 2 upside-down portrait, 3 the other landscape.
+    pub rotation: u32,
+    /// portrait, landscape, reversePortrait or reverseLandscape.
+    pub orientation: String,
+    /// Whether auto-rotate is on (`accelerometer_rotation`); while it is, the sensor decides
+    /// and `rotation` may not be what the screen shows.
+    pub auto_rotate: bool,
+}
+
+/// `lomi_android_rotate` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AndroidRotateInput {
+    pub panel_id: PanelId,
+    pub lease_id: LeaseId,
+    pub generation: String,
+    /// 0 portrait, 1 landscape, 2 upside-down portrait, 3 the other landscape. Auto-rotate is
+    /// turned off so the rotation stays.
+    pub rotation: u32,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
 }

@@ -1,0 +1,196 @@
+//! Project files for push, pull and install, confined to the project root by the kernel:
+//! every path is opened with `openat2(RESOLVE_BENEATH)` from a handle on the root, so `..`,
+//! absolute paths and symlinks cannot lead outside it. (The browser keeps the same rules in
+//! `lomi-browser/src/confine.rs`; runtimes do not depend on each other.)
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Component, Path};
+
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, ResolveFlags};
+use rustix::io::Errno;
+
+fn lexical(rel: &str) -> Result<(), String> {
+    if rel.is_empty() || rel.len() > 4096 || rel.contains('\0') {
+        return Err(
+            "path must be 1 to 4,096 bytes, relative to the project root, without NUL".to_owned(),
+        );
+    }
+    if Path::new(rel)
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(format!(
+            "{rel:?} leads outside the project: give a path relative to its root, without `..`"
+        ));
+    }
+    Ok(())
+}
+
+fn open_root(root: &Path) -> Result<OwnedFd, String> {
+    rustix::fs::open(
+        root,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("the project root {} is not available: {e}", root.display()))
+}
+
+fn beneath(dir: &OwnedFd, rel: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    let mut last = Errno::AGAIN;
+    for _ in 0..8 {
+        match rustix::fs::openat2(
+            dir.as_fd(),
+            rel,
+            flags | OFlags::CLOEXEC,
+            Mode::empty(),
+            resolve,
+        ) {
+            Err(Errno::AGAIN) => last = Errno::AGAIN,
+            other => return other,
+        }
+    }
+    Err(last)
+}
+
+fn why(rel: &str, errno: Errno) -> String {
+    match errno {
+        Errno::XDEV => format!("{rel:?} leads outside the project"),
+        Errno::NOENT => format!("{rel:?} does not exist in the project"),
+        other => format!("{rel:?}: {other}"),
+    }
+}
+
+/// An existing regular file inside `root`, open for reading, and its size.
+pub(crate) fn open_confined(root: &Path, rel: &str) -> Result<(File, u64), String> {
+    lexical(rel)?;
+    let dir = open_root(root)?;
+    let fd = beneath(&dir, rel, OFlags::RDONLY).map_err(|e| why(rel, e))?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| why(rel, e))?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(format!("{rel:?} is not a regular file"));
+    }
+    Ok((File::from(fd), u64::try_from(stat.st_size).unwrap_or(0)))
+}
+
+/// Checks that `rel` could be written (its folder exists inside the project, and without
+/// `overwrite` no file is there), before anything is asked of the device.
+pub(crate) fn check_writable(root: &Path, rel: &str, overwrite: bool) -> Result<(), String> {
+    let (parent, name) = parent_and_name(root, rel)?;
+    exists_check(&parent, rel, &name, overwrite)
+}
+
+fn parent_and_name(root: &Path, rel: &str) -> Result<(OwnedFd, String), String> {
+    lexical(rel)?;
+    let path = Path::new(rel);
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| format!("{rel:?} does not name a file"))?
+        .to_owned();
+    let parent_rel = path
+        .parent()
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| ".".to_owned());
+    let root_fd = open_root(root)?;
+    let parent = beneath(&root_fd, &parent_rel, OFlags::DIRECTORY | OFlags::RDONLY)
+        .map_err(|e| why(&parent_rel, e))?;
+    Ok((parent, name))
+}
+
+fn exists_check(parent: &OwnedFd, rel: &str, name: &str, overwrite: bool) -> Result<(), String> {
+    match rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(_) if !overwrite => Err(format!(
+            "{rel:?} exists; pass overwrite: true to replace it"
+        )),
+        Ok(stat)
+            if rustix::fs::FileType::from_raw_mode(stat.st_mode)
+                != rustix::fs::FileType::RegularFile =>
+        {
+            Err(format!("{rel:?} is not a regular file"))
+        }
+        Ok(_) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(why(rel, e)),
+    }
+}
+
+/// Writes `bytes` to `rel` inside `root` atomically (a temp file in the same folder, fsync,
+/// rename, folder fsync). Without `overwrite`, an existing file is refused.
+pub(crate) fn write_confined(
+    root: &Path,
+    rel: &str,
+    bytes: &[u8],
+    overwrite: bool,
+) -> Result<(), String> {
+    let (parent, name) = parent_and_name(root, rel)?;
+    exists_check(&parent, rel, &name, overwrite)?;
+    let temp = format!(".lomi-tmp.{}.{name}", std::process::id());
+    let fd = rustix::fs::openat(
+        &parent,
+        temp.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .map_err(|e| why(rel, e))?;
+    let mut file = File::from(fd);
+    let remove_temp = || {
+        if let Err(error) = rustix::fs::unlinkat(&parent, temp.as_str(), AtFlags::empty()) {
+            tracing::warn!("could not remove {temp}: {error}");
+        }
+    };
+    if let Err(error) = file.write_all(bytes).and_then(|()| file.sync_all()) {
+        remove_temp();
+        return Err(format!("cannot write {rel:?}: {error}"));
+    }
+    let renamed = if overwrite {
+        rustix::fs::renameat(&parent, temp.as_str(), &parent, name.as_str())
+    } else {
+        rustix::fs::renameat_with(
+            &parent,
+            temp.as_str(),
+            &parent,
+            name.as_str(),
+            RenameFlags::NOREPLACE,
+        )
+    };
+    if let Err(error) = renamed {
+        remove_temp();
+        return Err(why(rel, error));
+    }
+    rustix::fs::fsync(&parent).map_err(|e| why(rel, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_stay_in_the_project() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let root = dir.path().join("project");
+        std::fs::create_dir(&root).expect("the root");
+        std::fs::write(dir.path().join("secret"), b"s").expect("a file outside");
+        std::fs::write(root.join("a.txt"), b"abc").expect("a file inside");
+        std::os::unix::fs::symlink("../secret", root.join("link")).expect("a symlink");
+        assert_eq!(open_confined(&root, "a.txt").map(|(_, size)| size), Ok(3));
+        for escaping in ["../secret", "/etc/passwd", "link", "sub/../../secret"] {
+            let refused = open_confined(&root, escaping).err().unwrap_or_default();
+            assert!(
+                refused.contains("outside") || refused.contains("does not exist"),
+                "{escaping}: {refused}"
+            );
+        }
+        assert!(write_confined(&root, "../out.txt", b"x", false).is_err());
+        assert!(write_confined(&root, "a.txt", b"x", false).is_err());
+        assert_eq!(write_confined(&root, "b.txt", b"xyz", false), Ok(()));
+        assert_eq!(write_confined(&root, "a.txt", b"new", true), Ok(()));
+        assert_eq!(
+            std::fs::read(root.join("a.txt")).ok(),
+            Some(b"new".to_vec())
+        );
+        assert!(!dir.path().join("out.txt").exists());
+    }
+}
