@@ -10,7 +10,6 @@ mod device;
 mod error;
 mod packages;
 pub mod panels;
-mod project;
 mod server;
 pub mod shell;
 mod sync;

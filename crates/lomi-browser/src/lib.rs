@@ -4,7 +4,6 @@
 //! and the browser tools over the broker.
 
 mod browser;
-mod confine;
 mod direct;
 mod launch;
 pub mod panels;
@@ -12,8 +11,8 @@ mod snapshot;
 mod tab;
 
 pub use browser::{Browser, BrowserOptions, Exit};
-pub use confine::{confined_existing_file, write_confined};
 pub use launch::{FLAGS, chromium_path, delete_profile, profile_user};
+pub use lomi_files::confine::{confined_existing_file, write_confined};
 pub use snapshot::{SnapshotOptions, SnapshotText};
 pub use tab::{
     ActionError, ActionResult, CaptureArea, Committed, Destination, Tab, Target, WaitFor, Waited,

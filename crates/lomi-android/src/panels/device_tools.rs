@@ -23,8 +23,8 @@ use super::{
 use crate::AndroidError;
 use crate::apk::read_manifest;
 use crate::packages::{MAX_PULL_BYTES, check_package, sha256_hex};
-use crate::project::{check_writable, open_confined, write_confined};
 use crate::sync::Cancel;
+use lomi_files::confine::{check_writable, open_confined, write_confined};
 
 /// The largest APK Lomi reads into memory to install.
 const MAX_APK_BYTES: u64 = 1 << 30;

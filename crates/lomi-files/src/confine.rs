@@ -1,12 +1,12 @@
-//! Project files for push, pull and install, confined to the project root by the kernel:
-//! every path is opened with `openat2(RESOLVE_BENEATH)` from a handle on the root, so `..`,
-//! absolute paths and symlinks cannot lead outside it. (The browser keeps the same rules in
-//! `lomi-browser/src/confine.rs`; runtimes do not depend on each other.)
+//! Single files inside a project root for the runtimes: files a browser uploads or opens,
+//! captures it saves, files a device gets or gives back. Confined by the kernel: every path is
+//! opened with `openat2(RESOLVE_BENEATH)` from a handle on the root, so `..`, absolute paths
+//! and symlinks cannot lead outside it.
 
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, ResolveFlags};
 use rustix::io::Errno;
@@ -64,7 +64,7 @@ fn why(rel: &str, errno: Errno) -> String {
 }
 
 /// An existing regular file inside `root`, open for reading, and its size.
-pub(crate) fn open_confined(root: &Path, rel: &str) -> Result<(File, u64), String> {
+pub fn open_confined(root: &Path, rel: &str) -> Result<(File, u64), String> {
     lexical(rel)?;
     let dir = open_root(root)?;
     let fd = beneath(&dir, rel, OFlags::RDONLY).map_err(|e| why(rel, e))?;
@@ -75,9 +75,33 @@ pub(crate) fn open_confined(root: &Path, rel: &str) -> Result<(File, u64), Strin
     Ok((File::from(fd), u64::try_from(stat.st_size).unwrap_or(0)))
 }
 
+/// The real absolute path of an existing regular file inside `root`, for a program that
+/// opens it by name (Chromium).
+pub fn confined_existing_file(root: &Path, rel: &str) -> Result<PathBuf, String> {
+    lexical(rel)?;
+    let dir = open_root(root)?;
+    let fd = beneath(&dir, rel, OFlags::PATH).map_err(|e| why(rel, e))?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| why(rel, e))?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(format!("{rel:?} is not a regular file"));
+    }
+    let real = std::fs::read_link(format!(
+        "/proc/self/fd/{}",
+        std::os::fd::AsRawFd::as_raw_fd(&fd)
+    ))
+    .map_err(|e| format!("cannot resolve {rel:?}: {e}"))?;
+    let root_real = root
+        .canonicalize()
+        .map_err(|e| format!("the project root is not available: {e}"))?;
+    if !real.starts_with(&root_real) {
+        return Err(format!("{rel:?} leads outside the project"));
+    }
+    Ok(real)
+}
+
 /// Checks that `rel` could be written (its folder exists inside the project, and without
 /// `overwrite` no file is there), before anything is asked of the device.
-pub(crate) fn check_writable(root: &Path, rel: &str, overwrite: bool) -> Result<(), String> {
+pub fn check_writable(root: &Path, rel: &str, overwrite: bool) -> Result<(), String> {
     let (parent, name) = parent_and_name(root, rel)?;
     exists_check(&parent, rel, &name, overwrite)
 }
@@ -119,12 +143,7 @@ fn exists_check(parent: &OwnedFd, rel: &str, name: &str, overwrite: bool) -> Res
 
 /// Writes `bytes` to `rel` inside `root` atomically (a temp file in the same folder, fsync,
 /// rename, folder fsync). Without `overwrite`, an existing file is refused.
-pub(crate) fn write_confined(
-    root: &Path,
-    rel: &str,
-    bytes: &[u8],
-    overwrite: bool,
-) -> Result<(), String> {
+pub fn write_confined(root: &Path, rel: &str, bytes: &[u8], overwrite: bool) -> Result<(), String> {
     let (parent, name) = parent_and_name(root, rel)?;
     exists_check(&parent, rel, &name, overwrite)?;
     let temp = format!(".lomi-tmp.{}.{name}", std::process::id());
