@@ -1565,6 +1565,12 @@ impl Tab {
                 })?
                 .data
                 .clone();
+            // chromiumoxide leaves out an empty `items`, which Chromium requires (a drag whose
+            // page set no data).
+            let mut data = serde_json::to_value(&data).unwrap_or_else(|_| json!({}));
+            if data.get("items").is_none() {
+                data["items"] = json!([]);
+            }
             for kind in ["dragEnter", "dragOver", "drop"] {
                 self.raw(
                     "Input.dispatchDragEvent",
