@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -76,6 +77,19 @@ BUSY = """<!doctype html><title>Busy</title>
 <input id="file" type="file" oninput="hold(); fetch('/uploaded/' + this.files[0].name)">"""
 
 
+# The peers' tools: a drop and a fill each fetch, so a second effect would show in the hits.
+PEER = """<!doctype html><title>Peer</title>
+<label for="name">Name</label><input id="name">
+<div id="card" draggable="true" role="listitem" aria-label="Card">Card</div>
+<div id="bin" role="region" aria-label="Bin" style="min-height:80px">Bin</div>
+<script>
+const bin = document.getElementById('bin');
+bin.addEventListener('dragover', (e) => e.preventDefault());
+bin.addEventListener('drop', (e) => { e.preventDefault(); fetch('/dropped'); });
+document.getElementById('name').addEventListener('input', () => fetch('/filled'));
+</script>"""
+
+
 class Pages:
     """Pages on 127.0.0.1:<port>; every request's path is kept in `hits`. `/slow` sends nothing
     until the site closes or SLOW_SECONDS pass."""
@@ -86,6 +100,9 @@ class Pages:
             "/one": "<!doctype html><title>One</title><h1>One</h1>",
             "/two": "<!doctype html><title>Two</title><h1>Two</h1>",
             "/form": FORM,
+            "/peer": PEER,
+            "/dropped": "ok",
+            "/filled": "ok",
             "/busy": BUSY,
             "/clicked": "ok",
             "/other": "ok",
@@ -395,6 +412,41 @@ def capture_elsewhere(args: Args) -> Args:
     return dict(args, save=dict(args["save"], path="elsewhere.png"))
 
 
+async def prep_browser_drag(w: World) -> Args:
+    b, snap, card = await w.browser_target("/peer", 'listitem "Card"')
+    return w.keyed({"panelId": b["panelId"], "browserGeneration": b["browserGeneration"],
+                    "snapshotId": snap["snapshotId"], "elementRef": card, "targetRef": ref_of(snap, 'region "Bin"')})
+
+
+async def prep_browser_fill(w: World) -> Args:
+    b, snap, name = await w.browser_target("/peer", 'textbox "Name"')
+    return w.keyed({"panelId": b["panelId"], "browserGeneration": b["browserGeneration"],
+                    "snapshotId": snap["snapshotId"], "fields": [{"elementRef": name, "value": "Ada"}]})
+
+
+async def prep_browser_emulate(w: World) -> Args:
+    b = await w.browser("/start")
+    return w.keyed({"panelId": b["panelId"], "browserGeneration": b["browserGeneration"], "colorScheme": "dark"})
+
+
+async def prep_browser_pdf(w: World) -> Args:
+    b = await w.browser("/start")
+    return w.keyed({"panelId": b["panelId"], "path": "page.pdf"})
+
+
+async def observe_pdf(w: World) -> Any:
+    files = sorted(p.name for p in w.project.iterdir())
+    pdf = w.project / "page.pdf"
+    return files, sha(pdf.read_bytes()) if pdf.exists() else None, await w.panels()
+
+
+def ref_of(snap: dict[str, Any], needle: str) -> str:
+    for line in snap["text"].splitlines():
+        if needle in line:
+            return re.search(r"\[((?:f\d+)?e\d+)\]", line).group(1)
+    raise AssertionError(f"no {needle!r} in {snap['text']}")
+
+
 async def prep_browser_close(w: World) -> Args:
     b = await w.browser()
     return w.keyed({"workspaceId": w.ws, "panelId": b["panelId"], "expectedRevision": await w.revision()})
@@ -619,6 +671,11 @@ CASES = [
     Case("lomi_browser_capture", prep_browser_capture, gone_browser_capture, observe_shot, capture_elsewhere,
          operation=lambda data: data["saved"], label="browser-closed"),
     Case("lomi_browser_close", prep_browser_close, nothing, observe_panels, changed(expectedRevision="999")),
+    Case("lomi_browser_drag", prep_browser_drag, gone_browser, observe_hits, changed(targetRef="e999")),
+    Case("lomi_browser_fill", prep_browser_fill, gone_browser, observe_hits,
+         lambda a: dict(a, fields=[dict(a["fields"][0], value="Grace")])),
+    Case("lomi_browser_emulate", prep_browser_emulate, gone_browser, observe_panels, changed(colorScheme="light")),
+    Case("lomi_browser_pdf", prep_browser_pdf, gone_browser, observe_pdf, changed(path="other.pdf")),
     Case("lomi_file_write", prep_file_write, gone_file, observe_files, changed(text="three\n")),
     Case("lomi_file_create", prep_file_create, gone_file, observe_files, changed(text="other\n")),
     Case("lomi_editor_save", prep_editor_save, gone_editor_save, observe_files, changed(expectedBufferRevision="1")),

@@ -17,6 +17,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::BrowserError;
 use crate::launch::Process;
+use crate::tab::Emulation;
 use crate::tab::{Raw, Tab, cdp_error};
 
 /// How a browser is started.
@@ -128,6 +129,8 @@ struct Inner {
     pid: u32,
     generation: String,
     options: BrowserOptions,
+    /// The device every tab emulates (lomi_browser_emulate).
+    emulation: Mutex<Emulation>,
     tabs: Mutex<Vec<Tab>>,
     active: Mutex<Option<String>>,
     logs: Arc<Mutex<Logs>>,
@@ -222,6 +225,14 @@ impl Browser {
                 devtools,
                 pid,
                 generation,
+                emulation: Mutex::new(Emulation {
+                    width: options.width,
+                    height: options.height,
+                    scale: 1.0,
+                    mobile: false,
+                    user_agent: None,
+                    color_scheme: None,
+                }),
                 options,
                 tabs: Mutex::default(),
                 active: Mutex::default(),
@@ -297,6 +308,44 @@ impl Browser {
             Some(gone) => gone,
             None => error,
         }
+    }
+
+    /// The device every tab emulates.
+    pub fn emulation(&self) -> Emulation {
+        self.inner
+            .emulation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Makes `emulation` the browser's, for its tabs now and later; answers the tabs to apply
+    /// it to. Held under the tabs' lock so a tab adopted meanwhile is in the list or sees it.
+    pub fn set_emulation(&self, emulation: Emulation) -> Vec<Tab> {
+        let tabs = self.tabs_lock();
+        *self
+            .inner
+            .emulation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = emulation;
+        tabs.clone()
+    }
+
+    /// The response body request `cursor` of the network log names: its entry, its tab and
+    /// Chromium's request id. None when the log no longer has it.
+    pub fn logged_request(&self, cursor: u64) -> Option<(NetworkEntry, String)> {
+        let logs = self.inner.logs.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = logs
+            .network
+            .iter()
+            .find(|e| e.cursor == cursor.to_string())?
+            .clone();
+        let id = logs
+            .requests
+            .iter()
+            .find(|(_, c)| **c == cursor)
+            .map(|(id, _)| id.clone())?;
+        Some((entry, id))
     }
 
     fn tabs_lock(&self) -> std::sync::MutexGuard<'_, Vec<Tab>> {

@@ -15,7 +15,8 @@ pub use launch::{FLAGS, chromium_path, delete_profile, profile_user};
 pub use lomi_files::confine::{confined_existing_file, write_confined};
 pub use snapshot::{SnapshotOptions, SnapshotText};
 pub use tab::{
-    ActionError, ActionResult, CaptureArea, Committed, Destination, Tab, Target, WaitFor, Waited,
+    ActionError, ActionResult, CaptureArea, Committed, Destination, Emulation, Tab, Target,
+    WaitFor, Waited,
 };
 
 /// Why a browser call failed, one variant per way the caller should react.

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::prelude::BASE64_STANDARD;
 use lomi_broker::{
     Broker, CancellationToken, Confirmation, EffectOutcome, LayoutChange, PanelCall, PanelRecord,
     PanelRemoval, PanelRuntime, ProjectChange, Runtimes,
@@ -20,6 +22,10 @@ use lomi_protocol::tools::browser::{
     CaptureSaved, CaptureView, ConsolePage, Evaluated, Navigated, NetworkPage, SnapshotView,
     TabList, TabsChanged, WaitView,
 };
+use lomi_protocol::tools::browser::{
+    BodySaved, BrowserDragInput, BrowserEmulateInput, BrowserFillInput, BrowserNetworkBodyInput,
+    BrowserPdfInput, Emulated, NetworkBody, PdfSaved, Viewport,
+};
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::PanelKind;
 use lomi_protocol::{
@@ -28,7 +34,7 @@ use lomi_protocol::{
 };
 use serde_json::{Value, json};
 
-use crate::tab::{ActionError, Destination, Target, WaitFor};
+use crate::tab::{ActionError, Destination, Emulation, Target, WaitFor};
 use crate::{
     ActionResult, Browser, BrowserError, BrowserOptions, CaptureArea, Exit, SnapshotOptions, Tab,
     confined_existing_file, write_confined,
@@ -55,6 +61,12 @@ const MIN_CAPTURE_BYTES: u32 = 1024;
 const MAX_CAPTURE_BYTES: u32 = 16 * 1024 * 1024;
 const MAX_LOG_PAGE: u32 = 500;
 const DEFAULT_LOG_PAGE: u32 = 100;
+const MAX_FILL_FIELDS: usize = 64;
+/// The most of a response body an answer carries (like terminal reads); saved ones may be larger.
+const MAX_BODY_ANSWER: u32 = 512 * 1024;
+const DEFAULT_BODY_ANSWER: u32 = 64 * 1024;
+/// The largest PDF or response body written into the project.
+const MAX_SAVED_FILE: usize = 64 * 1024 * 1024;
 
 /// One browser panel's runtime.
 #[derive(Clone)]
@@ -177,6 +189,9 @@ browser_requests!(
     BrowserDialogInput,
     BrowserTabInput,
     BrowserEvaluateInput,
+    BrowserDragInput,
+    BrowserFillInput,
+    BrowserEmulateInput,
 );
 
 /// The active tab an effect acts on, or the outcome of having none (nothing happened).
@@ -1507,6 +1522,417 @@ impl BrowserPanels {
             .await
     }
 
+    /// `lomi_browser_drag`: drags one element of a snapshot onto another.
+    pub async fn drag(
+        &self,
+        caller: &PairingId,
+        input: BrowserDragInput,
+    ) -> Result<OperationView, ToolError> {
+        if input.element_ref == input.target_ref {
+            return Err(ToolError::invalid(
+                "elementRef and targetRef name the same element: drag it onto another one",
+            ));
+        }
+        let (snapshot_id, from, to) = (
+            input.snapshot_id.clone(),
+            input.element_ref.clone(),
+            input.target_ref.clone(),
+        );
+        self.on_tab(
+            caller,
+            Tool::BrowserDrag,
+            &input,
+            |_| Ok(()),
+            move |tab, (), cancel| async move {
+                let mark = tab.mark();
+                let result = tokio::select! {
+                    // The work first: what finished by now is reported as finished.
+                    biased;
+                    result = tab.drag(&snapshot_id, &from, &to) => result,
+                    () = cancel.cancelled() => {
+                        return EffectOutcome::Cancelled { effect: EffectState::Unknown };
+                    }
+                };
+                let navigated = match &result {
+                    Ok(_) => tab.navigation_since(&mark).await.map(|c| ActionNavigation {
+                        navigation_id: c.navigation_id,
+                        url: c.url,
+                        same_document: c.same_document,
+                    }),
+                    Err(_) => None,
+                };
+                settle(result, "drag", &tab.id, navigated)
+            },
+        )
+        .await
+    }
+
+    /// `lomi_browser_fill`: several fields of one snapshot, in order.
+    pub async fn fill(
+        &self,
+        caller: &PairingId,
+        input: BrowserFillInput,
+    ) -> Result<OperationView, ToolError> {
+        if input.fields.is_empty() || input.fields.len() > MAX_FILL_FIELDS {
+            return Err(ToolError::invalid(format!(
+                "fields must name 1 to {MAX_FILL_FIELDS} fields"
+            )));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for field in &input.fields {
+            if field.value.len() > MAX_TYPE_BYTES {
+                return Err(ToolError::invalid(format!(
+                    "the value for {} is over 64 KiB",
+                    field.element_ref
+                )));
+            }
+            if !seen.insert(field.element_ref.as_str()) {
+                return Err(ToolError::invalid(format!(
+                    "{} is named twice in fields",
+                    field.element_ref
+                )));
+            }
+        }
+        let snapshot_id = input.snapshot_id.clone();
+        let fields: Vec<(String, String)> = input
+            .fields
+            .iter()
+            .map(|f| (f.element_ref.clone(), f.value.clone()))
+            .collect();
+        self.on_tab(
+            caller,
+            Tool::BrowserFill,
+            &input,
+            |_| Ok(()),
+            move |tab, (), cancel| async move {
+                let result = tokio::select! {
+                    // The work first: what finished by now is reported as finished.
+                    biased;
+                    result = tab.fill(&snapshot_id, &fields) => result,
+                    () = cancel.cancelled() => {
+                        return EffectOutcome::Cancelled { effect: EffectState::Unknown };
+                    }
+                };
+                settle(result, "fill", &tab.id, None)
+            },
+        )
+        .await
+    }
+
+    /// `lomi_browser_emulate`: the device every tab of the browser emulates.
+    pub async fn emulate(
+        &self,
+        caller: &PairingId,
+        input: BrowserEmulateInput,
+    ) -> Result<OperationView, ToolError> {
+        if let Some(viewport) = input.viewport
+            && (!(100..=4096).contains(&viewport.width) || !(100..=4096).contains(&viewport.height))
+        {
+            return Err(ToolError::invalid(
+                "viewport width and height must be 100 to 4,096",
+            ));
+        }
+        if let Some(scale) = input.device_scale_factor
+            && !(0.5..=4.0).contains(&scale)
+        {
+            return Err(ToolError::invalid("deviceScaleFactor must be 0.5 to 4"));
+        }
+        if let Some(agent) = &input.user_agent
+            && (agent.is_empty() || agent.len() > 512 || agent.chars().any(char::is_control))
+        {
+            return Err(ToolError::invalid(
+                "userAgent must be 1 to 512 characters without control characters (reset: true goes back to Chromium's)",
+            ));
+        }
+        if let Some(scheme) = &input.color_scheme
+            && !matches!(scheme.as_str(), "light" | "dark" | "no-preference")
+        {
+            return Err(ToolError::invalid(
+                "colorScheme must be light, dark or no-preference (reset: true stops emulating it)",
+            ));
+        }
+        let reset = input.reset.unwrap_or(false);
+        if !reset
+            && input.viewport.is_none()
+            && input.device_scale_factor.is_none()
+            && input.mobile.is_none()
+            && input.user_agent.is_none()
+            && input.color_scheme.is_none()
+        {
+            return Err(ToolError::invalid(
+                "say what to emulate: viewport, deviceScaleFactor, mobile, userAgent, colorScheme, or reset: true",
+            ));
+        }
+        let wanted = input.clone();
+        self.on_tab(
+            caller,
+            Tool::BrowserEmulate,
+            &input,
+            |_| Ok(()),
+            move |tab, (), _cancel| async move {
+                let browser = tab.browser();
+                let options = browser.options();
+                let mut now = if reset {
+                    Emulation {
+                        width: options.width,
+                        height: options.height,
+                        scale: 1.0,
+                        mobile: false,
+                        user_agent: None,
+                        color_scheme: None,
+                    }
+                } else {
+                    browser.emulation()
+                };
+                if let Some(viewport) = wanted.viewport {
+                    (now.width, now.height) = (viewport.width, viewport.height);
+                }
+                now.scale = wanted.device_scale_factor.unwrap_or(now.scale);
+                now.mobile = wanted.mobile.unwrap_or(now.mobile);
+                if wanted.user_agent.is_some() {
+                    now.user_agent = wanted.user_agent.clone();
+                }
+                if wanted.color_scheme.is_some() {
+                    now.color_scheme = wanted.color_scheme.clone();
+                }
+                for each in browser.set_emulation(now.clone()) {
+                    if let Err(error) = each.emulate(&now).await {
+                        return EffectOutcome::Unknown {
+                            effect: EffectState::Unknown,
+                            message: format!(
+                                "the emulation may be in force on some tabs only: {error}; read the page's metrics with lomi_browser_evaluate"
+                            ),
+                        };
+                    }
+                }
+                let observed = match tab.metrics().await {
+                    Ok(observed) => observed,
+                    Err(error) => {
+                        return EffectOutcome::Unknown {
+                            effect: EffectState::Unknown,
+                            message: format!("the emulation was sent but the page did not report it: {error}"),
+                        };
+                    }
+                };
+                let dark = observed["prefersDark"] == true;
+                let scale_seen = observed["devicePixelRatio"].as_f64().unwrap_or(0.0);
+                let mismatch = match now.color_scheme.as_deref() {
+                    Some("dark") if !dark => Some("prefers-color-scheme: dark does not match"),
+                    Some("light") if dark => Some("prefers-color-scheme: dark still matches"),
+                    _ if (scale_seen - now.scale).abs() > 0.01 => Some("devicePixelRatio differs"),
+                    _ => None,
+                };
+                if let Some(mismatch) = mismatch {
+                    return EffectOutcome::Unknown {
+                        effect: EffectState::Unknown,
+                        message: format!("the emulation was sent but the page disagrees ({mismatch}): {observed}"),
+                    };
+                }
+                EffectOutcome::Succeeded(to_value(&Emulated {
+                    viewport: Viewport {
+                        width: now.width,
+                        height: now.height,
+                    },
+                    device_scale_factor: now.scale,
+                    mobile: now.mobile,
+                    user_agent: now.user_agent,
+                    color_scheme: now.color_scheme,
+                    tab_id: tab.id.clone(),
+                    observed,
+                }))
+            },
+        )
+        .await
+    }
+
+    /// The workspace and project a panel's file-writing operation is keyed by: the retry
+    /// epoch's workspace and the panel's project, known even after the panel closed (so a
+    /// retry then answers its receipt).
+    fn panel_project(
+        &self,
+        caller: &PairingId,
+        panel: &PanelId,
+        epoch: &lomi_protocol::RetryEpoch,
+    ) -> Result<(WorkspaceId, ProjectId), ToolError> {
+        let workspace = self.broker.retry_epoch_workspace(caller, epoch)?;
+        match self.broker.panel_anchor(panel) {
+            Some((owner, Some(project))) if owner == workspace => Ok((workspace, project)),
+            _ => Err(ToolError::not_found(format!(
+                "no browser panel {panel} in this retry epoch's workspace"
+            ))),
+        }
+    }
+
+    /// `lomi_browser_pdf`: the active tab printed into a project file (an operation).
+    pub async fn pdf(
+        &self,
+        caller: &PairingId,
+        input: BrowserPdfInput,
+    ) -> Result<OperationView, ToolError> {
+        if !input.path.to_ascii_lowercase().ends_with(".pdf") {
+            return Err(ToolError::invalid("path must end in .pdf"));
+        }
+        let (workspace, project) =
+            self.panel_project(caller, &input.panel_id, &input.retry_epoch)?;
+        let change = ProjectChange {
+            tool: Tool::BrowserPdf,
+            workspace: &workspace,
+            project: Some(&project),
+            retry_epoch: &input.retry_epoch,
+            request_key: &input.request_key,
+            payload: to_value(&input),
+            revision: None,
+        };
+        let panels = self.clone();
+        let panel = input.panel_id.clone();
+        let path = input.path.clone();
+        let overwrite = input.overwrite.unwrap_or(false);
+        let landscape = input.landscape.unwrap_or(false);
+        let background = input.print_background.unwrap_or(true);
+        let find = async move {
+            let (_, runtime) = panels.runtime(caller, &panel)?;
+            runtime.browser.active_tab().map_err(tool_error)
+        };
+        self.broker
+            .change_project(
+                caller,
+                change,
+                find,
+                move |root, tab, _context| async move {
+                    let pdf = match tab.pdf(landscape, background).await {
+                        Ok(pdf) => pdf,
+                        Err(error) => {
+                            return EffectOutcome::Failed {
+                                effect: EffectState::None,
+                                error: tool_error(error),
+                            };
+                        }
+                    };
+                    if pdf.len() > MAX_SAVED_FILE {
+                        return EffectOutcome::Failed {
+                            effect: EffectState::None,
+                            error: ToolError::invalid(format!(
+                                "the PDF is {} bytes, over the 64 MiB Lomi writes",
+                                pdf.len()
+                            )),
+                        };
+                    }
+                    let saved = PdfSaved {
+                        path: path.clone(),
+                        bytes: pdf.len() as u64,
+                        sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&pdf)),
+                        tab_id: tab.id.clone(),
+                        url: tab.current_url(),
+                    };
+                    write_into(root, path, pdf, overwrite, to_value(&saved)).await
+                },
+            )
+            .await
+    }
+
+    /// `lomi_browser_network_body`: a read of one logged response's body, cut to maxBytes;
+    /// with `save`, the whole body is also written into the project (an operation).
+    pub async fn network_body(
+        &self,
+        caller: &PairingId,
+        input: BrowserNetworkBodyInput,
+    ) -> Result<NetworkBody, ToolError> {
+        let max = input.max_bytes.unwrap_or(DEFAULT_BODY_ANSWER);
+        if max == 0 || max > MAX_BODY_ANSWER {
+            return Err(ToolError::invalid(format!(
+                "maxBytes must be 1 to {MAX_BODY_ANSWER}; save writes a larger body into the project"
+            )));
+        }
+        let cursor = lomi_protocol::parse_decimal(&input.cursor).ok_or_else(|| {
+            ToolError::invalid(format!(
+                "cursor {:?} is not a decimal cursor of lomi_browser_network",
+                input.cursor
+            ))
+        })?;
+        let (_, runtime) = self.runtime(caller, &input.panel_id)?;
+        if let Some(gone) = runtime.browser.gone() {
+            return Err(tool_error(gone));
+        }
+        let (entry, request_id) = runtime.browser.logged_request(cursor).ok_or_else(|| {
+            ToolError::not_found(format!(
+                "the network log has no request {cursor} (never given out, or dropped from the newest 2,000)"
+            ))
+        })?;
+        let tab = runtime.browser.tab(&entry.tab_id).ok_or_else(|| {
+            ToolError::not_found(format!(
+                "tab {} that made request {cursor} is closed; its bodies went with it",
+                entry.tab_id
+            ))
+        })?;
+        let (bytes, binary) = tab.response_body(&request_id).await.map_err(|error| match error {
+            BrowserError::Cdp(why) => ToolError::not_found(format!(
+                "Chromium has no body for request {cursor} ({why}): it is still loading, failed, was a redirect or had none, or was evicted since; load it again"
+            )),
+            other => tool_error(other),
+        })?;
+        let total = bytes.len();
+        let keep = (max as usize).min(total);
+        let (body, encoding, truncated) = if binary {
+            (
+                BASE64_STANDARD.encode(&bytes[..keep]),
+                "base64",
+                keep < total,
+            )
+        } else {
+            let text = String::from_utf8_lossy(&bytes);
+            let mut end = keep.min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            (text[..end].to_owned(), "utf8", end < text.len())
+        };
+        let saved = match &input.save {
+            Some(save) => {
+                if total > MAX_SAVED_FILE {
+                    return Err(ToolError::invalid(
+                        "the body is over the 64 MiB Lomi writes",
+                    ));
+                }
+                let change = ProjectChange {
+                    tool: Tool::BrowserNetworkBody,
+                    workspace: &runtime.workspace_id,
+                    project: Some(&runtime.project_id),
+                    retry_epoch: &save.retry_epoch,
+                    request_key: &save.request_key,
+                    payload: to_value(&input),
+                    revision: None,
+                };
+                let path = save.path.clone();
+                let overwrite = save.overwrite.unwrap_or(false);
+                let done = BodySaved {
+                    path: path.clone(),
+                    bytes: total as u64,
+                    sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes)),
+                };
+                let operation = self
+                    .broker
+                    .change_project(caller, change, async { Ok(()) }, move |root, (), _| {
+                        write_into(root, path, bytes, overwrite, to_value(&done))
+                    })
+                    .await?;
+                Some(to_value(&operation))
+            }
+            None => None,
+        };
+        Ok(NetworkBody {
+            cursor: entry.cursor,
+            tab_id: entry.tab_id,
+            url: entry.url,
+            status: entry.status,
+            mime_type: entry.mime_type,
+            encoding: encoding.to_owned(),
+            body,
+            bytes: total as u64,
+            truncated,
+            saved,
+        })
+    }
+
     /// `lomi_browser_close`: ends the browser's processes and removes its panel.
     pub async fn close(
         &self,
@@ -1560,6 +1986,30 @@ impl BrowserPanels {
                 tracing::warn!("closing a browser failed: {error}");
             }
         }
+    }
+}
+
+/// Writes a file into the project (atomically, refusing an existing one unless `overwrite`)
+/// and settles with `result`.
+async fn write_into(
+    root: PathBuf,
+    path: String,
+    bytes: Vec<u8>,
+    overwrite: bool,
+    result: Value,
+) -> EffectOutcome {
+    let written =
+        tokio::task::spawn_blocking(move || write_confined(&root, &path, &bytes, overwrite)).await;
+    match written {
+        Ok(Ok(())) => EffectOutcome::Succeeded(result),
+        Ok(Err(why)) => EffectOutcome::Failed {
+            effect: EffectState::None,
+            error: ToolError::invalid(why),
+        },
+        Err(error) => EffectOutcome::Unknown {
+            effect: EffectState::Unknown,
+            message: error.to_string(),
+        },
     }
 }
 

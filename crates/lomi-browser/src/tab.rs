@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use base64::prelude::{BASE64_STANDARD, Engine as _};
 use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::input::EventDragIntercepted;
 use chromiumoxide::cdp::browser_protocol::network::{
     EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, EventResponseReceived,
 };
@@ -218,6 +219,17 @@ pub enum Destination {
     Reload,
 }
 
+/// A browser's device emulation, applied to every tab (and to tabs opened later).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Emulation {
+    pub width: u32,
+    pub height: u32,
+    pub scale: f64,
+    pub mobile: bool,
+    pub user_agent: Option<String>,
+    pub color_scheme: Option<String>,
+}
+
 /// What a confirmed action observed.
 #[derive(Clone, Debug)]
 pub struct ActionResult {
@@ -267,12 +279,19 @@ impl Tab {
             changed: Arc::new(changed),
         };
         tab.pump().await?;
-        let options = tab.browser.options();
-        tab.raw(
-            "Emulation.setDeviceMetricsOverride",
-            json!({ "width": options.width, "height": options.height, "deviceScaleFactor": 1, "mobile": false }),
-        )
-        .await?;
+        let emulation = tab.browser.emulation();
+        if emulation.mobile || emulation.user_agent.is_some() || emulation.color_scheme.is_some() {
+            tab.emulate(&emulation).await?;
+        } else {
+            tab.raw(
+                "Emulation.setDeviceMetricsOverride",
+                json!({
+                    "width": emulation.width, "height": emulation.height,
+                    "deviceScaleFactor": emulation.scale, "mobile": false,
+                }),
+            )
+            .await?;
+        }
         tab.raw(
             "Runtime.addBinding",
             json!({ "name": "lomiAck", "executionContextName": WORLD }),
@@ -291,6 +310,11 @@ impl Tab {
             state.url = main["url"].as_str().unwrap_or_default().to_owned();
         }
         Ok(tab)
+    }
+
+    /// The browser this tab belongs to.
+    pub fn browser(&self) -> Browser {
+        self.browser.clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -1417,6 +1441,370 @@ impl Tab {
         })
     }
 
+    /// Drags element `from` onto element `to` (refs of one snapshot and one frame) with the
+    /// mouse. An HTML5 drag the page starts is intercepted and dropped with Chromium's drag
+    /// events (a headless Chromium has no drag loop of its own); otherwise the mouse is released
+    /// over the target. Confirmed by the drop (or release) reaching the target.
+    pub async fn drag(
+        &self,
+        snapshot_id: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<ActionResult, ActionError> {
+        self.no_dialog()?;
+        let source = self.resolve(snapshot_id, from)?;
+        let target = self.resolve(snapshot_id, to)?;
+        if source.frame_prefix != target.frame_prefix {
+            return Err(BrowserError::Invalid(format!(
+                "{from} and {to} are in different frames; a drag stays within one frame"
+            ))
+            .into());
+        }
+        let drop_token = self.token();
+        let watch = self
+            .helper(
+                target.context,
+                &format!(
+                    "dropWatch({}, {}, {})",
+                    target.number,
+                    source.number,
+                    json!(drop_token)
+                ),
+            )
+            .await?;
+        let watch = Self::checked(watch, to)?;
+        let to_element = watch["element"].as_str().unwrap_or_default().to_owned();
+        let watched = Aimed {
+            x: 0.0,
+            y: 0.0,
+            token: drop_token.clone(),
+            element: to_element.clone(),
+            context: Some(target.context),
+        };
+        let result = self
+            .drag_armed(snapshot_id, from, to, &target, &drop_token)
+            .await;
+        self.disarm(&watched).await;
+        if let Err(error) = self
+            .raw("Input.setInterceptDrags", json!({ "enabled": false }))
+            .await
+        {
+            tracing::debug!("setInterceptDrags: {error}");
+        }
+        let (from_element, kind, html5) = result?;
+        Ok(ActionResult {
+            element: Some(from_element),
+            observed: json!({ "event": kind, "target": to_element, "html5": html5 }),
+        })
+    }
+
+    async fn drag_armed(
+        &self,
+        snapshot_id: &str,
+        from: &str,
+        to: &str,
+        target: &Resolved,
+        drop_token: &str,
+    ) -> Result<(String, String, bool), ActionError> {
+        let pressed = self.aim(snapshot_id, from, &["mousedown"], false).await?;
+        let (ox, oy) = self.frame_origin(target).await?;
+        self.raw("Input.setInterceptDrags", json!({ "enabled": true }))
+            .await?;
+        let mut intercepted = self
+            .page
+            .event_listener::<EventDragIntercepted>()
+            .await
+            .map_err(|e| self.browser.failure(cdp_error(e)))?;
+        self.mouse("mouseMoved", pressed.x, pressed.y, "none", 0)
+            .await?;
+        // From here on an event may have reached the page.
+        self.mouse("mousePressed", pressed.x, pressed.y, "left", 1)
+            .await
+            .map_err(ActionError::Dispatched)?;
+        let press = self.acknowledged(&pressed.token).await;
+        self.disarm(&pressed).await;
+        press.map_err(|u| ActionError::Unconfirmed(format!("the press on {from}: {}", u.0)))?;
+        let point = self
+            .helper(target.context, &format!("dropPoint({})", target.number))
+            .await
+            .map_err(ActionError::Dispatched)?;
+        let point = Self::checked(point, to).map_err(ActionError::Dispatched)?;
+        let (x, y) = (
+            point["x"].as_f64().unwrap_or(0.0) + ox,
+            point["y"].as_f64().unwrap_or(0.0) + oy,
+        );
+        // Two steps, so the page sees the pointer leave the source before it reaches the target
+        // (Chromium starts a drag once the pointer moved a few pixels).
+        let (mx, my) = ((pressed.x + x) / 2.0, (pressed.y + y) / 2.0);
+        for (px, py) in [(mx, my), (x, y)] {
+            self.raw(
+                "Input.dispatchMouseEvent",
+                json!({ "type": "mouseMoved", "x": px, "y": py, "button": "left", "buttons": 1 }),
+            )
+            .await
+            .map_err(ActionError::Dispatched)?;
+        }
+        // The move was answered once the page handled it, dragstart included.
+        let started = self
+            .helper(
+                target.context,
+                &format!("dragStarted({})", json!(drop_token)),
+            )
+            .await
+            .map_err(ActionError::Dispatched)?["started"]
+            == true;
+        if started {
+            let data = tokio::time::timeout(ACK_LIMIT, intercepted.next())
+                .await
+                .ok()
+                .flatten()
+                .ok_or_else(|| {
+                    ActionError::Unconfirmed(
+                        "the page began a drag but Chromium did not hand it over".to_owned(),
+                    )
+                })?
+                .data
+                .clone();
+            // chromiumoxide leaves out an empty `items`, which Chromium requires (a drag whose
+            // page set no data).
+            let mut data = serde_json::to_value(&data).unwrap_or_else(|_| json!({}));
+            if data.get("items").is_none() {
+                data["items"] = json!([]);
+            }
+            for kind in ["dragEnter", "dragOver", "drop"] {
+                self.raw(
+                    "Input.dispatchDragEvent",
+                    json!({ "type": kind, "x": x, "y": y, "data": data }),
+                )
+                .await
+                .map_err(ActionError::Dispatched)?;
+            }
+        } else {
+            self.mouse("mouseReleased", x, y, "left", 1)
+                .await
+                .map_err(ActionError::Dispatched)?;
+        }
+        let kind = self
+            .acknowledged(drop_token)
+            .await
+            .map_err(|u| ActionError::Unconfirmed(u.0))?;
+        if kind == "dragend" {
+            return Err(ActionError::Failed(format!(
+                "{to} did not take the drop: the drag from {from} ended without one (the page's \
+                 dragover handler did not call preventDefault there)"
+            )));
+        }
+        Ok((pressed.element, kind, started))
+    }
+
+    /// Fills several fields of one snapshot in order, each confirmed as `type`, `select` and
+    /// `click` confirm theirs. Every ref and value is checked before the first field is touched;
+    /// a failure after that says which fields were already filled.
+    pub async fn fill(
+        &self,
+        snapshot_id: &str,
+        fields: &[(String, String)],
+    ) -> Result<ActionResult, ActionError> {
+        self.no_dialog()?;
+        let mut kinds = Vec::with_capacity(fields.len());
+        for (element_ref, value) in fields {
+            let resolved = self.resolve(snapshot_id, element_ref)?;
+            let field = self
+                .helper(resolved.context, &format!("field({})", resolved.number))
+                .await?;
+            let field = Self::checked(field, element_ref)?;
+            let kind = field["kind"].as_str().unwrap_or_default().to_owned();
+            let refuse = |why: String| Err(ActionError::Refused(BrowserError::Invalid(why)));
+            if field["disabled"] == true {
+                return refuse(format!("{element_ref} is disabled"));
+            }
+            match kind.as_str() {
+                "text" | "select" => {}
+                "checkbox" | "radio" if value == "true" || value == "false" => {}
+                "checkbox" | "radio" => {
+                    return refuse(format!(
+                        "{element_ref} is a {kind}: its value is \"true\" or \"false\", not {value:?}"
+                    ));
+                }
+                _ => {
+                    return refuse(format!(
+                        "{element_ref} ({}) is not a form field: fill takes text inputs, textareas, \
+                         checkboxes, radios and selects",
+                        field["element"].as_str().unwrap_or_default()
+                    ));
+                }
+            }
+            if kind == "radio" && value == "false" && field["checked"] == false {
+                // Already as asked.
+            } else if kind == "radio" && value == "false" {
+                return refuse(format!(
+                    "{element_ref} is a checked radio: choose another radio of its group instead"
+                ));
+            }
+            kinds.push(kind);
+        }
+        let mut done: Vec<Value> = Vec::with_capacity(fields.len());
+        for ((element_ref, value), kind) in fields.iter().zip(&kinds) {
+            let filled = self.fill_one(snapshot_id, element_ref, value, kind).await;
+            match filled {
+                Ok(observed) => done
+                    .push(json!({ "elementRef": element_ref, "kind": kind, "observed": observed })),
+                Err(error) if done.is_empty() => return Err(error),
+                Err(error) => {
+                    let before = done
+                        .iter()
+                        .filter_map(|d| d["elementRef"].as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let why = |e: &dyn std::fmt::Display| {
+                        format!("{before} filled; then {element_ref}: {e}")
+                    };
+                    return Err(match error {
+                        ActionError::Refused(e) | ActionError::Dispatched(e) => {
+                            ActionError::Failed(why(&e))
+                        }
+                        ActionError::Failed(w) => ActionError::Failed(why(&w)),
+                        ActionError::Unconfirmed(w) => ActionError::Unconfirmed(why(&w)),
+                    });
+                }
+            }
+        }
+        Ok(ActionResult {
+            element: None,
+            observed: json!({ "fields": done }),
+        })
+    }
+
+    async fn fill_one(
+        &self,
+        snapshot_id: &str,
+        element_ref: &str,
+        value: &str,
+        kind: &str,
+    ) -> Result<Value, ActionError> {
+        match kind {
+            "text" => Ok(self
+                .type_text(snapshot_id, element_ref, value, true)
+                .await?
+                .observed),
+            "select" => Ok(self
+                .select(snapshot_id, element_ref, &[value.to_owned()])
+                .await?
+                .observed),
+            _ => {
+                let want = value == "true";
+                let resolved = self.resolve(snapshot_id, element_ref)?;
+                let state = |answer: Value| answer["checked"] == true;
+                let field = self
+                    .helper(resolved.context, &format!("field({})", resolved.number))
+                    .await?;
+                if state(Self::checked(field, element_ref)?) == want {
+                    return Ok(json!({ "checked": want, "changed": false }));
+                }
+                let target = Target::Element {
+                    snapshot_id,
+                    element_ref,
+                };
+                self.click(target, "left", 1).await?;
+                let field = self
+                    .helper(resolved.context, &format!("field({})", resolved.number))
+                    .await
+                    .map_err(ActionError::Dispatched)?;
+                let now =
+                    state(Self::checked(field, element_ref).map_err(ActionError::Dispatched)?);
+                if now != want {
+                    return Err(ActionError::Failed(format!(
+                        "{element_ref} was clicked but the page kept it {}",
+                        if now { "checked" } else { "unchecked" }
+                    )));
+                }
+                Ok(json!({ "checked": now, "changed": true }))
+            }
+        }
+    }
+
+    /// Applies an emulation to this tab: viewport and scale, mobile (with touch), User-Agent
+    /// and `prefers-color-scheme`.
+    pub(crate) async fn emulate(&self, emulation: &Emulation) -> Result<(), BrowserError> {
+        self.raw(
+            "Emulation.setDeviceMetricsOverride",
+            json!({
+                "width": emulation.width, "height": emulation.height,
+                "deviceScaleFactor": emulation.scale, "mobile": emulation.mobile,
+            }),
+        )
+        .await?;
+        self.raw(
+            "Emulation.setTouchEmulationEnabled",
+            json!({ "enabled": emulation.mobile }),
+        )
+        .await?;
+        // An empty User-Agent or feature value lifts the override.
+        self.raw(
+            "Emulation.setUserAgentOverride",
+            json!({ "userAgent": emulation.user_agent.clone().unwrap_or_default() }),
+        )
+        .await?;
+        self.raw(
+            "Emulation.setEmulatedMedia",
+            json!({ "features": [{
+                "name": "prefers-color-scheme",
+                "value": emulation.color_scheme.clone().unwrap_or_default(),
+            }] }),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// What the page reports of its device: innerWidth, innerHeight, devicePixelRatio,
+    /// prefersDark, userAgent.
+    pub async fn metrics(&self) -> Result<Value, BrowserError> {
+        let main = self.lock().main_frame.clone();
+        let context = self.world(&main).await?;
+        self.helper(context, "metrics()").await
+    }
+
+    /// The page printed to PDF by Chromium (`Page.printToPDF`).
+    pub async fn pdf(&self, landscape: bool, background: bool) -> Result<Vec<u8>, BrowserError> {
+        self.no_dialog()?;
+        let answer = self
+            .raw(
+                "Page.printToPDF",
+                json!({ "landscape": landscape, "printBackground": background }),
+            )
+            .await?;
+        let data = answer["data"].as_str().unwrap_or_default();
+        let bytes = BASE64_STANDARD
+            .decode(data)
+            .map_err(|error| BrowserError::Cdp(format!("the PDF was not base64: {error}")))?;
+        if !bytes.starts_with(b"%PDF") {
+            return Err(BrowserError::Cdp(
+                "Chromium's answer is not a PDF".to_owned(),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// The response body of one of this tab's requests (CDP request id): the bytes, and whether
+    /// Chromium gave them as base64 (a body that is not text).
+    pub async fn response_body(&self, request_id: &str) -> Result<(Vec<u8>, bool), BrowserError> {
+        let answer = self
+            .raw(
+                "Network.getResponseBody",
+                json!({ "requestId": request_id }),
+            )
+            .await?;
+        let body = answer["body"].as_str().unwrap_or_default();
+        if answer["base64Encoded"] == true {
+            let bytes = BASE64_STANDARD
+                .decode(body)
+                .map_err(|error| BrowserError::Cdp(format!("the body was not base64: {error}")))?;
+            Ok((bytes, true))
+        } else {
+            Ok((body.as_bytes().to_vec(), false))
+        }
+    }
+
     /// Scrolls an element into view, or turns the wheel at a point (or the viewport's centre).
     pub async fn scroll(
         &self,
@@ -1452,10 +1840,10 @@ impl Tab {
                 let (x, y) = match target {
                     Target::Point { x, y } => (x, y),
                     Target::None => {
-                        let options = self.browser.options();
+                        let emulation = self.browser.emulation();
                         (
-                            f64::from(options.width) / 2.0,
-                            f64::from(options.height) / 2.0,
+                            f64::from(emulation.width) / 2.0,
+                            f64::from(emulation.height) / 2.0,
                         )
                     }
                     Target::Element { .. } => {

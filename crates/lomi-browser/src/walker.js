@@ -9,6 +9,8 @@
   const byId = [null];
   // token → how to stop an action's listener and guard (see `listen` and `guard`).
   const armed = new Map();
+  // token → the dragstart a drag's source saw (see `dropWatch`).
+  const drags = new Map();
   const NAME_MAX = 100;
   const TEXT_MAX = 200;
 
@@ -470,8 +472,72 @@
     disarm(token) {
       const stop = armed.get(token);
       armed.delete(token);
+      drags.delete(token);
       if (stop) stop();
       return {};
+    },
+    // Arms a drag of element src onto element n: reports the drop (or, for pointer-driven
+    // dragging, the mouse release) reaching n, or the drag ending at src without a drop, and
+    // keeps the dragstart src saw so `dragStarted` can say whether an HTML5 drag began.
+    dropWatch(n, src, token) {
+      const bad = check(n) || check(src);
+      if (bad) return bad;
+      const target = element(n);
+      const source = element(src);
+      const state = { started: null };
+      const types = ['drop', 'mouseup', 'dragend'];
+      const onStart = (event) => {
+        if (event.composedPath().includes(source)) state.started = event;
+      };
+      const handler = (event) => {
+        if (!event.isTrusted) return;
+        const path = event.composedPath();
+        if (!path.includes(event.type === 'dragend' ? source : target)) return;
+        stop();
+        globalThis.lomiAck(JSON.stringify({ token, type: event.type }));
+      };
+      const stop = () => {
+        for (const t of types) removeEventListener(t, handler, true);
+        removeEventListener('dragstart', onStart, true);
+      };
+      for (const t of types) addEventListener(t, handler, true);
+      addEventListener('dragstart', onStart, true);
+      armed.set(token, stop);
+      drags.set(token, state);
+      return { element: describe(target) };
+    },
+    // Whether the drag armed under `token` began an HTML5 drag (a dragstart not cancelled).
+    dragStarted(token) {
+      const state = drags.get(token);
+      const event = state && state.started;
+      return { started: !!event && !event.defaultPrevented };
+    },
+    // Where a drag drops on element n, once it holds still.
+    async dropPoint(n) {
+      return steadyAim(n, 2000);
+    },
+    // What kind of form field element n is, and its state.
+    field(n) {
+      const bad = check(n);
+      if (bad) return bad;
+      const el = element(n);
+      let kind = 'other';
+      if (el.tagName === 'SELECT') kind = 'select';
+      else if (el.tagName === 'TEXTAREA' || el.isContentEditable) kind = 'text';
+      else if (el.tagName === 'INPUT') {
+        const type = (el.type || 'text').toLowerCase();
+        if (type === 'checkbox' || type === 'radio') kind = type;
+        else if (!['button', 'submit', 'reset', 'image', 'file', 'hidden', 'range', 'color'].includes(type)) kind = 'text';
+      }
+      return { kind, checked: !!el.checked, disabled: !!el.disabled, element: describe(el) };
+    },
+    // What the page sees of its device (after emulation).
+    metrics() {
+      return {
+        innerWidth, innerHeight, devicePixelRatio,
+        prefersDark: matchMedia('(prefers-color-scheme: dark)').matches,
+        userAgent: navigator.userAgent,
+      };
     },
     // The top-left corner of an iframe's content in this frame's viewport.
     frameOrigin(n) {

@@ -21,6 +21,10 @@ use lomi_protocol::tools::browser::{
     BrowserSelectInput, BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput,
     BrowserUploadInput, BrowserWaitInput, SnapshotView,
 };
+use lomi_protocol::tools::browser::{
+    BrowserDragInput, BrowserEmulateInput, BrowserFillInput, BrowserNetworkBodyInput,
+    BrowserPdfInput,
+};
 use lomi_protocol::tools::editor::{
     EditorCloseInput, EditorEditInput, EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
 };
@@ -491,6 +495,28 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
             Ok(input) => answer_with_png(browsers.capture(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
+        LomiTool::BrowserDrag => match strict::decode::<BrowserDragInput>(name, arguments) {
+            Ok(input) => answer(browsers.drag(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::BrowserFill => match strict::decode::<BrowserFillInput>(name, arguments) {
+            Ok(input) => answer(browsers.fill(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::BrowserEmulate => match strict::decode::<BrowserEmulateInput>(name, arguments) {
+            Ok(input) => answer(browsers.emulate(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::BrowserPdf => match strict::decode::<BrowserPdfInput>(name, arguments) {
+            Ok(input) => answer(browsers.pdf(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::BrowserNetworkBody => {
+            match strict::decode::<BrowserNetworkBodyInput>(name, arguments) {
+                Ok(input) => answer(browsers.network_body(caller, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
         LomiTool::BrowserClose => match strict::decode::<BrowserCloseInput>(name, arguments) {
             Ok(input) => answer(browsers.close(caller, input).await),
             Err(error) => answer::<()>(Err(error)),

@@ -155,6 +155,11 @@ tool_table! {
     BrowserNetwork => "lomi_browser_network",
     BrowserEvaluate => "lomi_browser_evaluate",
     BrowserCapture => "lomi_browser_capture",
+    BrowserDrag => "lomi_browser_drag",
+    BrowserFill => "lomi_browser_fill",
+    BrowserEmulate => "lomi_browser_emulate",
+    BrowserPdf => "lomi_browser_pdf",
+    BrowserNetworkBody => "lomi_browser_network_body",
     BrowserClose => "lomi_browser_close",
     StoreStatus => "lomi_store_status",
 }
@@ -982,6 +987,59 @@ impl Tool {
                 "A PNG of the viewport, the full page, an element or a clip, optionally scaled and fitted into \
              maxBytes, as an image block with width, height, bytes and sha256. With save it is also written \
              into the project (an operation; saved holds it).",
+            ),
+            Tool::BrowserDrag => ToolSpec::operation::<
+                crate::tools::browser::BrowserDragInput,
+                crate::tools::browser::ActionDone,
+            >(
+                tool,
+                "Drag and drop",
+                MUTATION,
+                "Drags elementRef onto targetRef (both of one snapshot) with the mouse. Succeeds when the target \
+             received the drop (HTML5 drag and drop) or the mouse release (pointer-driven dragging).",
+            ),
+            Tool::BrowserFill => ToolSpec::operation::<
+                crate::tools::browser::BrowserFillInput,
+                crate::tools::browser::ActionDone,
+            >(
+                tool,
+                "Fill form fields",
+                MUTATION,
+                "Fills several fields of one snapshot in order: text, checkbox or radio (\"true\"/\"false\"), \
+             select (an option). Each is confirmed by the page; the result lists what each now holds.",
+            ),
+            Tool::BrowserEmulate => ToolSpec::operation::<
+                crate::tools::browser::BrowserEmulateInput,
+                crate::tools::browser::Emulated,
+            >(
+                tool,
+                "Emulate a device",
+                MUTATION,
+                "Sets the viewport, device scale, mobile mode, User-Agent or prefers-color-scheme of every tab. \
+             The result says what is in force and what the page now reports.",
+            ),
+            Tool::BrowserPdf => ToolSpec::operation::<
+                crate::tools::browser::BrowserPdfInput,
+                crate::tools::browser::PdfSaved,
+            >(
+                tool,
+                "Save a page as PDF",
+                MUTATION,
+                "Prints the active tab to a PDF file in the project (refusing an existing file unless overwrite).",
+            ),
+            Tool::BrowserNetworkBody => ToolSpec::new::<
+                crate::tools::browser::BrowserNetworkBodyInput,
+                crate::tools::browser::NetworkBody,
+            >(
+                tool,
+                "Read a response body",
+                Read,
+                Annotations {
+                    read_only_hint: false,
+                    ..MUTATION
+                },
+                "The response body of a request lomi_browser_network listed (by cursor), cut to maxBytes. With \
+             save the whole body is also written into the project (an operation; saved holds it).",
             ),
             Tool::BrowserClose => {
                 ToolSpec::operation::<BrowserCloseInput, crate::tools::browser::BrowserClosed>(

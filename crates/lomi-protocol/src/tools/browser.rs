@@ -365,6 +365,156 @@ pub struct ActionNavigation {
     pub same_document: bool,
 }
 
+/// `lomi_browser_drag` input: drags one element of a snapshot onto another of the same
+/// snapshot (and frame) with the mouse, as a person would.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserDragInput {
+    pub panel_id: PanelId,
+    pub browser_generation: String,
+    pub snapshot_id: String,
+    /// The element dragged, a ref from that snapshot.
+    pub element_ref: String,
+    /// The element it is dropped on, a ref from the same snapshot.
+    pub target_ref: String,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// One field of `lomi_browser_fill`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FormField {
+    /// A text input, textarea, contenteditable, checkbox, radio or select of the snapshot.
+    pub element_ref: String,
+    /// The text; "true" or "false" for a checkbox or radio; an option's value or label for a
+    /// select.
+    pub value: String,
+}
+
+/// `lomi_browser_fill` input: several fields of one snapshot, filled in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserFillInput {
+    pub panel_id: PanelId,
+    pub browser_generation: String,
+    pub snapshot_id: String,
+    /// 1 to 64 fields.
+    pub fields: Vec<FormField>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// `lomi_browser_emulate` input: what to change; what is not given stays as it is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserEmulateInput {
+    pub panel_id: PanelId,
+    pub browser_generation: String,
+    pub viewport: Option<Viewport>,
+    /// Device pixels per CSS pixel, 0.5 to 4.
+    pub device_scale_factor: Option<f64>,
+    /// A phone's layout: the page's viewport meta tag applies and touch is on.
+    pub mobile: Option<bool>,
+    /// The User-Agent pages see and send, 1 to 512 characters.
+    pub user_agent: Option<String>,
+    /// light, dark or no-preference: what `prefers-color-scheme` matches.
+    pub color_scheme: Option<String>,
+    /// Back to the defaults before applying the rest (the created viewport, scale 1, desktop,
+    /// Chromium's User-Agent, no colour scheme emulated).
+    pub reset: Option<bool>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_browser_emulate`: what is now in force on every tab of the
+/// browser (and on tabs opened later).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Emulated {
+    pub viewport: Viewport,
+    pub device_scale_factor: f64,
+    pub mobile: bool,
+    /// Null: Chromium's own.
+    pub user_agent: Option<String>,
+    /// Null: not emulated (the system's).
+    pub color_scheme: Option<String>,
+    pub tab_id: String,
+    /// What the active tab's page reports now: innerWidth, innerHeight, devicePixelRatio,
+    /// prefersDark, userAgent.
+    pub observed: Value,
+}
+
+/// `lomi_browser_pdf` input: the active tab printed to a PDF in the project (an operation).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserPdfInput {
+    pub panel_id: PanelId,
+    /// Project-relative path of the PDF; its directory must exist.
+    pub path: String,
+    /// Replace an existing file (default false).
+    pub overwrite: Option<bool>,
+    pub landscape: Option<bool>,
+    /// Print background colours and images (default true).
+    pub print_background: Option<bool>,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_browser_pdf`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PdfSaved {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+    pub tab_id: String,
+    /// The page printed.
+    pub url: String,
+}
+
+/// `lomi_browser_network_body` input: the response body of one logged request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserNetworkBodyInput {
+    pub panel_id: PanelId,
+    /// The request's cursor, as lomi_browser_network lists it.
+    pub cursor: String,
+    /// Most bytes of the body in the answer: 1 to 524,288 (default 65,536).
+    pub max_bytes: Option<u32>,
+    /// Also write the whole body into the project (an operation; saved holds it).
+    pub save: Option<CaptureSave>,
+}
+
+/// `lomi_browser_network_body` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NetworkBody {
+    pub cursor: String,
+    pub tab_id: String,
+    pub url: String,
+    pub status: Option<u16>,
+    pub mime_type: Option<String>,
+    /// utf8, or base64 for a body that is not text.
+    pub encoding: String,
+    /// The body, cut to maxBytes (whole characters for text; before encoding for base64).
+    pub body: String,
+    /// Bytes of the whole body.
+    pub bytes: u64,
+    pub truncated: bool,
+    /// The save's operation, when `save` was given.
+    pub saved: Option<Value>,
+}
+
+/// The confirmed result of saving a response body.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BodySaved {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
 /// `lomi_browser_dialog` input.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -523,7 +673,7 @@ pub struct ClipRect {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CaptureSave {
-    /// Project-relative path of the PNG; its directory must exist.
+    /// Project-relative path of the file; its directory must exist.
     pub path: String,
     /// Replace an existing file (default false).
     pub overwrite: Option<bool>,
