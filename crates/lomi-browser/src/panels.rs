@@ -13,6 +13,7 @@ use lomi_broker::{
     Broker, CancellationToken, Confirmation, EffectOutcome, LayoutChange, PanelCall, PanelRecord,
     PanelRemoval, PanelRuntime, ProjectChange, Runtimes,
 };
+use lomi_files::confine::write_into;
 use lomi_protocol::tools::browser::{
     Action, ActionDone, ActionNavigation, ActionTarget, BrowserCaptureInput, BrowserClickInput,
     BrowserCloseInput, BrowserClosed, BrowserCreateInput, BrowserCreated, BrowserDialogInput,
@@ -37,7 +38,7 @@ use serde_json::{Value, json};
 use crate::tab::{ActionError, Destination, Emulation, Target, WaitFor};
 use crate::{
     ActionResult, Browser, BrowserError, BrowserOptions, CaptureArea, Exit, SnapshotOptions, Tab,
-    confined_existing_file, write_confined,
+    confined_existing_file,
 };
 
 const DEFAULT_SNAPSHOT_BYTES: u32 = 256 * 1024;
@@ -1497,26 +1498,12 @@ impl BrowserPanels {
                 change,
                 async { Ok(()) },
                 move |root, (), _context| async move {
-                    let bytes = png.len() as u64;
-                    let written = tokio::task::spawn_blocking(move || {
-                        write_confined(&root, &path, &png, overwrite).map(|()| path)
-                    })
-                    .await;
-                    match written {
-                        Ok(Ok(path)) => EffectOutcome::Succeeded(to_value(&CaptureSaved {
-                            path,
-                            bytes,
-                            sha256,
-                        })),
-                        Ok(Err(why)) => EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error: ToolError::invalid(why),
-                        },
-                        Err(error) => EffectOutcome::Unknown {
-                            effect: EffectState::Unknown,
-                            message: error.to_string(),
-                        },
-                    }
+                    let saved = to_value(&CaptureSaved {
+                        path: path.clone(),
+                        bytes: png.len() as u64,
+                        sha256,
+                    });
+                    write_into(root, path, png, overwrite, saved).await
                 },
             )
             .await
@@ -1986,30 +1973,6 @@ impl BrowserPanels {
                 tracing::warn!("closing a browser failed: {error}");
             }
         }
-    }
-}
-
-/// Writes a file into the project (atomically, refusing an existing one unless `overwrite`)
-/// and settles with `result`.
-async fn write_into(
-    root: PathBuf,
-    path: String,
-    bytes: Vec<u8>,
-    overwrite: bool,
-    result: Value,
-) -> EffectOutcome {
-    let written =
-        tokio::task::spawn_blocking(move || write_confined(&root, &path, &bytes, overwrite)).await;
-    match written {
-        Ok(Ok(())) => EffectOutcome::Succeeded(result),
-        Ok(Err(why)) => EffectOutcome::Failed {
-            effect: EffectState::None,
-            error: ToolError::invalid(why),
-        },
-        Err(error) => EffectOutcome::Unknown {
-            effect: EffectState::Unknown,
-            message: error.to_string(),
-        },
     }
 }
 

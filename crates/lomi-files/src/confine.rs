@@ -182,6 +182,30 @@ pub fn write_confined(root: &Path, rel: &str, bytes: &[u8], overwrite: bool) -> 
     rustix::fs::fsync(&parent).map_err(|e| why(rel, e))
 }
 
+/// Writes a file into the project from an operation's effect, off the async threads
+/// (atomically, refusing an existing one unless `overwrite`), and settles with `result`.
+pub async fn write_into(
+    root: PathBuf,
+    path: String,
+    bytes: Vec<u8>,
+    overwrite: bool,
+    result: serde_json::Value,
+) -> lomi_broker::EffectOutcome {
+    let written =
+        tokio::task::spawn_blocking(move || write_confined(&root, &path, &bytes, overwrite)).await;
+    match written {
+        Ok(Ok(())) => lomi_broker::EffectOutcome::Succeeded(result),
+        Ok(Err(why)) => lomi_broker::EffectOutcome::Failed {
+            effect: lomi_protocol::EffectState::None,
+            error: lomi_protocol::ToolError::invalid(why),
+        },
+        Err(error) => lomi_broker::EffectOutcome::Unknown {
+            effect: lomi_protocol::EffectState::Unknown,
+            message: error.to_string(),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,7 +24,7 @@ use crate::AndroidError;
 use crate::apk::read_manifest;
 use crate::packages::{MAX_PULL_BYTES, check_package, sha256_hex};
 use crate::sync::Cancel;
-use lomi_files::confine::{check_writable, open_confined, write_confined};
+use lomi_files::confine::{check_writable, open_confined, write_into};
 
 /// The largest APK Lomi reads into memory to install.
 const MAX_APK_BYTES: u64 = 1 << 30;
@@ -333,30 +333,14 @@ impl AndroidPanels {
                         };
                     }
                 };
-                let sha256 = sha256_hex(&bytes);
-                let size = bytes.len() as u64;
-                let target = path.clone();
-                let written = tokio::task::spawn_blocking(move || {
-                    write_confined(&root, &target, &bytes, overwrite)
-                })
-                .await;
-                match written {
-                    Ok(Ok(())) => EffectOutcome::Succeeded(to_value(&AndroidTransferred {
-                        panel_id,
-                        path,
-                        device_path,
-                        bytes: size,
-                        sha256,
-                    })),
-                    Ok(Err(why)) => EffectOutcome::Failed {
-                        effect: EffectState::None,
-                        error: ToolError::invalid(why),
-                    },
-                    Err(error) => EffectOutcome::Unknown {
-                        effect: EffectState::Unknown,
-                        message: error.to_string(),
-                    },
-                }
+                let transferred = to_value(&AndroidTransferred {
+                    panel_id,
+                    path: path.clone(),
+                    device_path,
+                    bytes: bytes.len() as u64,
+                    sha256: sha256_hex(&bytes),
+                });
+                write_into(root, path, bytes, overwrite, transferred).await
             },
         )
         .await
