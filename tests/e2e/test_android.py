@@ -377,11 +377,13 @@ async def test_devices_attach_snapshot_tap_by_ref_capture(lomi, workspaces, mcp,
         assert after["snapshotId"] != snapshot["snapshotId"]
         data, png_after = await android.capture()
         assert (data["width"], data["height"], data["mimeType"]) == (*SCREEN, "image/png"), dump(data)
+        assert data["scale"] == 1, dump(data)
         assert png_pixels(png_after)[2] != png_pixels(png_before)[2], "the capture did not change after the tap"
 
         # A scaled, clipped capture goes through lomi-capture: the button's area at half size.
         small, small_png = await android.capture(clip={"x": 40, "y": 200, "width": 280, "height": 80}, scale=0.5)
         assert (small["width"], small["height"]) == (140, 40), dump(small)
+        assert small["scale"] == 0.5, dump(small)  # image pixels per screen pixel
         assert png_pixels(small_png)[:2] == (140, 40)
 
         # Detach, then attach again: the person's approval is remembered, nothing waits.

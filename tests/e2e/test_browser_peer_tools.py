@@ -227,12 +227,16 @@ async def test_a_response_body_is_read_bounded_and_saved_whole(lomi, workspaces,
         assert whole["encoding"] == "utf8" and not whole["truncated"] and whole["bytes"] == len(DATA.encode()), dump(whole)
         assert json.loads(whole["body"]) == json.loads(DATA) and whole["status"] == 200, dump(whole)
         cut = await session.ok("lomi_browser_network_body", {"panelId": agent.panel, "cursor": entry["cursor"], "maxBytes": 100})
-        assert cut["truncated"] and cut["body"] == DATA[:100] and cut["bytes"] == len(DATA.encode()), dump(cut)
+        # maxBytes counts the body as sent: JSON-escaped in the answer.
+        sent = len(json.dumps(cut["body"])) - 2
+        assert cut["truncated"] and DATA.startswith(cut["body"]) and 90 <= sent <= 100, (sent, dump(cut))
+        assert cut["bytes"] == len(DATA.encode()), dump(cut)
 
-        saved = await session.ok("lomi_browser_network_body", {
+        save_args = {
             "panelId": agent.panel, "cursor": entry["cursor"], "maxBytes": 16,
             "save": {"path": "data.json", "retryEpoch": agent.epoch, "requestKey": agent.key()},
-        })
+        }
+        saved = await session.ok("lomi_browser_network_body", save_args)
         op = await session.settle(saved["saved"]["operationId"])
         assert op["state"] == "succeeded" and op["result"]["bytes"] == len(DATA.encode()), dump(op)
         assert (tmp_path / "project-a" / "data.json").read_text() == DATA
@@ -243,3 +247,10 @@ async def test_a_response_body_is_read_bounded_and_saved_whole(lomi, workspaces,
                                                                 "maxBytes": 600000})
         assert bad["status"] == "error" and bad["code"] == "INVALID_ARGUMENT" and "save" in bad["message"], dump(bad)
         await agent.close()
+        # The same save retried after its browser is gone names the operation it made, and
+        # writes nothing again.
+        (tmp_path / "project-a" / "data.json").write_text("changed by the person")
+        again = await session.call("lomi_browser_network_body", save_args)
+        assert again["status"] == "error" and again["code"] == "NOT_FOUND", dump(again)
+        assert again["details"]["operation"]["operationId"] == op["operationId"], dump(again)
+        assert (tmp_path / "project-a" / "data.json").read_text() == "changed by the person"

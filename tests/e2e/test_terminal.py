@@ -614,9 +614,14 @@ async def test_close_kills_the_whole_session(lomi, workspaces, mcp):
     async with agent_for(lomi, mcp, ws) as agent:
         term = await create_terminal(agent, ws, "close")
         await term.run("sleep 2001 & sleep 2002 & echo started-$((1+1))", "started-2")
-        jobs = await await_until(
-            lambda: len(live_processes("sleep 200")) == 2 and live_processes("sleep 200"), "both background sleeps"
-        )
+        try:
+            jobs = await await_until(
+                lambda: len(live_processes("sleep 200")) == 2 and live_processes("sleep 200"), "both background sleeps"
+            )
+        except BaseException:
+            # Say what there was instead (this waited in vain once in CI, not reproduced since).
+            seen = {pid: (cmd, proc_stat(pid)) for pid, cmd in live_processes("sleep").items()}
+            raise AssertionError(f"sleeps running: {seen}\nshell: {proc_stat(term.pid)}\n{lomi.logs()}") from None
         assert all(proc_stat(pid)["session"] == term.pid for pid in jobs), jobs
         before = (await panels(agent, ws))["domainRevision"]
         op = await term.close()

@@ -1129,6 +1129,15 @@ impl AndroidPanels {
                 },
             );
         }
+        // What the image's pixels are measured against: the clip, or the whole screen.
+        let source_width = match &input.clip {
+            Some(clip) => clip.width,
+            None => {
+                lomi_capture::inspect_png(&png)
+                    .map_err(|error| ToolError::new(error.code(), error.to_string()))?
+                    .0
+            }
+        };
         // A PNG that needs no change (no clip or scale, and small enough) is kept as sent.
         let capture = tokio::task::spawn_blocking(move || lomi_capture::process(&png, &options))
             .await
@@ -1145,6 +1154,7 @@ impl AndroidPanels {
                 mime_type: "image/png".to_owned(),
                 width: capture.width,
                 height: capture.height,
+                scale: f64::from(capture.width) / f64::from(source_width.max(1)),
                 bytes: capture.png.len() as u64,
                 sha256: capture.sha256,
             },

@@ -1836,7 +1836,15 @@ impl BrowserPanels {
                 input.cursor
             ))
         })?;
-        let (_, runtime) = self.runtime(caller, &input.panel_id)?;
+        let runtime = match self.runtime(caller, &input.panel_id) {
+            Ok((_, runtime)) => runtime,
+            Err(error) => {
+                return Err(self
+                    .body_saved_before(caller, &input)
+                    .await?
+                    .unwrap_or(error));
+            }
+        };
         if let Some(gone) = runtime.browser.gone() {
             return Err(tool_error(gone));
         }
@@ -1866,12 +1874,10 @@ impl BrowserPanels {
                 keep < total,
             )
         } else {
+            // maxBytes as sent: escaped in the answer's JSON.
             let text = String::from_utf8_lossy(&bytes);
-            let mut end = keep.min(text.len());
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            (text[..end].to_owned(), "utf8", end < text.len())
+            let (kept, cut) = lomi_protocol::json_escaped_prefix(&text, max as usize);
+            (kept.to_owned(), "utf8", cut)
         };
         let saved = match &input.save {
             Some(save) => {
@@ -1918,6 +1924,45 @@ impl BrowserPanels {
             truncated,
             saved,
         })
+    }
+
+    /// For a retried body save whose browser is gone: the refusal that names the operation
+    /// the first request made (the body cannot be read again; the saved file is in the
+    /// project). `None` when there is no such operation.
+    async fn body_saved_before(
+        &self,
+        caller: &PairingId,
+        input: &BrowserNetworkBodyInput,
+    ) -> Result<Option<ToolError>, ToolError> {
+        let Some(save) = &input.save else {
+            return Ok(None);
+        };
+        let Some((workspace, Some(project))) = self.broker.panel_anchor(&input.panel_id) else {
+            return Ok(None);
+        };
+        let change = ProjectChange {
+            tool: Tool::BrowserNetworkBody,
+            workspace: &workspace,
+            project: Some(&project),
+            retry_epoch: &save.retry_epoch,
+            request_key: &save.request_key,
+            payload: to_value(input),
+            revision: None,
+        };
+        let Some(prior) = self
+            .broker
+            .prior(caller, &change.mutation(project.clone()))?
+        else {
+            return Ok(None);
+        };
+        let operation = self.broker.answer(caller, &prior).await?;
+        Ok(Some(
+            ToolError::not_found(format!(
+                "this request was answered before by operation {prior} ({}), which saved the body to {}; its browser is gone, so the body cannot be shown again: read the saved file, or the operation with lomi_operation_get",
+                operation.state, save.path
+            ))
+            .with_details(json!({ "operation": to_value(&operation) })),
+        ))
     }
 
     /// `lomi_browser_close`: ends the browser's processes and removes its panel.

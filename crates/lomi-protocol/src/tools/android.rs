@@ -440,6 +440,10 @@ pub struct AndroidCaptureView {
     pub mime_type: String,
     pub width: u32,
     pub height: u32,
+    /// Image pixels per screen pixel: below 1 when `scale` or `maxBytes` shrank the image. A
+    /// point (x, y) of the image is (x / scale, y / scale) on the screen, from the clip's
+    /// corner when there is a clip.
+    pub scale: f64,
     pub bytes: u64,
     /// SHA-256 of the PNG bytes, hex.
     pub sha256: String,
