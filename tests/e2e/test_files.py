@@ -209,3 +209,29 @@ async def test_a_folder_on_a_full_disk_is_no_space_with_no_effect(lomi, mcp, tmp
             assert sorted(p.name for p in disk.iterdir()) == [f"d{i}" for i in range(len(states) - 1)]
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+async def test_a_retry_after_its_project_left_the_workspace_is_the_prior_operation(lomi, workspaces, mcp, tmp_path):
+    """The request names its project; the person removes that project from the workspace; the
+    same request again answers its operation (never NOT_FOUND), and nothing is written again."""
+    a, _ = workspaces
+    ws = a["workspaceId"]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    project = lomi.cli("workspace", "add-project", ws, str(docs))["project"]["projectId"]
+    token = lomi.create_token(ws)["token"]
+    async with mcp.session(token=token) as agent:
+        epoch = (await agent.connect(ws))["retryEpoch"]
+        create = {
+            "workspaceId": ws, "projectId": project, "path": "notes.md", "text": "first\n",
+            "retryEpoch": epoch, "requestKey": "in-docs",
+        }
+        op = await agent.settle((await agent.ok("lomi_file_create", create))["operationId"])
+        assert op["state"] == "succeeded", dump(op)
+        lomi.cli("workspace", "remove-project", ws, project)
+        (docs / "notes.md").write_text("changed by the person\n")
+        again = await agent.ok("lomi_file_create", create)
+        assert again["operationId"] == op["operationId"] and again["state"] == "succeeded", dump(again)
+        assert (docs / "notes.md").read_text() == "changed by the person\n"
+        # A new request for the removed project is refused before anything is recorded.
+        await agent.error("lomi_file_create", dict(create, requestKey="after-removal"), "NOT_FOUND")

@@ -61,14 +61,25 @@ impl Broker {
         Run: FnOnce(PathBuf, L, EffectContext) -> Fut + Send + 'static,
         Fut: Future<Output = EffectOutcome> + Send + 'static,
     {
-        let (project, root) = self.project_root(caller, change.workspace, change.project)?;
+        // A project the request names keys it as it is: its root is looked up only after the
+        // prior receipt, so a retry finds that receipt even if the project left the
+        // workspace since. A request that names none means the workspace's only project.
+        let project = match change.project {
+            Some(project) => project.clone(),
+            None => self.project_root(caller, change.workspace, None)?.0,
+        };
+        let workspace = change.workspace.clone();
+        let named = project.clone();
         self.operate(
             caller,
             change.mutation(project),
             Confirmation::Policy,
-            find,
+            async move {
+                let (_, root) = self.project_root(caller, &workspace, Some(&named))?;
+                Ok((root, find.await?))
+            },
             |_, _| Ok(()),
-            move |found, context| effect(root, found, context),
+            move |(root, found), context| effect(root, found, context),
         )
         .await
     }
