@@ -465,16 +465,17 @@ impl AndroidPanels {
                         tcp_address,
                         title,
                     );
-                    tokio::select! {
-                        // The work first: what finished by now is reported as finished.
-                        biased;
-                        outcome = attached => outcome,
-                        // Cancelled while the device was reached: nothing was added to the
-                        // workspace; `adb connect` may have added the device to adb's list.
-                        () = context.cancel.cancelled() => EffectOutcome::Cancelled {
-                            effect: if tcp_address.is_some() { EffectState::Partial } else { EffectState::None },
-                        },
-                    }
+                    // Cancelled while the device was reached: nothing was added to the
+                    // workspace; `adb connect` may have added the device to adb's list.
+                    lomi_broker::unless_cancelled(&context.cancel, attached)
+                        .await
+                        .unwrap_or(EffectOutcome::Cancelled {
+                            effect: if tcp_address.is_some() {
+                                EffectState::Partial
+                            } else {
+                                EffectState::None
+                            },
+                        })
                 },
             )
             .await
@@ -782,11 +783,10 @@ impl AndroidPanels {
                 let ran = blocking(move || device.shell(&command, max_bytes as usize));
                 // adb cannot stop a command it started: on cancellation Lomi stops
                 // waiting; the command started, and may still run on the device.
-                let ran = tokio::select! {
-                    ran = ran => ran,
-                    () = context.cancel.cancelled() => {
-                        return EffectOutcome::Cancelled { effect: EffectState::Partial };
-                    }
+                let Some(ran) = lomi_broker::unless_cancelled(&context.cancel, ran).await else {
+                    return EffectOutcome::Cancelled {
+                        effect: EffectState::Partial,
+                    };
                 };
                 match ran {
                     Ok((output, truncated)) => {

@@ -575,6 +575,17 @@ impl Broker {
     }
 }
 
+/// Runs an effect's `work` until it finishes or `cancel` fires, whichever comes first; work
+/// that has finished by then is reported as finished. `None`: cancelled first (the work is
+/// dropped where it stood).
+pub async fn unless_cancelled<F: Future>(cancel: &CancellationToken, work: F) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        done = work => Some(done),
+        () = cancel.cancelled() => None,
+    }
+}
+
 /// The receipt key and fingerprint of a mutation (DESIGN.md, operation engine step 2).
 fn receipt_key(caller: &PairingId, mutation: &Mutation) -> (ReceiptKey, String) {
     let key = ReceiptKey {

@@ -28,6 +28,7 @@ pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
 }
 pub use engine::{
     AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Permit, Remember,
+    unless_cancelled,
 };
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};

@@ -473,15 +473,17 @@ impl BrowserPanels {
                         ..options
                     };
                     let generation = format!("bg_{}", hex_id(&context.broker));
-                    let launched = tokio::select! {
-                        // The work first: what finished by now is reported as finished.
-                        biased;
-                        launched = Browser::launch(options, generation.clone()) => launched,
-                        // Dropping the launch ends the Chromium it started (its process is
-                        // killed with the handle); nothing was added to the workspace.
-                        () = context.cancel.cancelled() => {
-                            return EffectOutcome::Cancelled { effect: EffectState::None };
-                        }
+                    // Dropping the launch ends the Chromium it started (its process is
+                    // killed with the handle); nothing was added to the workspace.
+                    let Some(launched) = lomi_broker::unless_cancelled(
+                        &context.cancel,
+                        Browser::launch(options, generation.clone()),
+                    )
+                    .await
+                    else {
+                        return EffectOutcome::Cancelled {
+                            effect: EffectState::None,
+                        };
                     };
                     let browser = match launched {
                         Ok(browser) => browser,
@@ -628,13 +630,11 @@ impl BrowserPanels {
                     };
                     (result, navigated)
                 };
-                let (result, navigated) = tokio::select! {
-                    // The work first: what finished by now is reported as finished.
-                    biased;
-                    done = acted => done,
-                    () = cancel.cancelled() => {
-                        return EffectOutcome::Cancelled { effect: EffectState::Unknown };
-                    }
+                let Some((result, navigated)) = lomi_broker::unless_cancelled(&cancel, acted).await
+                else {
+                    return EffectOutcome::Cancelled {
+                        effect: EffectState::Unknown,
+                    };
                 };
                 settle(result, name, &tab.id, navigated)
             },
@@ -800,13 +800,15 @@ impl BrowserPanels {
                     .map_err(ToolError::invalid)
             },
             move |tab, files: Vec<String>, cancel| async move {
-                let result = tokio::select! {
-                    // The work first: what finished by now is reported as finished.
-                    biased;
-                    result = tab.upload(&snapshot_id, &element_ref, &files) => result,
-                    () = cancel.cancelled() => {
-                        return EffectOutcome::Cancelled { effect: EffectState::Unknown };
-                    }
+                let Some(result) = lomi_broker::unless_cancelled(
+                    &cancel,
+                    tab.upload(&snapshot_id, &element_ref, &files),
+                )
+                .await
+                else {
+                    return EffectOutcome::Cancelled {
+                        effect: EffectState::Unknown,
+                    };
                 };
                 settle(result, "upload", &tab.id, None)
             },
@@ -1532,13 +1534,13 @@ impl BrowserPanels {
             |_| Ok(()),
             move |tab, (), cancel| async move {
                 let mark = tab.mark();
-                let result = tokio::select! {
-                    // The work first: what finished by now is reported as finished.
-                    biased;
-                    result = tab.drag(&snapshot_id, &from, &to) => result,
-                    () = cancel.cancelled() => {
-                        return EffectOutcome::Cancelled { effect: EffectState::Unknown };
-                    }
+                let Some(result) =
+                    lomi_broker::unless_cancelled(&cancel, tab.drag(&snapshot_id, &from, &to))
+                        .await
+                else {
+                    return EffectOutcome::Cancelled {
+                        effect: EffectState::Unknown,
+                    };
                 };
                 let navigated = match &result {
                     Ok(_) => tab.navigation_since(&mark).await.map(|c| ActionNavigation {
@@ -1592,13 +1594,12 @@ impl BrowserPanels {
             &input,
             |_| Ok(()),
             move |tab, (), cancel| async move {
-                let result = tokio::select! {
-                    // The work first: what finished by now is reported as finished.
-                    biased;
-                    result = tab.fill(&snapshot_id, &fields) => result,
-                    () = cancel.cancelled() => {
-                        return EffectOutcome::Cancelled { effect: EffectState::Unknown };
-                    }
+                let Some(result) =
+                    lomi_broker::unless_cancelled(&cancel, tab.fill(&snapshot_id, &fields)).await
+                else {
+                    return EffectOutcome::Cancelled {
+                        effect: EffectState::Unknown,
+                    };
                 };
                 settle(result, "fill", &tab.id, None)
             },

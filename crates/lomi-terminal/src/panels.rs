@@ -234,14 +234,11 @@ impl TerminalPanels {
                         }
                     };
                     // Cancelled before the process spoke: it is stopped, and nothing was added.
-                    let spoke = tokio::select! {
-                        // The work first: what finished by now is reported as finished.
-                        biased;
-                        spoke = terminal.first_output(FIRST_OUTPUT) => spoke,
-                        () = context.cancel.cancelled() => {
-                            terminal.close(CLOSE_GRACE).await;
-                            return EffectOutcome::Cancelled { effect: EffectState::Partial };
-                        }
+                                        let Some(spoke) =
+                        lomi_broker::unless_cancelled(&context.cancel, terminal.first_output(FIRST_OUTPUT)).await
+                    else {
+                        terminal.close(CLOSE_GRACE).await;
+                        return EffectOutcome::Cancelled { effect: EffectState::Partial };
                     };
                     if !spoke {
                         let status = terminal.close(CLOSE_GRACE).await;
