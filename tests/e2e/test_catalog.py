@@ -60,10 +60,10 @@ async def test_catalog_equals_tools_list_through_the_sdk(lomi, mcp):
 def test_every_tool_declares_the_envelope_output_schema():
     for tool in catalog()["tools"]:
         schema = tool["outputSchema"]
-        assert schema["type"] == "object" and "oneOf" in schema, dump(schema)
-        variants = schema.get("oneOf", [schema])
-        statuses = sorted(v["properties"]["status"].get("const") or v["properties"]["status"]["enum"][0]
-                          for v in variants)
-        assert statuses == ["error", "ok"], f"{tool['name']}: {dump(schema)}"
-        for variant in variants:
-            assert variant["properties"]["controlApiVersion"]["const"] == "1.0", dump(variant)
+        assert schema["type"] == "object" and schema["additionalProperties"] is False, dump(schema)
+        properties = schema["properties"]
+        assert properties["status"] == {"enum": ["ok", "error"]}, dump(schema)
+        assert properties["controlApiVersion"] == {"const": "1.0"}, dump(schema)
+        assert {"data", "code", "message", "details"} <= set(properties), dump(schema)
+        branches = {b["properties"]["status"]["const"]: b["required"] for b in schema["oneOf"]}
+        assert branches == {"ok": ["data"], "error": ["code", "message"]}, f"{tool['name']}: {dump(schema)}"

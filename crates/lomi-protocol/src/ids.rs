@@ -29,8 +29,32 @@ pub fn check_id(kind: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The input schema of an id. An id Lomi hands out (a panel, a lease, a retry epoch) is copied
+/// from its answers, never made up, so its schema says only "a string" and the server checks its
+/// shape (the seed: schemas describe shape, native validators enforce narrower ranges); it is
+/// repeated on nearly every tool of `tools/list`. A request key is the one id an agent makes, so
+/// its schema carries the whole shape.
+fn id_schema(made_by_clients: bool) -> Schema {
+    if made_by_clients {
+        // The pattern's `+` says at least one character.
+        json_schema!({
+            "type": "string",
+            "maxLength": MAX_ID_LEN,
+            "pattern": "^[A-Za-z0-9._:-]+$"
+        })
+    } else {
+        json_schema!({"type": "string"})
+    }
+}
+
 macro_rules! string_id {
     ($(#[doc = $doc:literal])* $name:ident, $prefix:literal) => {
+        string_id!(@ $(#[doc = $doc])* $name, $prefix, false);
+    };
+    ($(#[doc = $doc:literal])* $name:ident, $prefix:literal, made_by_clients) => {
+        string_id!(@ $(#[doc = $doc])* $name, $prefix, true);
+    };
+    (@ $(#[doc = $doc:literal])* $name:ident, $prefix:literal, $made_by_clients:literal) => {
         $(#[doc = $doc])*
         #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(String);
@@ -91,12 +115,7 @@ macro_rules! string_id {
                 Cow::Borrowed(stringify!($name))
             }
             fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                json_schema!({
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": MAX_ID_LEN,
-                    "pattern": "^[A-Za-z0-9._:-]+$"
-                })
+                id_schema($made_by_clients)
             }
         }
     };
@@ -115,7 +134,8 @@ string_id!(
 string_id!(
     /// A client-chosen durable request identity within a retry epoch.
     RequestKey,
-    "rk_"
+    "rk_",
+    made_by_clients
 );
 string_id!(
     /// A pairing of an MCP client with Lomi, approved by the person.

@@ -2,9 +2,9 @@
 //! catalog and the live server's `tools/list` are the same documents.
 
 use schemars::{JsonSchema, generate::SchemaSettings};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-use crate::envelope::Reply;
+use crate::envelope::CONTROL_API_VERSION;
 
 /// The JSON Schema of `T` as a JSON object, with every subschema inlined (no `$ref`), since
 /// some MCP clients do not resolve references in tool schemas.
@@ -29,8 +29,21 @@ pub fn schema_of<T: JsonSchema>() -> Map<String, Value> {
 }
 
 /// A tool's input schema: an object schema (MCP requires `type: object` at the root).
+///
+/// `$schema` is left out (MCP reads a schema without one as 2020-12, the dialect these are),
+/// and so is the input type's own documentation (``"`lomi_file_create` input: …"``), which
+/// says again what the tool's description says: both were repeated on every tool of
+/// `tools/list`.
 pub fn input_schema<T: JsonSchema>() -> Map<String, Value> {
     let mut map = schema_of::<T>();
+    map.remove("$schema");
+    let names_the_type = matches!(
+        map.get("description"),
+        Some(Value::String(text)) if text.starts_with("`lomi_")
+    );
+    if names_the_type {
+        map.remove("description");
+    }
     map.insert("type".to_owned(), Value::String("object".to_owned()));
     map
 }
@@ -42,40 +55,63 @@ pub fn input_schema<T: JsonSchema>() -> Map<String, Value> {
 /// description and docs/protocol.md explain the result). They are repeated on every tool of
 /// `tools/list`, so this keeps an agent's tool listing small.
 pub fn output_schema<T: JsonSchema>() -> Map<String, Value> {
-    let mut value = Value::Object(schema_of::<Reply<T>>());
-    compact_output(&mut value);
-    let Value::Object(mut map) = value else {
-        unreachable!("compacting keeps an object an object")
-    };
-    map.remove("$schema");
-    map.insert("type".to_owned(), Value::String("object".to_owned()));
-    map
+    envelope(compacted::<T>())
 }
 
 /// The output schema of a mutation: the envelope around its operation, whose `result` is
 /// described by `R` (the tool's confirmed result), or is `{details}` (what a failure left to
 /// inspect), or null (not settled yet).
 pub fn operation_schema<R: JsonSchema>() -> Map<String, Value> {
-    let mut schema = output_schema::<crate::tools::operations::OperationView>();
-    let mut result = Value::Object(schema_of::<R>());
-    compact_output(&mut result);
-    if let Value::Object(map) = &mut result {
-        map.remove("$schema");
-    }
-    let failure = serde_json::json!({
+    let mut operation = compacted::<crate::tools::operations::OperationView>();
+    let failure = json!({
         "type": "object",
         "properties": {"details": true},
         "required": ["details"],
         "additionalProperties": false,
     });
-    let slot = schema
-        .get_mut("oneOf")
-        .and_then(|branches| branches.get_mut(0))
-        .and_then(|ok| ok.pointer_mut("/properties/data/properties/result"));
-    if let Some(slot) = slot {
-        *slot = serde_json::json!({"anyOf": [result, failure, {"type": "null"}]});
+    if let Some(slot) = operation.pointer_mut("/properties/result") {
+        *slot = json!({"anyOf": [compacted::<R>(), failure, {"type": "null"}]});
     }
-    schema
+    envelope(operation)
+}
+
+/// `T`'s schema with [`compact_output`] applied, as a subschema (no `$schema`).
+fn compacted<T: JsonSchema>() -> Value {
+    let mut value = Value::Object(schema_of::<T>());
+    compact_output(&mut value);
+    untype_constants(&mut value);
+    if let Value::Object(map) = &mut value {
+        map.remove("$schema");
+    }
+    value
+}
+
+/// The [`Reply`](crate::envelope::Reply) around `data`: `{status: "ok", controlApiVersion, data}` or `{status: "error",
+/// controlApiVersion, code, message, details?}`, written as one object whose `status` says which
+/// fields it has. (Two whole variants, each repeating the status and the version, cost 9 KB of
+/// `tools/list`.)
+fn envelope(data: Value) -> Map<String, Value> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "status": {"enum": ["ok", "error"]},
+            "controlApiVersion": {"const": CONTROL_API_VERSION},
+            "data": data,
+            "code": {"type": "string"},
+            "message": {"type": "string"},
+            "details": true,
+        },
+        "required": ["status", "controlApiVersion"],
+        "additionalProperties": false,
+        "oneOf": [
+            {"properties": {"status": {"const": "ok"}}, "required": ["data"]},
+            {"properties": {"status": {"const": "error"}}, "required": ["code", "message"]},
+        ],
+    });
+    let Value::Object(map) = schema else {
+        unreachable!("an object literal")
+    };
+    map
 }
 
 /// Keywords an output schema leaves out: annotations and input-only limits.
@@ -123,6 +159,20 @@ fn compact_output(schema: &mut Value) {
     }
     collapse_constant_choices(map);
     forget_error_codes(map);
+}
+
+/// Drops the `type` beside every `const` (a constant has its type already).
+fn untype_constants(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.contains_key("const") {
+                map.remove("type");
+            }
+            map.values_mut().for_each(untype_constants);
+        }
+        Value::Array(items) => items.iter_mut().for_each(untype_constants),
+        _ => {}
+    }
 }
 
 /// An error code in an output schema is a string: the full list of codes (docs/errors.md,
@@ -253,13 +303,7 @@ mod tests {
     fn output_schemas_keep_every_field_but_no_prose_or_input_limits() {
         let schema = Value::Object(output_schema::<Page>());
         assert!(schema.get("$schema").is_none());
-        let ok = schema["oneOf"]
-            .as_array()
-            .expect("an ok and an error variant")
-            .iter()
-            .find(|variant| variant["properties"]["status"]["const"] == "ok")
-            .expect("the ok variant");
-        let data = &ok["properties"]["data"];
+        let data = &schema["properties"]["data"];
         assert_eq!(
             data["properties"],
             json!({
@@ -275,6 +319,53 @@ mod tests {
             !text.contains("maxLength") && !text.contains("Fine."),
             "{text}"
         );
+    }
+
+    /// Every field a reply is serialized with is a property of the envelope, and the fields
+    /// its status requires are present (the MCP SDKs validate answers against this schema).
+    #[test]
+    fn replies_have_the_envelope_fields_their_status_requires() {
+        let schema = output_schema::<Page>();
+        let properties = schema["properties"].as_object().expect("properties");
+        let requires = |status: &str| -> Vec<String> {
+            let branch = schema["oneOf"]
+                .as_array()
+                .expect("one branch per status")
+                .iter()
+                .find(|branch| branch["properties"]["status"]["const"] == status)
+                .expect("the status's branch");
+            let mut fields = vec!["status".to_owned(), "controlApiVersion".to_owned()];
+            for field in branch["required"].as_array().expect("required") {
+                fields.push(field.as_str().expect("a name").to_owned());
+            }
+            fields
+        };
+        let page = json!({"title": "t", "description": null, "pattern": "p", "state": "calm"});
+        let error = crate::ToolError::new(crate::ErrorCode::NotFound, "gone")
+            .with_details(json!({"why": 1}));
+        for (reply, status) in [
+            (crate::envelope::Reply::ok(page).to_value(), "ok"),
+            (
+                crate::envelope::Reply::<Value>::error(error).to_value(),
+                "error",
+            ),
+        ] {
+            let reply = reply.as_object().expect("a reply is an object").clone();
+            assert_eq!(reply["status"], status);
+            assert_eq!(
+                schema["properties"]["status"]["enum"],
+                json!(["ok", "error"])
+            );
+            for field in reply.keys() {
+                assert!(
+                    properties.contains_key(field),
+                    "{field} is not in the schema"
+                );
+            }
+            for field in requires(status) {
+                assert!(reply.contains_key(&field), "a {status} reply lacks {field}");
+            }
+        }
     }
 
     #[test]

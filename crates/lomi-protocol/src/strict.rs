@@ -61,6 +61,33 @@ mod tests {
         workspace_id: String,
     }
 
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct OnPanel {
+        #[allow(dead_code)]
+        panel_id: crate::PanelId,
+    }
+
+    /// An id's schema says only "a string" (agents copy ids from answers), so decoding is
+    /// what refuses a malformed one, with a message that names the id and what it may hold.
+    #[test]
+    fn refuses_a_malformed_id_saying_what_an_id_is() {
+        assert!(decode::<OnPanel>("t", Some(json!({"panelId": "pn_1a2b"}))).is_ok());
+        for (bad, says) in [
+            ("pn 1", "only letters, digits and . _ : - are allowed"),
+            ("", "must not be empty"),
+            (&"p".repeat(129) as &str, "longer than 128 characters"),
+        ] {
+            let err = decode::<OnPanel>("t", Some(json!({"panelId": bad}))).expect_err(bad);
+            assert_eq!(err.code, crate::ErrorCode::InvalidArgument);
+            assert!(
+                err.message.contains("PanelId") && err.message.contains(says),
+                "{}",
+                err.message
+            );
+        }
+    }
+
     #[test]
     fn refuses_unknown_fields_and_deep_nesting() {
         assert!(decode::<Sample>("t", Some(json!({"workspaceId": "w"}))).is_ok());

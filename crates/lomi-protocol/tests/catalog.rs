@@ -37,3 +37,21 @@ fn every_schema_is_a_closed_object() {
         );
     }
 }
+
+/// What `tools/list` costs a client (and an agent's context) stays within its budget: the
+/// listing as the server sends it, compact JSON.
+#[test]
+fn the_tool_listing_stays_within_its_budget() {
+    const BUDGET: usize = 187_000;
+    let tools: Vec<Value> = lomi_protocol::catalog::catalog()
+        .iter()
+        .map(|tool| tool.to_json())
+        .collect();
+    let listing = serde_json::to_vec(&serde_json::json!({ "tools": tools })).expect("json");
+    assert!(
+        listing.len() <= BUDGET,
+        "tools/list is {} bytes for {} tools, over its {BUDGET}-byte budget",
+        listing.len(),
+        tools.len()
+    );
+}
