@@ -12,17 +12,17 @@ use std::time::{Duration, Instant};
 
 use lomi_broker::{
     Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, PanelCall,
-    PanelRecord, PanelRemoval, PanelRuntime, Runtimes, persist,
+    PanelRecord, PanelRuntime, Runtimes, persist,
 };
 use lomi_protocol::tools::android::{
     AndroidAction, AndroidAttachInput, AndroidAttached, AndroidBounds, AndroidCaptureInput,
-    AndroidCaptureView, AndroidDetachInput, AndroidDetached, AndroidDeviceList, AndroidDeviceView,
-    AndroidDevicesInput, AndroidInputAccepted, AndroidInputInput, AndroidLaunchInput,
-    AndroidLaunched, AndroidShellInput, AndroidShellResult, AndroidUiNode, AndroidUiSnapshotInput,
+    AndroidCaptureView, AndroidDetached, AndroidDeviceList, AndroidDeviceView, AndroidDevicesInput,
+    AndroidInputAccepted, AndroidInputInput, AndroidLaunchInput, AndroidLaunched,
+    AndroidShellInput, AndroidShellResult, AndroidUiNode, AndroidUiSnapshotInput,
     AndroidUiSnapshotView, Point, SwipeArguments,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::tools::session::{PanelKind, PanelListInput};
+use lomi_protocol::tools::session::{PanelCloseInput, PanelKind, PanelListInput};
 use lomi_protocol::{
     EffectState, ErrorCode, MAX_INLINE_IMAGE_BYTES, PairingId, PanelId, Tool, ToolError,
     WorkspaceId,
@@ -603,37 +603,25 @@ impl AndroidPanels {
     pub async fn detach(
         &self,
         caller: &PairingId,
-        input: AndroidDetachInput,
+        input: PanelCloseInput,
     ) -> Result<OperationView, ToolError> {
-        let removal = PanelRemoval {
-            tool: Tool::AndroidDetach,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: input.workspace_id.clone(),
-            panel_id: input.panel_id.clone(),
-            expected: input.expected_revision,
-            payload: to_value(&input),
-            // The device connection is only forgotten once the panel is gone.
-            effect_if_kept: EffectState::None,
+        // The device connection is only forgotten once the panel is gone.
+        let keeping = |_: Runtime| async {
+            |panel_id, revision| {
+                to_value(&AndroidDetached {
+                    panel_id,
+                    domain_revision: revision,
+                })
+            }
         };
-        let panels = self.clone();
-        self.broker
-            .remove_panel(
+        (self.runtimes)
+            .close(
+                &self.broker,
                 caller,
-                removal,
-                |panel| {
-                    let runtime = self.runtime(caller, panel)?;
-                    Ok((runtime.workspace_id.clone(), ()))
-                },
-                move |(), panel_id| async move {
-                    move |revision| {
-                        panels.runtimes.remove(&panel_id);
-                        to_value(&AndroidDetached {
-                            panel_id,
-                            domain_revision: revision,
-                        })
-                    }
-                },
+                Tool::AndroidDetach,
+                &input,
+                EffectState::None,
+                keeping,
             )
             .await
     }

@@ -33,7 +33,7 @@ pub use engine::{
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};
 pub use pairings::{CreatedPairing, MAX_PENDING_PAIRINGS, PENDING_LIFETIME, PairingSummary};
-pub use panels::{InputFailure, LeasedInput, PanelRecord, PanelRemoval};
+pub use panels::{InputFailure, LeasedInput, PanelRecord};
 pub use projects::ProjectChange;
 pub use runtimes::{LayoutChange, PanelCall, PanelRuntime, Runtimes};
 pub use tokio_util::sync::CancellationToken;

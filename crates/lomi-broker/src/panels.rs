@@ -6,16 +6,16 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 
-use lomi_protocol::tools::operations::{OperationView, PanelEvent};
+use lomi_protocol::tools::operations::PanelEvent;
 use lomi_protocol::tools::session::{PanelKind, PanelView};
 use lomi_protocol::tools::terminal::{LeaseReleased, LeaseView};
 use lomi_protocol::{
-    DomainRevision, EffectState, ErrorCode, LeaseId, PairingId, PanelId, ProjectId, RequestKey,
-    RetryEpoch, Timestamp, Tool, ToolError, WorkspaceId,
+    DomainRevision, ErrorCode, LeaseId, PairingId, PanelId, ProjectId, Timestamp, ToolError,
+    WorkspaceId,
 };
 use serde_json::Value;
 
-use crate::{Broker, Confirmation, EffectOutcome, LayoutChange};
+use crate::Broker;
 
 /// How many earlier inputs a lease remembers for duplicate detection.
 const SEQUENCE_MEMORY: usize = 256;
@@ -41,22 +41,6 @@ impl PanelRecord {
             generation: self.generation.clone(),
         }
     }
-}
-
-/// A tool that ends a panel's runtime and removes the panel from its workspace (terminal and
-/// browser close, Android detach), compared by the workspace's revision.
-pub struct PanelRemoval {
-    pub tool: Tool,
-    pub retry_epoch: RetryEpoch,
-    pub request_key: RequestKey,
-    pub workspace_id: WorkspaceId,
-    pub panel_id: PanelId,
-    pub expected: DomainRevision,
-    /// The tool's whole input, for the receipt's fingerprint.
-    pub payload: Value,
-    /// What has happened if the panel cannot be removed after `end` ran: `partial` when `end`
-    /// ended a runtime, `none` when it left everything as it was.
-    pub effect_if_kept: EffectState,
 }
 
 /// One ordered input under a lease, as `lease_input` checks it.
@@ -584,72 +568,5 @@ fn lease_view(id: &LeaseId, lease: &Lease) -> LeaseView {
         generation: lease.generation.clone(),
         last_input_sequence: lease.last_sequence.to_string(),
         acquired_at: lease.acquired_at,
-    }
-}
-
-impl Broker {
-    /// Runs a [`PanelRemoval`] as one operation, keyed by its input alone so that a retry after
-    /// the panel is gone still finds its receipt. `find` looks the panel's runtime up and says
-    /// which workspace the panel is in; in the effect the revision is checked again, `end` ends
-    /// the runtime (or not) and answers what to do once the panel is removed: make the result
-    /// from the new revision. If the removal fails, the effect is `effect_if_kept`. Both are
-    /// given the panel's id.
-    pub async fn remove_panel<R, End, Ended, Done>(
-        &self,
-        caller: &PairingId,
-        removal: PanelRemoval,
-        find: impl FnOnce(&PanelId) -> Result<(WorkspaceId, R), ToolError>,
-        end: End,
-    ) -> Result<OperationView, ToolError>
-    where
-        R: Send + 'static,
-        End: FnOnce(R, PanelId) -> Ended + Send + 'static,
-        Ended: Future<Output = Done> + Send + 'static,
-        Done: FnOnce(DomainRevision) -> Value + Send + 'static,
-    {
-        let PanelRemoval {
-            tool,
-            retry_epoch,
-            request_key,
-            workspace_id,
-            panel_id,
-            expected,
-            payload,
-            effect_if_kept,
-        } = removal;
-        let change = LayoutChange {
-            tool,
-            retry_epoch,
-            request_key,
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            expected,
-            payload,
-        };
-        self.change_layout(
-            caller,
-            change,
-            Confirmation::Policy,
-            async {
-                let (owner, runtime) = find(&panel_id)?;
-                if owner != workspace_id {
-                    return Err(ToolError::not_found(format!(
-                        "no panel {panel_id} in workspace {workspace_id}"
-                    )));
-                }
-                Ok((runtime, panel_id))
-            },
-            move |(runtime, panel_id), context| async move {
-                let done = end(runtime, panel_id.clone()).await;
-                match context.broker.panel_remove(&panel_id, Some(expected)) {
-                    Ok(revision) => EffectOutcome::Succeeded(done(revision)),
-                    Err(error) => EffectOutcome::Failed {
-                        effect: effect_if_kept,
-                        error,
-                    },
-                }
-            },
-        )
-        .await
     }
 }

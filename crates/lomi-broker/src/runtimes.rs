@@ -8,10 +8,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::tools::session::PanelKind;
+use lomi_protocol::tools::session::{PanelCloseInput, PanelKind};
 use lomi_protocol::{
-    DomainRevision, ErrorCode, LeaseId, PairingId, PanelId, ProjectId, RequestKey, RetryEpoch,
-    Tool, ToolError, WorkspaceId,
+    DomainRevision, EffectState, ErrorCode, LeaseId, PairingId, PanelId, ProjectId, RequestKey,
+    RetryEpoch, Tool, ToolError, WorkspaceId,
 };
 use serde_json::Value;
 
@@ -88,6 +88,76 @@ impl<R: PanelRuntime> Runtimes<R> {
         Ok((record, runtime))
     }
 
+    /// A tool that ends a panel's runtime and removes the panel from its workspace (terminal
+    /// and browser close, Android detach), as one operation compared by the workspace's
+    /// revision and keyed by its input alone, so a retry after the panel is gone still finds
+    /// its receipt. In the effect `end` ends the runtime (or leaves it, when
+    /// `effect_if_kept` is `none`) and answers how to make the result from the panel's id and
+    /// the new revision once the panel is removed. The runtime is dropped once its panel is
+    /// gone, or once it ended (`effect_if_kept` is `partial`) even if the panel stays.
+    pub async fn close<End, Ended, Done>(
+        &self,
+        broker: &Broker,
+        caller: &PairingId,
+        tool: Tool,
+        input: &PanelCloseInput,
+        effect_if_kept: EffectState,
+        end: End,
+    ) -> Result<OperationView, ToolError>
+    where
+        End: FnOnce(R) -> Ended + Send + 'static,
+        Ended: Future<Output = Done> + Send + 'static,
+        Done: FnOnce(PanelId, DomainRevision) -> Value + Send + 'static,
+    {
+        let change = LayoutChange {
+            tool,
+            retry_epoch: input.retry_epoch.clone(),
+            request_key: input.request_key.clone(),
+            workspace_id: input.workspace_id.clone(),
+            project_id: None,
+            expected: input.expected_revision,
+            payload: serde_json::to_value(input).unwrap_or(Value::Null),
+        };
+        let (workspace, panel, expected) = (
+            input.workspace_id.clone(),
+            input.panel_id.clone(),
+            input.expected_revision,
+        );
+        let runtimes = self.clone();
+        let find = async {
+            let panel = &input.panel_id;
+            let (record, runtime) = self.find(broker, caller, panel)?;
+            if record.workspace_id != workspace {
+                return Err(ToolError::not_found(format!(
+                    "no panel {panel} in workspace {workspace}"
+                )));
+            }
+            Ok(runtime)
+        };
+        broker
+            .change_layout(
+                caller,
+                change,
+                Confirmation::Policy,
+                find,
+                move |runtime, context| async move {
+                    let done = end(runtime).await;
+                    let removed = context.broker.panel_remove(&panel, Some(expected));
+                    if removed.is_ok() || effect_if_kept != EffectState::None {
+                        runtimes.remove(&panel);
+                    }
+                    match removed {
+                        Ok(revision) => EffectOutcome::Succeeded(done(panel, revision)),
+                        Err(error) => EffectOutcome::Failed {
+                            effect: effect_if_kept,
+                            error,
+                        },
+                    }
+                },
+            )
+            .await
+    }
+
     /// The panel's runtime, if it still runs the generation a request named.
     fn at_generation(&self, panel: &PanelId, generation: &str) -> Result<R, ToolError> {
         let runtime = self
@@ -126,7 +196,7 @@ fn kind_phrase(kind: PanelKind) -> &'static str {
 }
 
 /// A tool that changes a workspace, compared by its revision: one that adds a panel (terminal
-/// and browser create, Android attach), removes one ([`crate::PanelRemoval`]) or closes its
+/// and browser create, Android attach), removes one ([`Runtimes::close`]) or closes its
 /// documents (workspace close).
 pub struct LayoutChange {
     pub tool: Tool,

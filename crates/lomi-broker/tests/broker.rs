@@ -1369,12 +1369,22 @@ async fn the_person_adds_and_removes_projects_and_workspaces() {
     );
 }
 
+/// A runtime that counts how often it was ended.
+#[derive(Clone)]
+struct Counted(Arc<std::sync::atomic::AtomicUsize>);
+
+impl lomi_broker::PanelRuntime for Counted {
+    fn live_generation(&self, _: &lomi_protocol::PanelId) -> Result<String, ToolError> {
+        Ok("g1".to_owned())
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removing_a_panel_is_compared_by_revision_and_answered_again_after_it_is_gone() {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use lomi_broker::PanelRemoval;
     use lomi_protocol::PanelId;
+    use lomi_protocol::tools::session::{PanelCloseInput, PanelKind};
 
     let setup = setup();
     let broker = setup.start(51);
@@ -1391,43 +1401,66 @@ async fn removing_a_panel_is_compared_by_revision_and_answered_again_after_it_is
         )
         .expect("add panel");
     let ended = Arc::new(AtomicUsize::new(0));
-    let removal = |key: &str, workspace: &WorkspaceId, expected: u64| PanelRemoval {
-        tool: Tool::TerminalClose,
-        retry_epoch: epoch.clone(),
-        request_key: RequestKey::parse(key).expect("request key"),
+    let runtimes = lomi_broker::Runtimes::new(PanelKind::Terminal);
+    runtimes
+        .lock()
+        .insert(panel.clone(), Counted(Arc::clone(&ended)));
+    let input = |key: &str, workspace: &WorkspaceId, expected: u64| PanelCloseInput {
         workspace_id: workspace.clone(),
         panel_id: panel.clone(),
-        expected: DomainRevision(expected),
-        payload: serde_json::json!({ "panelId": panel.to_string(), "key": key, "revision": expected }),
-        effect_if_kept: EffectState::Partial,
+        expected_revision: DomainRevision(expected),
+        retry_epoch: epoch.clone(),
+        request_key: RequestKey::parse(key).expect("request key"),
     };
-    let remove =
-        |removal: PanelRemoval| remove_counted(&broker, &agent, &workspace, removal, ended.clone());
+    let remove = |input: PanelCloseInput| {
+        let (broker, agent, runtimes) = (&broker, &agent, &runtimes);
+        async move {
+            let ending = |runtime: Counted| async move {
+                runtime.0.fetch_add(1, Ordering::SeqCst);
+                |panel: PanelId, revision: DomainRevision| {
+                    serde_json::json!({
+                        "panelId": panel.to_string(),
+                        "domainRevision": revision.to_string(),
+                    })
+                }
+            };
+            runtimes
+                .close(
+                    broker,
+                    agent,
+                    Tool::TerminalClose,
+                    &input,
+                    EffectState::Partial,
+                    ending,
+                )
+                .await
+        }
+    };
 
     // A stale revision is refused before anything ends.
     expect_error(
         "stale revision",
-        remove(removal("stale", &workspace, 1)).await,
+        remove(input("stale", &workspace, 1)).await,
         ErrorCode::RevisionMismatch,
     );
-    // The runtime's panel is in another workspace than the one named: not found.
+    // A panel of another workspace than the one named: not found, and not ended.
+    let theirs = PanelId::parse("pn_theirs").expect("panel id");
+    broker
+        .panel_add(DomainRevision(1), theirs.clone(), terminal_record(&other))
+        .expect("add their panel");
+    runtimes
+        .lock()
+        .insert(theirs.clone(), Counted(Arc::clone(&ended)));
+    let mut elsewhere = input("elsewhere", &workspace, 2);
+    elsewhere.panel_id = theirs;
     expect_error(
-        "other workspace",
-        remove_counted(
-            &broker,
-            &agent,
-            &other,
-            removal("elsewhere", &workspace, 2),
-            ended.clone(),
-        )
-        .await,
+        "another workspace's panel",
+        remove(elsewhere).await,
         ErrorCode::NotFound,
     );
     assert_eq!(ended.load(Ordering::SeqCst), 0);
 
-    let closed = remove(removal("close", &workspace, 2))
-        .await
-        .expect("close");
+    let closed = remove(input("close", &workspace, 2)).await.expect("close");
     assert_eq!(closed.state, OperationState::Succeeded, "{closed:#?}");
     assert_eq!(closed.effect_state, EffectState::Complete, "{closed:#?}");
     let result = closed.result.clone().expect("a result");
@@ -1438,43 +1471,13 @@ async fn removing_a_panel_is_compared_by_revision_and_answered_again_after_it_is
         broker.panel(&agent, &panel),
         ErrorCode::NotFound,
     );
+    assert!(runtimes.get(&panel).is_none(), "the runtime went with it");
     assert_eq!(workspace_state(&broker, &workspace).1, DomainRevision(3));
 
     // The retry finds the receipt, though the panel (and its runtime) are gone.
-    let retried = remove(removal("close", &workspace, 2))
-        .await
-        .expect("retry");
+    let retried = remove(input("close", &workspace, 2)).await.expect("retry");
     assert_eq!(retried.operation_id, closed.operation_id);
     assert_eq!(ended.load(Ordering::SeqCst), 1, "the runtime ended once");
-}
-
-/// `Broker::remove_panel` for a panel of `owner` whose runtime counts its endings in `ended`.
-async fn remove_counted(
-    broker: &Broker,
-    agent: &PairingId,
-    owner: &WorkspaceId,
-    removal: lomi_broker::PanelRemoval,
-    ended: Arc<std::sync::atomic::AtomicUsize>,
-) -> Result<OperationView, ToolError> {
-    let panel = removal.panel_id.clone();
-    let owner = owner.clone();
-    broker
-        .remove_panel(
-            agent,
-            removal,
-            move |_| Ok((owner, "the runtime")),
-            move |runtime, _| async move {
-                assert_eq!(runtime, "the runtime");
-                ended.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                move |revision: DomainRevision| {
-                    serde_json::json!({
-                        "panelId": panel.to_string(),
-                        "domainRevision": revision.to_string(),
-                    })
-                }
-            },
-        )
-        .await
 }
 
 /// Runs one operation whose effect is `effect` (the engine's settlement rules, the person's

@@ -11,24 +11,23 @@ use base64::Engine as _;
 use base64::prelude::BASE64_STANDARD;
 use lomi_broker::{
     Broker, CancellationToken, Confirmation, EffectOutcome, LayoutChange, PanelCall, PanelRecord,
-    PanelRemoval, PanelRuntime, ProjectChange, Runtimes,
+    PanelRuntime, ProjectChange, Runtimes,
 };
 use lomi_files::confine::write_into;
 use lomi_protocol::tools::browser::{
     Action, ActionDone, ActionNavigation, ActionTarget, BrowserCaptureInput, BrowserClickInput,
-    BrowserCloseInput, BrowserClosed, BrowserCreateInput, BrowserCreated, BrowserDialogInput,
-    BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput, BrowserNavigateInput,
-    BrowserPanelInput, BrowserPressInput, BrowserScrollInput, BrowserSelectInput,
-    BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput, BrowserUploadInput, BrowserWaitInput,
-    CaptureSaved, CaptureView, ConsolePage, Evaluated, Navigated, NetworkPage, SnapshotView,
-    TabList, TabsChanged, WaitView,
+    BrowserClosed, BrowserCreateInput, BrowserCreated, BrowserDialogInput, BrowserEvaluateInput,
+    BrowserHoverInput, BrowserLogInput, BrowserNavigateInput, BrowserPanelInput, BrowserPressInput,
+    BrowserScrollInput, BrowserSelectInput, BrowserSnapshotInput, BrowserTabInput,
+    BrowserTypeInput, BrowserUploadInput, BrowserWaitInput, CaptureSaved, CaptureView, ConsolePage,
+    Evaluated, Navigated, NetworkPage, SnapshotView, TabList, TabsChanged, WaitView,
 };
 use lomi_protocol::tools::browser::{
     BodySaved, BrowserDragInput, BrowserEmulateInput, BrowserFillInput, BrowserNetworkBodyInput,
     BrowserPdfInput, Emulated, NetworkBody, PdfSaved, Viewport,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::tools::session::PanelKind;
+use lomi_protocol::tools::session::{PanelCloseInput, PanelKind};
 use lomi_protocol::{
     EffectState, ErrorCode, MAX_INLINE_IMAGE_BYTES, PairingId, PanelId, ProjectId, Tool, ToolError,
     WorkspaceId,
@@ -1970,38 +1969,26 @@ impl BrowserPanels {
     pub async fn close(
         &self,
         caller: &PairingId,
-        input: BrowserCloseInput,
+        input: PanelCloseInput,
     ) -> Result<OperationView, ToolError> {
-        let removal = PanelRemoval {
-            tool: Tool::BrowserClose,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: input.workspace_id.clone(),
-            panel_id: input.panel_id.clone(),
-            expected: input.expected_revision,
-            payload: to_value(&input),
-            // The browser has ended by then.
-            effect_if_kept: EffectState::Partial,
+        // The browser has ended by then, whether or not the panel can be removed.
+        let ending = |runtime: BrowserRuntime| async move {
+            runtime.browser.close().await;
+            |panel_id, revision| {
+                to_value(&BrowserClosed {
+                    panel_id,
+                    domain_revision: revision,
+                })
+            }
         };
-        let panels = self.clone();
-        self.broker
-            .remove_panel(
+        (self.runtimes)
+            .close(
+                &self.broker,
                 caller,
-                removal,
-                |panel| {
-                    let (record, runtime) = self.runtime(caller, panel)?;
-                    Ok((record.workspace_id, runtime))
-                },
-                move |runtime, panel_id| async move {
-                    runtime.browser.close().await;
-                    panels.runtimes.remove(&panel_id);
-                    move |revision| {
-                        to_value(&BrowserClosed {
-                            panel_id,
-                            domain_revision: revision,
-                        })
-                    }
-                },
+                Tool::BrowserClose,
+                &input,
+                EffectState::Partial,
+                ending,
             )
             .await
     }

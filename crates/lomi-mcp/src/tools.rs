@@ -11,15 +11,15 @@ use lomi_protocol::tools::android::{
     AndroidRotateInput,
 };
 use lomi_protocol::tools::android::{
-    AndroidAttachInput, AndroidCaptureInput, AndroidDetachInput, AndroidDevicesInput,
-    AndroidInputInput, AndroidLaunchInput, AndroidShellInput, AndroidUiSnapshotInput,
+    AndroidAttachInput, AndroidCaptureInput, AndroidDevicesInput, AndroidInputInput,
+    AndroidLaunchInput, AndroidShellInput, AndroidUiSnapshotInput,
 };
 use lomi_protocol::tools::browser::{
-    BrowserCaptureInput, BrowserClickInput, BrowserCloseInput, BrowserCreateInput,
-    BrowserDialogInput, BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput,
-    BrowserNavigateInput, BrowserPanelInput, BrowserPressInput, BrowserScrollInput,
-    BrowserSelectInput, BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput,
-    BrowserUploadInput, BrowserWaitInput, SnapshotView,
+    BrowserCaptureInput, BrowserClickInput, BrowserCreateInput, BrowserDialogInput,
+    BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput, BrowserNavigateInput,
+    BrowserPanelInput, BrowserPressInput, BrowserScrollInput, BrowserSelectInput,
+    BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput, BrowserUploadInput, BrowserWaitInput,
+    SnapshotView,
 };
 use lomi_protocol::tools::browser::{
     BrowserDragInput, BrowserEmulateInput, BrowserFillInput, BrowserNetworkBodyInput,
@@ -36,10 +36,12 @@ use lomi_protocol::tools::git::{
     GitBranchInput, GitCommitInput, GitDiffInput, GitStageInput, GitStatusInput,
 };
 use lomi_protocol::tools::operations::{EventsReadInput, OperationCancelInput, OperationGetInput};
-use lomi_protocol::tools::session::{ConnectInput, PanelListInput, WorkspaceUpdateInput};
+use lomi_protocol::tools::session::{
+    ConnectInput, PanelCloseInput, PanelListInput, WorkspaceUpdateInput,
+};
 use lomi_protocol::tools::terminal::{
-    LeaseAcquireInput, LeaseReleaseInput, TerminalCloseInput, TerminalCreateInput,
-    TerminalInputInput, TerminalInterruptInput, TerminalReadInput,
+    LeaseAcquireInput, LeaseReleaseInput, TerminalCreateInput, TerminalInputInput,
+    TerminalInterruptInput, TerminalReadInput,
 };
 use lomi_protocol::{MAX_ANSWER_BYTES, PairingId, Reply, Tool as LomiTool, ToolError, strict};
 use serde::Serialize;
@@ -265,7 +267,7 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
                 Err(error) => answer::<()>(Err(error)),
             }
         }
-        LomiTool::TerminalClose => match strict::decode::<TerminalCloseInput>(name, arguments) {
+        LomiTool::TerminalClose => match strict::decode::<PanelCloseInput>(name, arguments) {
             Ok(input) => answer(terminals.close(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
@@ -345,7 +347,7 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
             Ok(input) => answer(android.attach(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
-        LomiTool::AndroidDetach => match strict::decode::<AndroidDetachInput>(name, arguments) {
+        LomiTool::AndroidDetach => match strict::decode::<PanelCloseInput>(name, arguments) {
             Ok(input) => answer(android.detach(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
@@ -517,7 +519,7 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
                 Err(error) => answer::<()>(Err(error)),
             }
         }
-        LomiTool::BrowserClose => match strict::decode::<BrowserCloseInput>(name, arguments) {
+        LomiTool::BrowserClose => match strict::decode::<PanelCloseInput>(name, arguments) {
             Ok(input) => answer(browsers.close(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },

@@ -12,17 +12,16 @@ use crate::tools::android::{
     AndroidRotateInput,
 };
 use crate::tools::android::{
-    AndroidAttachInput, AndroidCaptureInput, AndroidCaptureView, AndroidDetachInput,
-    AndroidDeviceList, AndroidDevicesInput, AndroidInputAccepted, AndroidInputInput,
-    AndroidLaunchInput, AndroidShellInput, AndroidUiSnapshotInput, AndroidUiSnapshotView,
+    AndroidAttachInput, AndroidCaptureInput, AndroidCaptureView, AndroidDeviceList,
+    AndroidDevicesInput, AndroidInputAccepted, AndroidInputInput, AndroidLaunchInput,
+    AndroidShellInput, AndroidUiSnapshotInput, AndroidUiSnapshotView,
 };
 use crate::tools::browser::{
-    BrowserCaptureInput, BrowserClickInput, BrowserCloseInput, BrowserCreateInput,
-    BrowserDialogInput, BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput,
-    BrowserNavigateInput, BrowserPanelInput, BrowserPressInput, BrowserScrollInput,
-    BrowserSelectInput, BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput,
-    BrowserUploadInput, BrowserWaitInput, CaptureView, ConsolePage, NetworkPage, SnapshotView,
-    TabList,
+    BrowserCaptureInput, BrowserClickInput, BrowserCreateInput, BrowserDialogInput,
+    BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput, BrowserNavigateInput,
+    BrowserPanelInput, BrowserPressInput, BrowserScrollInput, BrowserSelectInput,
+    BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput, BrowserUploadInput, BrowserWaitInput,
+    CaptureView, ConsolePage, NetworkPage, SnapshotView, TabList,
 };
 use crate::tools::editor::{
     EditorCloseInput, EditorClosed, EditorDocumentView, EditorEditInput, EditorEdited,
@@ -41,13 +40,13 @@ use crate::tools::operations::{
     StoreStatusView,
 };
 use crate::tools::session::{
-    ConnectInput, Connection, PairingStatus, PanelList, PanelListInput, WorkspaceList,
-    WorkspaceUpdateInput,
+    ConnectInput, Connection, PairingStatus, PanelCloseInput, PanelList, PanelListInput,
+    WorkspaceList, WorkspaceUpdateInput,
 };
 use crate::tools::terminal::{
     InputAccepted, LeaseAcquireInput, LeaseReleaseInput, LeaseReleased, LeaseView,
-    TerminalCloseInput, TerminalCreateInput, TerminalInputInput, TerminalInterruptInput,
-    TerminalReadInput, TerminalReadView,
+    TerminalCreateInput, TerminalInputInput, TerminalInterruptInput, TerminalReadInput,
+    TerminalReadView,
 };
 
 /// Declares the tool table: each tool's enum variant and its wire name, written once.
@@ -413,7 +412,7 @@ impl Tool {
                 )
             }
             Tool::TerminalClose => {
-                ToolSpec::operation::<TerminalCloseInput, crate::tools::terminal::TerminalClosed>(
+                ToolSpec::operation::<PanelCloseInput, crate::tools::terminal::TerminalClosed>(
                     tool,
                     "Close a terminal",
                     Annotations {
@@ -622,7 +621,7 @@ impl Tool {
                 )
             }
             Tool::AndroidDetach => {
-                ToolSpec::operation::<AndroidDetachInput, crate::tools::android::AndroidDetached>(
+                ToolSpec::operation::<PanelCloseInput, crate::tools::android::AndroidDetached>(
                     tool,
                     "Detach an Android device",
                     MUTATION,
@@ -1042,7 +1041,7 @@ impl Tool {
              save the whole body is also written into the project (an operation; saved holds it).",
             ),
             Tool::BrowserClose => {
-                ToolSpec::operation::<BrowserCloseInput, crate::tools::browser::BrowserClosed>(
+                ToolSpec::operation::<PanelCloseInput, crate::tools::browser::BrowserClosed>(
                     tool,
                     "Close a browser",
                     Annotations {

@@ -7,14 +7,14 @@ use std::time::Duration;
 
 use lomi_broker::{
     Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, PanelCall,
-    PanelRecord, PanelRemoval, PanelRuntime, Runtimes,
+    PanelRecord, PanelRuntime, Runtimes,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::tools::session::PanelKind;
+use lomi_protocol::tools::session::{PanelCloseInput, PanelKind};
 use lomi_protocol::tools::terminal::{
-    ExitView, InputAccepted, InputPayload, Interrupted, OutputView, ScreenView, TerminalCloseInput,
-    TerminalClosed, TerminalCreateInput, TerminalCreated, TerminalInputInput,
-    TerminalInterruptInput, TerminalReadInput, TerminalReadView, WaitArguments,
+    ExitView, InputAccepted, InputPayload, Interrupted, OutputView, ScreenView, TerminalClosed,
+    TerminalCreateInput, TerminalCreated, TerminalInputInput, TerminalInterruptInput,
+    TerminalReadInput, TerminalReadView, WaitArguments,
 };
 use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, Tool, ToolError, WorkspaceId};
 use serde_json::Value;
@@ -502,39 +502,27 @@ impl TerminalPanels {
     pub async fn close(
         &self,
         caller: &PairingId,
-        input: TerminalCloseInput,
+        input: PanelCloseInput,
     ) -> Result<OperationView, ToolError> {
-        let removal = PanelRemoval {
-            tool: Tool::TerminalClose,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: input.workspace_id.clone(),
-            panel_id: input.panel_id.clone(),
-            expected: input.expected_revision,
-            payload: to_value(&input),
-            // The terminal has ended by then.
-            effect_if_kept: EffectState::Partial,
+        // The terminal has ended by then, whether or not the panel can be removed.
+        let ending = |runtime: TerminalRuntime| async move {
+            let status = runtime.terminal.close(CLOSE_GRACE).await;
+            move |panel_id, revision| {
+                to_value(&TerminalClosed {
+                    panel_id,
+                    exited: exit_view(status),
+                    domain_revision: revision,
+                })
+            }
         };
-        let panels = self.clone();
-        self.broker
-            .remove_panel(
+        (self.runtimes)
+            .close(
+                &self.broker,
                 caller,
-                removal,
-                |panel| {
-                    let (record, runtime) = self.runtime(caller, panel)?;
-                    Ok((record.workspace_id, runtime))
-                },
-                move |runtime, panel_id| async move {
-                    let status = runtime.terminal.close(CLOSE_GRACE).await;
-                    panels.runtimes.remove(&panel_id);
-                    move |revision| {
-                        to_value(&TerminalClosed {
-                            panel_id,
-                            exited: exit_view(status),
-                            domain_revision: revision,
-                        })
-                    }
-                },
+                Tool::TerminalClose,
+                &input,
+                EffectState::Partial,
+                ending,
             )
             .await
     }

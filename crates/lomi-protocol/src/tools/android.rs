@@ -81,17 +81,6 @@ pub struct AndroidAttached {
     pub reattached: bool,
 }
 
-/// `lomi_android_detach` input.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AndroidDetachInput {
-    pub workspace_id: WorkspaceId,
-    pub panel_id: PanelId,
-    pub expected_revision: DomainRevision,
-    pub retry_epoch: RetryEpoch,
-    pub request_key: RequestKey,
-}
-
 /// The confirmed result of `lomi_android_detach`: the panel is gone; the device is untouched.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -729,17 +729,6 @@ pub struct CaptureSaved {
     pub sha256: String,
 }
 
-/// `lomi_browser_close` input.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BrowserCloseInput {
-    pub workspace_id: WorkspaceId,
-    pub panel_id: PanelId,
-    pub expected_revision: DomainRevision,
-    pub retry_epoch: RetryEpoch,
-    pub request_key: RequestKey,
-}
-
 /// The confirmed result of `lomi_browser_close`: the browser's processes are gone.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -69,6 +69,18 @@ pub struct WorkspaceList {
     pub workspaces: Vec<WorkspaceView>,
 }
 
+/// `lomi_terminal_close`, `lomi_browser_close` and `lomi_android_detach` input: one panel,
+/// compared by its workspace's revision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PanelCloseInput {
+    pub workspace_id: WorkspaceId,
+    pub panel_id: PanelId,
+    pub expected_revision: DomainRevision,
+    pub retry_epoch: RetryEpoch,
+    pub request_key: RequestKey,
+}
+
 /// `lomi_panel_list` input.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

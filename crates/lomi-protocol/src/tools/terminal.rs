@@ -285,17 +285,6 @@ pub struct Interrupted {
     pub signal: String,
 }
 
-/// `lomi_terminal_close` input.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TerminalCloseInput {
-    pub workspace_id: WorkspaceId,
-    pub panel_id: PanelId,
-    pub expected_revision: DomainRevision,
-    pub retry_epoch: RetryEpoch,
-    pub request_key: RequestKey,
-}
-
 /// The confirmed result of `lomi_terminal_close`: every process of the terminal is gone.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
