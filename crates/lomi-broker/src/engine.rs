@@ -586,6 +586,19 @@ pub async fn unless_cancelled<F: Future>(cancel: &CancellationToken, work: F) ->
     }
 }
 
+/// Runs an effect's blocking work (file IO) off the async threads and gives its result. A
+/// panic in `work` goes on as a panic of the effect, which the engine settles as
+/// `outcome_unknown` like any other: what the work did is not known.
+pub async fn off_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(done) => done,
+        Err(stopped) => match stopped.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(stopped) => panic!("blocking work of an effect stopped: {stopped}"),
+        },
+    }
+}
+
 /// The receipt key and fingerprint of a mutation (DESIGN.md, operation engine step 2).
 fn receipt_key(caller: &PairingId, mutation: &Mutation) -> (ReceiptKey, String) {
     let key = ReceiptKey {

@@ -28,13 +28,13 @@ pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
 }
 pub use engine::{
     AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Permit, Remember,
-    unless_cancelled,
+    off_thread, unless_cancelled,
 };
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};
 pub use pairings::{CreatedPairing, MAX_PENDING_PAIRINGS, PENDING_LIFETIME, PairingSummary};
 pub use panels::{InputFailure, LeasedInput, PanelRecord};
-pub use projects::ProjectChange;
+pub use projects::{ProjectChange, ProjectRequest};
 pub use runtimes::{LayoutChange, PanelCall, PanelRuntime, Runtimes};
 pub use tokio_util::sync::CancellationToken;
 

@@ -25,6 +25,49 @@ pub struct ProjectChange<'a> {
     pub revision: Option<String>,
 }
 
+/// An input of a tool that changes a project: it names the workspace, maybe the project, and
+/// its request identity, with the same field names on every such tool.
+pub trait ProjectRequest: serde::Serialize {
+    fn place(&self) -> (&WorkspaceId, Option<&ProjectId>, &RetryEpoch, &RequestKey);
+}
+
+macro_rules! project_requests {
+    ($($input:ty),* $(,)?) => {
+        $(impl ProjectRequest for $input {
+            fn place(&self) -> (&WorkspaceId, Option<&ProjectId>, &RetryEpoch, &RequestKey) {
+                (&self.workspace_id, self.project_id.as_ref(), &self.retry_epoch, &self.request_key)
+            }
+        })*
+    };
+}
+
+project_requests!(
+    lomi_protocol::tools::files::FileWriteInput,
+    lomi_protocol::tools::files::FileCreateInput,
+    lomi_protocol::tools::files::FileRenameInput,
+    lomi_protocol::tools::files::FileDeleteInput,
+    lomi_protocol::tools::files::DirCreateInput,
+    lomi_protocol::tools::git::GitStageInput,
+    lomi_protocol::tools::git::GitCommitInput,
+    lomi_protocol::tools::git::GitBranchInput,
+);
+
+impl<'a> ProjectChange<'a> {
+    /// The change a project tool's input asks for, compared by `revision` when it names one.
+    pub fn of(tool: Tool, input: &'a impl ProjectRequest, revision: Option<String>) -> Self {
+        let (workspace, project, retry_epoch, request_key) = input.place();
+        ProjectChange {
+            tool,
+            workspace,
+            project,
+            retry_epoch,
+            request_key,
+            payload: serde_json::to_value(input).unwrap_or(Value::Null),
+            revision,
+        }
+    }
+}
+
 impl ProjectChange<'_> {
     /// The change as a mutation of `project` (the project it names, resolved).
     pub fn mutation(self, project: ProjectId) -> Mutation {

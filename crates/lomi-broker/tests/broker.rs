@@ -1548,6 +1548,26 @@ async fn every_outcome_settles_in_a_legal_state_and_cancellation_reaches_the_eff
         Some(ErrorCode::OutcomeUnknown)
     );
 
+    // So does one whose blocking work (file IO, off the async threads) panics.
+    let id = run_effect(
+        &broker,
+        &pairing,
+        Policy,
+        at("panics-off-thread"),
+        |(), _| {
+            lomi_broker::off_thread(|| -> EffectOutcome {
+                panic!("blocking work that fails in a way nobody planned for")
+            })
+        },
+    )
+    .await;
+    let settled = wait_settled(&broker, &id).await;
+    assert_eq!(
+        (settled.state, settled.effect_state),
+        (OperationState::OutcomeUnknown, EffectState::Unknown),
+        "{settled:#?}"
+    );
+
     // A failure that cannot say what it did is outcome_unknown, keeping its code: `failed`
     // with an unknown effect is not a state a receipt may reach.
     let id = run_effect(

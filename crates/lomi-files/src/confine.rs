@@ -78,12 +78,33 @@ pub fn open_confined(root: &Path, rel: &str) -> Result<(File, u64), String> {
 /// The real absolute path of an existing regular file inside `root`, for a program that
 /// opens it by name (Chromium).
 pub fn confined_existing_file(root: &Path, rel: &str) -> Result<PathBuf, String> {
+    confined_existing(
+        root,
+        rel,
+        rustix::fs::FileType::RegularFile,
+        "a regular file",
+    )
+}
+
+/// The real absolute path of an existing directory inside `root` (a terminal's working
+/// directory); an empty `rel` is the root itself.
+pub fn confined_existing_dir(root: &Path, rel: &str) -> Result<PathBuf, String> {
+    let rel = if rel.is_empty() { "." } else { rel };
+    confined_existing(root, rel, rustix::fs::FileType::Directory, "a directory")
+}
+
+fn confined_existing(
+    root: &Path,
+    rel: &str,
+    kind: rustix::fs::FileType,
+    what: &str,
+) -> Result<PathBuf, String> {
     lexical(rel)?;
     let dir = open_root(root)?;
     let fd = beneath(&dir, rel, OFlags::PATH).map_err(|e| why(rel, e))?;
     let stat = rustix::fs::fstat(&fd).map_err(|e| why(rel, e))?;
-    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
-        return Err(format!("{rel:?} is not a regular file"));
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != kind {
+        return Err(format!("{rel:?} is not {what}"));
     }
     let real = std::fs::read_link(format!(
         "/proc/self/fd/{}",
@@ -191,17 +212,11 @@ pub async fn write_into(
     overwrite: bool,
     result: serde_json::Value,
 ) -> lomi_broker::EffectOutcome {
-    let written =
-        tokio::task::spawn_blocking(move || write_confined(&root, &path, &bytes, overwrite)).await;
-    match written {
-        Ok(Ok(())) => lomi_broker::EffectOutcome::Succeeded(result),
-        Ok(Err(why)) => lomi_broker::EffectOutcome::Failed {
+    match lomi_broker::off_thread(move || write_confined(&root, &path, &bytes, overwrite)).await {
+        Ok(()) => lomi_broker::EffectOutcome::Succeeded(result),
+        Err(why) => lomi_broker::EffectOutcome::Failed {
             effect: lomi_protocol::EffectState::None,
             error: lomi_protocol::ToolError::invalid(why),
-        },
-        Err(error) => lomi_broker::EffectOutcome::Unknown {
-            effect: lomi_protocol::EffectState::Unknown,
-            message: error.to_string(),
         },
     }
 }
@@ -235,5 +250,38 @@ mod tests {
             Some(b"new".to_vec())
         );
         assert!(!dir.path().join("out.txt").exists());
+    }
+
+    #[test]
+    fn a_working_directory_stays_in_the_project() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let root = dir.path().join("project");
+        std::fs::create_dir_all(root.join("src/deep")).expect("folders");
+        std::fs::create_dir(dir.path().join("elsewhere")).expect("a folder outside");
+        std::fs::write(root.join("a.txt"), b"abc").expect("a file inside");
+        std::os::unix::fs::symlink("../elsewhere", root.join("out")).expect("a symlink out");
+        std::os::unix::fs::symlink("src/deep", root.join("in")).expect("a symlink in");
+        let real = root.canonicalize().expect("real root");
+        assert_eq!(confined_existing_dir(&root, ""), Ok(real.clone()));
+        assert_eq!(
+            confined_existing_dir(&root, "src/deep"),
+            Ok(real.join("src/deep"))
+        );
+        assert_eq!(
+            confined_existing_dir(&root, "in"),
+            Ok(real.join("src/deep"))
+        );
+        for (refused, says) in [
+            ("out", "outside"),
+            ("../elsewhere", "outside"),
+            ("/tmp", "outside"),
+            ("a.txt", "is not a directory"),
+            ("missing", "does not exist"),
+        ] {
+            let why = confined_existing_dir(&root, refused)
+                .err()
+                .unwrap_or_default();
+            assert!(why.contains(says), "{refused}: {why}");
+        }
     }
 }

@@ -19,6 +19,20 @@ pub enum Encoding {
     Binary,
 }
 
+impl Encoding {
+    /// The name the protocol gives the encoding.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::Utf8 => "utf8",
+            Encoding::Utf8Bom => "utf8_bom",
+            Encoding::Utf16Le => "utf16le",
+            Encoding::Utf16Be => "utf16be",
+            Encoding::Latin1 => "latin1",
+            Encoding::Binary => "binary",
+        }
+    }
+}
+
 /// Which line endings the text uses. Binary files report `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LineEndings {
@@ -32,6 +46,19 @@ pub enum LineEndings {
     Mixed,
     /// No line break at all (or a binary file).
     None,
+}
+
+impl LineEndings {
+    /// The name the protocol gives the line endings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineEndings::Lf => "lf",
+            LineEndings::Crlf => "crlf",
+            LineEndings::Cr => "cr",
+            LineEndings::Mixed => "mixed",
+            LineEndings::None => "none",
+        }
+    }
 }
 
 /// Counts line breaks over code units (bytes for UTF-8 and single-byte text, 16-bit units for

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use lomi_protocol::tools::editor::{EditorDocumentView, TextEdit};
 use lomi_protocol::{DocumentId, ErrorCode, ProjectId, ToolError, WorkspaceId};
 
-use crate::tools::{encoding_name, line_endings_name};
 use crate::{Encoding, Expected, FileWritten, FilesError, LineEndings, ProjectRoot};
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -57,13 +56,14 @@ impl Document {
             path: self.path.clone(),
             buffer_revision: self.buffer_revision.to_string(),
             disk_revision: self.disk_revision.clone(),
-            encoding: encoding_name(if self.bom {
+            encoding: if self.bom {
                 Encoding::Utf8Bom
             } else {
                 Encoding::Utf8
-            })
+            }
+            .as_str()
             .to_owned(),
-            line_endings: line_endings_name(self.line_endings).to_owned(),
+            line_endings: self.line_endings.as_str().to_owned(),
             dirty: self.dirty(),
             text: self.text.clone(),
         }
@@ -74,10 +74,14 @@ impl Document {
 #[derive(Clone, Default)]
 pub struct Documents {
     inner: Arc<Mutex<HashMap<DocumentId, Document>>>,
+    /// The project of every document opened here, kept after it closes: a save's receipt key
+    /// names the project, so a retry of a save after its document closed still finds its
+    /// receipt. One entry per document, for the broker's lifetime.
+    projects: Arc<Mutex<HashMap<DocumentId, ProjectId>>>,
 }
 
 fn files_error(e: FilesError) -> ToolError {
-    crate::tools::error(e)
+    e.into()
 }
 
 /// A decimal `bufferRevision` as given by a client.
@@ -190,7 +194,7 @@ impl Documents {
                     ErrorCode::Unsupported,
                     format!(
                         "{path} is {} and only UTF-8 text opens in the editor; use lomi_file_read and lomi_file_write for its bytes",
-                        encoding_name(other)
+                        other.as_str()
                     ),
                 ));
             }
@@ -223,6 +227,8 @@ impl Documents {
             return Ok(existing.view(id));
         }
         let view = document.view(&new_id);
+        (self.projects.lock().unwrap_or_else(|e| e.into_inner()))
+            .insert(new_id.clone(), project_id.clone());
         map.insert(new_id, document);
         Ok(view)
     }
@@ -239,6 +245,12 @@ impl Documents {
                 &d.workspace_id == workspace_id && &d.project_id == project_id && d.path == path
             })
             .map(|(id, d)| d.view(id))
+    }
+
+    /// The project of a document opened here, open or closed since.
+    pub fn project_of(&self, id: &DocumentId) -> Option<ProjectId> {
+        let projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        projects.get(id).cloned()
     }
 
     /// A copy of one document.

@@ -1,8 +1,6 @@
 //! The editor tools over the broker: open, edit and close are session bookkeeping on the shared
 //! [`Documents`]; save and workspace close are operations through the broker's engine.
 
-use std::collections::HashMap;
-
 use lomi_broker::{Broker, Confirmation, EffectOutcome, LayoutChange, ProjectChange};
 use lomi_protocol::tools::editor::{
     DocumentAction, DocumentFailure, EditorCloseInput, EditorClosed, EditorDocumentView,
@@ -10,7 +8,7 @@ use lomi_protocol::tools::editor::{
     WorkspaceCloseInput, WorkspaceClosed,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::{DocumentId, EffectState, PairingId, ProjectId, Tool, ToolError};
+use lomi_protocol::{DocumentId, EffectState, PairingId, Tool, ToolError};
 
 use crate::FilesError;
 use crate::documents::{Document, Documents, SaveError, parse_revision};
@@ -21,10 +19,6 @@ use crate::tools::to_value;
 pub struct ProjectEditor {
     broker: Broker,
     documents: Documents,
-    /// The project of every document opened on this broker, kept after it closes: a save's
-    /// receipt key names the project, so a retry of a save after its document closed still
-    /// finds its receipt. One entry per open, for the broker's lifetime.
-    anchors: std::sync::Arc<std::sync::Mutex<HashMap<DocumentId, ProjectId>>>,
 }
 
 /// What a failed save settles as: a runtime IO failure leaves the file's state unknown.
@@ -40,7 +34,6 @@ impl ProjectEditor {
         ProjectEditor {
             broker,
             documents: Documents::new(),
-            anchors: std::sync::Arc::default(),
         }
     }
 
@@ -73,10 +66,6 @@ impl ProjectEditor {
                 .project_root(caller, &input.workspace_id, input.project_id.as_ref())?;
         let documents = self.documents.clone();
         let new_id = DocumentId::from_random(self.broker.random_bytes());
-        self.anchors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(new_id.clone(), project_id.clone());
         tokio::task::spawn_blocking(move || {
             documents.open(&input.workspace_id, &project_id, &root, &input.path, new_id)
         })
@@ -129,19 +118,15 @@ impl ProjectEditor {
         let workspace = self
             .broker
             .retry_epoch_workspace(caller, &input.retry_epoch)?;
-        let no_document = || {
-            ToolError::not_found(format!(
-                "no open document {}; open the file with lomi_editor_open",
-                input.document_id
-            ))
-        };
         let project = self
-            .anchors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&input.document_id)
-            .cloned()
-            .ok_or_else(no_document)?;
+            .documents
+            .project_of(&input.document_id)
+            .ok_or_else(|| {
+                ToolError::not_found(format!(
+                    "no open document {}; open the file with lomi_editor_open",
+                    input.document_id
+                ))
+            })?;
         let request = ProjectChange {
             tool: Tool::EditorSave,
             workspace: &workspace,
@@ -169,18 +154,15 @@ impl ProjectEditor {
                 },
                 move |_root, path, _context| async move {
                     let saving = id.clone();
-                    let done =
-                        tokio::task::spawn_blocking(move || documents.save(&saving, expected))
-                            .await;
-                    match done {
-                        Ok(Ok(written)) => EffectOutcome::Succeeded(to_value(&EditorSaved {
+                    match lomi_broker::off_thread(move || documents.save(&saving, expected)).await {
+                        Ok(written) => EffectOutcome::Succeeded(to_value(&EditorSaved {
                             document_id: id,
                             path,
                             buffer_revision: expected.to_string(),
                             disk_revision: written.disk_revision,
                             size: written.size,
                         })),
-                        Ok(Err(error)) => match save_failure(&error) {
+                        Err(error) => match save_failure(&error) {
                             (effect, true) => EffectOutcome::Unknown {
                                 effect,
                                 message: format!(
@@ -192,10 +174,6 @@ impl ProjectEditor {
                                 effect,
                                 error: error.tool_error(),
                             },
-                        },
-                        Err(join) => EffectOutcome::Unknown {
-                            effect: EffectState::Unknown,
-                            message: format!("the save stopped abnormally: {join}"),
                         },
                     }
                 },
@@ -236,18 +214,10 @@ impl ProjectEditor {
                 change,
                 Confirmation::Policy,
                 async { Ok(()) },
-                move |(), _context| async move {
-                    let done = tokio::task::spawn_blocking(move || {
+                move |(), _context| {
+                    lomi_broker::off_thread(move || {
                         close_documents(&documents, &workspace_id, &named)
                     })
-                    .await;
-                    match done {
-                        Ok(outcome) => outcome,
-                        Err(join) => EffectOutcome::Unknown {
-                            effect: EffectState::Unknown,
-                            message: format!("the workspace close stopped abnormally: {join}"),
-                        },
-                    }
                 },
             )
             .await
@@ -279,18 +249,15 @@ fn close_documents(
             .find(|n| &n.document_id == id)
             .map(|n| n.action)
     };
-    let unnamed: Vec<&Document> = open
+    let unnamed: Vec<&(DocumentId, Document)> = open
         .iter()
         .filter(|(id, d)| d.dirty() && action(id).is_none())
-        .map(|(_, d)| d)
         .collect();
     if !unnamed.is_empty() {
-        let dirty: Vec<_> = open
-            .iter()
-            .filter(|(id, d)| d.dirty() && action(id).is_none())
+        let dirty: Vec<_> = (unnamed.iter())
             .map(|(id, d)| serde_json::json!({ "documentId": id, "path": d.path }))
             .collect();
-        let paths: Vec<&str> = unnamed.iter().map(|d| d.path.as_str()).collect();
+        let paths: Vec<&str> = unnamed.iter().map(|(_, d)| d.path.as_str()).collect();
         return EffectOutcome::Failed {
             effect: EffectState::None,
             error: ToolError::invalid(format!(

@@ -1,6 +1,6 @@
 //! The one error type of the files runtime; each variant maps to one protocol error code.
 
-use lomi_protocol::ErrorCode;
+use lomi_protocol::{ErrorCode, ToolError};
 
 /// Why a files operation was refused or failed. Messages say what to do next.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,6 +59,20 @@ impl FilesError {
             }
             FilesError::NoSpace(_) => ErrorCode::NoSpace,
             FilesError::Io(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+impl From<FilesError> for ToolError {
+    /// The error as an agent receives it: its code, its message, and the current revision
+    /// when it is a revision conflict.
+    fn from(e: FilesError) -> ToolError {
+        let error = ToolError::new(e.code(), e.to_string());
+        match e {
+            FilesError::RevisionMismatch { current } => {
+                error.with_details(serde_json::json!({ "currentRevision": current }))
+            }
+            _ => error,
         }
     }
 }

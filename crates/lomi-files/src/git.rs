@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use crate::tools::project_change;
 use lomi_broker::ProjectChange;
 use lomi_broker::{Broker, EffectOutcome};
 use lomi_protocol::tools::git::{
@@ -471,7 +470,7 @@ impl ProjectGit {
             .map_err(|e| e.to_tool_error())?;
         self.mutate(
             caller,
-            project_change(Tool::GitStage, &input, None),
+            ProjectChange::of(Tool::GitStage, &input, None),
             Change::Stage { paths },
         )
         .await
@@ -493,7 +492,7 @@ impl ProjectGit {
         let revision = Some(input.expected_head_revision.clone());
         self.mutate(
             caller,
-            project_change(Tool::GitCommit, &input, revision),
+            ProjectChange::of(Tool::GitCommit, &input, revision),
             change,
         )
         .await
@@ -513,7 +512,7 @@ impl ProjectGit {
         };
         self.mutate(
             caller,
-            project_change(Tool::GitBranch, &input, None),
+            ProjectChange::of(Tool::GitBranch, &input, None),
             change,
         )
         .await

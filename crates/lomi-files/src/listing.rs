@@ -21,7 +21,8 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
-    fn as_str(self) -> &'static str {
+    /// The name the protocol gives the kind.
+    pub fn as_str(self) -> &'static str {
         match self {
             EntryKind::File => "file",
             EntryKind::Dir => "dir",

@@ -13,7 +13,7 @@ use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::{EffectState, PairingId, ProjectId, Tool, ToolError, WorkspaceId};
 use serde_json::Value;
 
-use crate::{Encoding, EntryKind, Expected, FilesError, LineEndings, ProjectRoot};
+use crate::{Encoding, Expected, FilesError, ProjectRoot};
 
 const DEFAULT_READ_BYTES: u32 = 256 * 1024;
 const MAX_READ_BYTES: u32 = 4 * 1024 * 1024;
@@ -24,21 +24,6 @@ const MAX_LIST: u32 = 1000;
 #[derive(Clone)]
 pub struct ProjectFiles {
     broker: Broker,
-}
-
-pub(crate) fn error(e: FilesError) -> ToolError {
-    let code = e.code();
-    let details = match &e {
-        FilesError::RevisionMismatch { current } => {
-            Some(serde_json::json!({ "currentRevision": current }))
-        }
-        _ => None,
-    };
-    let error = ToolError::new(code, e.to_string());
-    match details {
-        Some(details) => error.with_details(details),
-        None => error,
-    }
 }
 
 pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
@@ -56,95 +41,6 @@ fn content(text: &Option<String>, base64: &Option<String>) -> Result<Vec<u8>, To
             "give exactly one of text or base64, not both",
         )),
         (None, None) => Err(ToolError::invalid("give exactly one of text or base64")),
-    }
-}
-
-pub(crate) fn encoding_name(encoding: Encoding) -> &'static str {
-    match encoding {
-        Encoding::Utf8 => "utf8",
-        Encoding::Utf8Bom => "utf8_bom",
-        Encoding::Utf16Le => "utf16le",
-        Encoding::Utf16Be => "utf16be",
-        Encoding::Latin1 => "latin1",
-        Encoding::Binary => "binary",
-    }
-}
-
-pub(crate) fn line_endings_name(endings: LineEndings) -> &'static str {
-    match endings {
-        LineEndings::Lf => "lf",
-        LineEndings::Crlf => "crlf",
-        LineEndings::Cr => "cr",
-        LineEndings::Mixed => "mixed",
-        LineEndings::None => "none",
-    }
-}
-
-fn kind_name(kind: EntryKind) -> &'static str {
-    match kind {
-        EntryKind::File => "file",
-        EntryKind::Dir => "dir",
-        EntryKind::Symlink => "symlink",
-        EntryKind::Other => "other",
-    }
-}
-
-/// An input of a tool that changes a project: it names the workspace, maybe the project, and
-/// its request identity, with the same field names on every such tool.
-pub(crate) trait ProjectInput: serde::Serialize {
-    fn place(
-        &self,
-    ) -> (
-        &WorkspaceId,
-        Option<&ProjectId>,
-        &lomi_protocol::RetryEpoch,
-        &lomi_protocol::RequestKey,
-    );
-}
-
-macro_rules! project_inputs {
-    ($($input:ty),* $(,)?) => {
-        $(impl ProjectInput for $input {
-            fn place(
-                &self,
-            ) -> (
-                &WorkspaceId,
-                Option<&ProjectId>,
-                &lomi_protocol::RetryEpoch,
-                &lomi_protocol::RequestKey,
-            ) {
-                (&self.workspace_id, self.project_id.as_ref(), &self.retry_epoch, &self.request_key)
-            }
-        })*
-    };
-}
-
-project_inputs!(
-    FileWriteInput,
-    FileCreateInput,
-    FileRenameInput,
-    FileDeleteInput,
-    DirCreateInput,
-    lomi_protocol::tools::git::GitStageInput,
-    lomi_protocol::tools::git::GitCommitInput,
-    lomi_protocol::tools::git::GitBranchInput,
-);
-
-/// The change a project tool's input asks for, compared by `revision` when it names one.
-pub(crate) fn project_change(
-    tool: Tool,
-    input: &impl ProjectInput,
-    revision: Option<String>,
-) -> ProjectChange<'_> {
-    let (workspace, project, retry_epoch, request_key) = input.place();
-    ProjectChange {
-        tool,
-        workspace,
-        project,
-        retry_epoch,
-        request_key,
-        payload: to_value(input),
-        revision,
     }
 }
 
@@ -212,7 +108,7 @@ impl ProjectFiles {
     }
 
     fn open(root: &std::path::Path) -> Result<ProjectRoot, ToolError> {
-        ProjectRoot::open(root).map_err(error)
+        ProjectRoot::open(root).map_err(ToolError::from)
     }
 
     /// `lomi_file_read`.
@@ -234,7 +130,7 @@ impl ProjectFiles {
         };
         let read = Self::open(&root)?
             .read(&input.path, range, max_bytes as usize)
-            .map_err(error)?;
+            .map_err(ToolError::from)?;
         let (text, base64) = match String::from_utf8(read.bytes) {
             Ok(text) if read.encoding != Encoding::Binary => (Some(text), None),
             Ok(text) => (
@@ -250,8 +146,8 @@ impl ProjectFiles {
             path: input.path.clone(),
             size: read.size,
             disk_revision: read.disk_revision,
-            encoding: encoding_name(read.encoding).to_owned(),
-            line_endings: line_endings_name(read.line_endings).to_owned(),
+            encoding: read.encoding.as_str().to_owned(),
+            line_endings: read.line_endings.as_str().to_owned(),
             truncated: read.truncated,
             text,
             base64,
@@ -268,7 +164,7 @@ impl ProjectFiles {
         let (_, root) = self.root(caller, &input.workspace_id, input.project_id.as_ref())?;
         let listing = Self::open(&root)?
             .list(&input.path, offset as usize, limit as usize)
-            .map_err(error)?;
+            .map_err(ToolError::from)?;
         let end = offset as u64 + listing.entries.len() as u64;
         Ok(DirListView {
             path: input.path.clone(),
@@ -281,7 +177,7 @@ impl ProjectFiles {
                 .into_iter()
                 .map(|e| DirEntryView {
                     name: e.name,
-                    kind: kind_name(e.kind).to_owned(),
+                    kind: e.kind.as_str().to_owned(),
                     size: e.size,
                     entry_revision: e.entry_revision,
                 })
@@ -304,7 +200,7 @@ impl ProjectFiles {
         let revision = Some(input.expected_disk_revision.clone());
         self.mutate(
             caller,
-            project_change(Tool::FileWrite, &input, revision),
+            ProjectChange::of(Tool::FileWrite, &input, revision),
             change,
         )
         .await
@@ -327,7 +223,7 @@ impl ProjectFiles {
         };
         self.mutate(
             caller,
-            project_change(Tool::FileCreate, &input, None),
+            ProjectChange::of(Tool::FileCreate, &input, None),
             change,
         )
         .await
@@ -350,7 +246,7 @@ impl ProjectFiles {
         let revision = input.expected_disk_revision.clone();
         self.mutate(
             caller,
-            project_change(Tool::FileRename, &input, revision),
+            ProjectChange::of(Tool::FileRename, &input, revision),
             change,
         )
         .await
@@ -372,7 +268,7 @@ impl ProjectFiles {
         let revision = input.expected_parent_revision.clone();
         self.mutate(
             caller,
-            project_change(Tool::DirCreate, &input, revision),
+            ProjectChange::of(Tool::DirCreate, &input, revision),
             change,
         )
         .await
@@ -390,7 +286,7 @@ impl ProjectFiles {
         let revision = Some(input.expected_revision.clone());
         self.mutate(
             caller,
-            project_change(Tool::FileDelete, &input, revision),
+            ProjectChange::of(Tool::FileDelete, &input, revision),
             change,
         )
         .await
@@ -411,20 +307,15 @@ impl ProjectFiles {
                 request,
                 async { Ok(()) },
                 move |root, (), _context| async move {
-                    let done = tokio::task::spawn_blocking(move || apply(&root, change)).await;
-                    match done {
-                        Ok(Ok(changed)) => EffectOutcome::Succeeded(to_value(&changed)),
-                        Ok(Err(FilesError::Io(message))) => EffectOutcome::Unknown {
+                    match lomi_broker::off_thread(move || apply(&root, change)).await {
+                        Ok(changed) => EffectOutcome::Succeeded(to_value(&changed)),
+                        Err(FilesError::Io(message)) => EffectOutcome::Unknown {
                             effect: EffectState::Unknown,
                             message: format!("the file system failed mid-change: {message}"),
                         },
-                        Ok(Err(e)) => EffectOutcome::Failed {
+                        Err(e) => EffectOutcome::Failed {
                             effect: EffectState::None,
-                            error: error(e),
-                        },
-                        Err(join) => EffectOutcome::Unknown {
-                            effect: EffectState::Unknown,
-                            message: format!("the file change stopped abnormally: {join}"),
+                            error: e.into(),
                         },
                     }
                 },

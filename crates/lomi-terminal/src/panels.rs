@@ -2,13 +2,13 @@
 //! operations through the broker's engine; input is ordered by lease and `inputSequence`;
 //! reads answer at once or after a bounded wait.
 
-use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use lomi_broker::{
     Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, PanelCall,
     PanelRecord, PanelRuntime, Runtimes,
 };
+use lomi_files::confine::confined_existing_dir;
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::{PanelCloseInput, PanelKind};
 use lomi_protocol::tools::terminal::{
@@ -70,34 +70,6 @@ fn data_key(broker: &Broker) -> String {
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Ends the processes the terminals of an earlier Lomi on this data dir left running (it was
-/// killed, or a program left its terminal's session): SIGTERM, then SIGKILL after the grace.
-/// Returns how many there were.
-fn end_leftovers(data_key: &str, owner: &str) -> usize {
-    let leftovers = || -> Vec<i32> {
-        crate::session::marked(&format!("{data_key}."))
-            .into_iter()
-            .filter(|(_, marker)| !marker.starts_with(owner))
-            .map(|(pid, _)| pid)
-            .collect()
-    };
-    let found = leftovers();
-    if found.is_empty() {
-        return 0;
-    }
-    tracing::warn!(
-        "ending {} process(es) that agents' terminals of an earlier Lomi on this data left running: {found:?}",
-        found.len()
-    );
-    crate::session::signal_pids(&found, nix::sys::signal::Signal::SIGTERM);
-    let deadline = std::time::Instant::now() + CLOSE_GRACE;
-    while !leftovers().is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    crate::session::signal_pids(&leftovers(), nix::sys::signal::Signal::SIGKILL);
-    found.len()
-}
-
 fn exit_view(status: ExitStatus) -> ExitView {
     ExitView {
         code: status.code,
@@ -109,48 +81,13 @@ fn to_value<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-/// `root/relative`, refusing anything that could leave the root: absolute paths, `..`, and
-/// symlinks that resolve outside it.
-pub fn confined_dir(root: &Path, relative: &str) -> Result<PathBuf, ToolError> {
-    if relative.contains('\0') {
-        return Err(ToolError::invalid("cwdRelative must not contain NUL"));
-    }
-    let path = Path::new(relative);
-    if path
-        .components()
-        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-    {
-        return Err(ToolError::invalid(format!(
-            "cwdRelative {relative:?} must be relative to the project root, without `..`"
-        )));
-    }
-    let root = root
-        .canonicalize()
-        .map_err(|e| ToolError::not_found(format!("the project root is not available: {e}")))?;
-    let dir = root
-        .join(path)
-        .canonicalize()
-        .map_err(|e| ToolError::invalid(format!("cwdRelative {relative:?}: {e}")))?;
-    if !dir.starts_with(&root) {
-        return Err(ToolError::invalid(format!(
-            "cwdRelative {relative:?} leads outside the project"
-        )));
-    }
-    if !dir.is_dir() {
-        return Err(ToolError::invalid(format!(
-            "cwdRelative {relative:?} is not a directory"
-        )));
-    }
-    Ok(dir)
-}
-
 impl TerminalPanels {
     /// The terminal panels of `broker`; ends what the terminals of an earlier Lomi on the same
     /// data dir left running.
     pub fn new(broker: Broker) -> Self {
         let key = data_key(&broker);
         let owner = format!("{key}.{}/", broker.instance_id());
-        end_leftovers(&key, &owner);
+        crate::session::end_leftovers(&key, &owner, CLOSE_GRACE);
         TerminalPanels {
             broker,
             runtimes: Runtimes::new(PanelKind::Terminal),
@@ -216,7 +153,10 @@ impl TerminalPanels {
                 caller,
                 change,
                 Confirmation::Policy,
-                async { confined_dir(&root, &input.cwd_relative) },
+                async {
+                    confined_existing_dir(&root, &input.cwd_relative)
+                        .map_err(|why| ToolError::invalid(format!("cwdRelative: {why}")))
+                },
                 move |cwd, context| async move {
                     let mut config = TerminalConfig::new(cwd);
                     config.argv = argv;

@@ -86,6 +86,34 @@ pub fn signal_pids(pids: &[i32], signal: Signal) {
     }
 }
 
+/// Ends the processes the terminals of an earlier Lomi on this data dir left running (it was
+/// killed, or a program left its terminal's session): SIGTERM, then SIGKILL after the grace.
+/// Returns how many there were.
+pub(crate) fn end_leftovers(data_key: &str, owner: &str, grace: std::time::Duration) -> usize {
+    let leftovers = || -> Vec<i32> {
+        marked(&format!("{data_key}."))
+            .into_iter()
+            .filter(|(_, marker)| !marker.starts_with(owner))
+            .map(|(pid, _)| pid)
+            .collect()
+    };
+    let found = leftovers();
+    if found.is_empty() {
+        return 0;
+    }
+    tracing::warn!(
+        "ending {} process(es) that agents' terminals of an earlier Lomi on this data left running: {found:?}",
+        found.len()
+    );
+    signal_pids(&found, Signal::SIGTERM);
+    let deadline = std::time::Instant::now() + grace;
+    while !leftovers().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    signal_pids(&leftovers(), Signal::SIGKILL);
+    found.len()
+}
+
 /// Sends `signal` to each live process of the terminal; a process that is gone by then is
 /// skipped.
 pub(crate) fn signal_all(members: Members<'_>, signal: Signal) {
