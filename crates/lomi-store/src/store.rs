@@ -594,7 +594,7 @@ fn take_ownership(data_dir: &Path) -> Result<File> {
 
 /// Opens one connection with the settings every connection must have: WAL, synchronous=FULL,
 /// foreign keys, a busy timeout and the optional size cap. Each is read back or checked.
-fn open_connection(path: &Path, options: &StoreOptions) -> Result<Connection> {
+pub(crate) fn open_connection(path: &Path, options: &StoreOptions) -> Result<Connection> {
     let fail = |doing: &str, error| StoreError::from_sqlite(path, doing, error);
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE

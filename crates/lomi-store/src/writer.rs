@@ -281,3 +281,209 @@ fn roll_back(connection: &Connection) {
         let _retried_by_the_next_group = connection.execute_batch("ROLLBACK");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::process::Command;
+    use std::sync::mpsc::Receiver;
+
+    use lomi_protocol::ErrorCode;
+
+    use super::*;
+    use crate::store::{open_connection, refuse};
+    use crate::{StoreOptions, SystemClock};
+
+    /// A tmpfs of `size` mounted on a fresh directory for the test's life: a real disk that a
+    /// filler file can fill.
+    struct SmallDisk {
+        dir: tempfile::TempDir,
+    }
+
+    impl SmallDisk {
+        fn mount(size: &str) -> SmallDisk {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let status = Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+                .arg(dir.path())
+                .status()
+                .expect("run mount");
+            assert!(
+                status.success(),
+                "mounting a tmpfs on {} failed ({status}): this test fills a real disk, so it needs root (the test suite runs as root)",
+                dir.path().display()
+            );
+            SmallDisk { dir }
+        }
+
+        fn path(&self) -> &Path {
+            self.dir.path()
+        }
+
+        /// Writes a filler file until the disk is full, down to its last bytes; returns it.
+        fn fill(&self) -> PathBuf {
+            use std::io::Write;
+            let path = self.path().join("filler");
+            let mut filler = std::fs::File::create(&path).expect("filler");
+            for chunk in [65_536, 512] {
+                while filler.write_all(&vec![0; chunk]).is_ok() {}
+            }
+            path
+        }
+    }
+
+    impl Drop for SmallDisk {
+        fn drop(&mut self) {
+            // Lazily, so a file still open elsewhere never leaves the mount behind.
+            let _unmounted = Command::new("umount").arg("-l").arg(self.path()).status();
+        }
+    }
+
+    type Answer = Receiver<Result<i64>>;
+
+    fn member(keep: bool, body: Body<i64>) -> (Box<dyn Member>, Answer) {
+        let (reply, answer) = mpsc::sync_channel(1);
+        let member = Box::new(Write {
+            doing: "writing a test row",
+            keep,
+            body: Some(body),
+            outcome: None,
+            reply,
+        });
+        (member, answer)
+    }
+
+    /// Eight inserts, one refusal and one preview, in that order.
+    fn group() -> (Vec<Box<dyn Member>>, Vec<Answer>) {
+        let mut members = Vec::new();
+        let mut answers = Vec::new();
+        for index in 0..8_i64 {
+            let (member, answer) = member(
+                true,
+                Box::new(move |connection, _now| {
+                    connection.execute(
+                        "INSERT INTO rows (id, body) VALUES (?1, ?2)",
+                        rusqlite::params![index, "x".repeat(2_000)],
+                    )?;
+                    Ok(index)
+                }),
+            );
+            members.push(member);
+            answers.push(answer);
+        }
+        let (refusal, answer) = member(
+            true,
+            Box::new(|connection, _now| {
+                connection.execute("INSERT INTO rows (id, body) VALUES (100, 'refused')", [])?;
+                refuse(StoreError::NotFound {
+                    what: "a test row".to_owned(),
+                })
+            }),
+        );
+        members.push(refusal);
+        answers.push(answer);
+        let (preview, answer) = member(
+            false,
+            Box::new(|connection, _now| {
+                connection.execute("INSERT INTO rows (id, body) VALUES (200, 'preview')", [])?;
+                Ok(connection.query_row("SELECT COUNT(*) FROM rows", [], |r| r.get(0))?)
+            }),
+        );
+        members.push(preview);
+        answers.push(answer);
+        (members, answers)
+    }
+
+    fn commit(
+        connection: &Connection,
+        path: &Path,
+        mut members: Vec<Box<dyn Member>>,
+        answers: Vec<Answer>,
+    ) -> Vec<Result<i64>> {
+        commit_group(connection, &SystemClock, path, &mut members);
+        for member in members {
+            member.answer();
+        }
+        answers
+            .into_iter()
+            .map(|answer| answer.recv().expect("every member is answered"))
+            .collect()
+    }
+
+    fn rows(connection: &Connection) -> Vec<i64> {
+        let mut statement = connection
+            .prepare("SELECT id FROM rows ORDER BY id")
+            .expect("select");
+        statement
+            .query_map([], |r| r.get(0))
+            .expect("rows")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows")
+    }
+
+    #[test]
+    fn a_group_commits_once_and_each_member_gets_its_own_answer() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("group.sqlite3");
+        let connection = open_connection(&path, &StoreOptions::default()).expect("open");
+        connection
+            .execute_batch("CREATE TABLE rows (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+            .expect("table");
+        let (members, answers) = group();
+        let answers = commit(&connection, &path, members, answers);
+        for (index, answer) in answers.iter().take(8).enumerate() {
+            assert_eq!(answer.as_ref().ok(), Some(&(index as i64)), "{answer:?}");
+        }
+        // The refusal rolled back only its own insert; the preview saw the eight and its own.
+        assert!(
+            matches!(answers[8], Err(StoreError::NotFound { .. })),
+            "{:?}",
+            answers[8]
+        );
+        assert_eq!(answers[9].as_ref().ok(), Some(&9), "{:?}", answers[9]);
+        assert_eq!(rows(&connection), (0..8).collect::<Vec<_>>());
+        assert!(connection.is_autocommit(), "the group's transaction ended");
+    }
+
+    /// The real path of a full disk: the group's rows fit in the page cache, so SQLite only
+    /// meets the disk when it writes them to the write-ahead log at COMMIT.
+    #[test]
+    fn a_failed_commit_fails_every_member_of_its_group_and_the_next_group_commits() {
+        let disk = SmallDisk::mount("1m");
+        let path = disk.path().join("group.sqlite3");
+        let connection = open_connection(&path, &StoreOptions::default()).expect("open");
+        connection
+            .execute_batch("CREATE TABLE rows (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+            .expect("table");
+        let filler = disk.fill();
+
+        let (members, answers) = group();
+        for answer in commit(&connection, &path, members, answers) {
+            let error = answer.expect_err("nothing commits on a full disk");
+            assert_eq!(error.code(), ErrorCode::StoreUnavailable, "{error}");
+            let message = error.to_string();
+            assert!(
+                message.contains("committing") && message.contains("full"),
+                "{message}"
+            );
+        }
+        assert!(connection.is_autocommit(), "the failed transaction ended");
+        assert_eq!(
+            rows(&connection),
+            Vec::<i64>::new(),
+            "a member's row was kept"
+        );
+
+        std::fs::remove_file(filler).expect("free the disk");
+        let (members, answers) = group();
+        let answers = commit(&connection, &path, members, answers);
+        assert!(answers.iter().take(8).all(Result::is_ok), "{answers:?}");
+        assert_eq!(rows(&connection), (0..8).collect::<Vec<_>>());
+        assert_eq!(
+            connection
+                .query_row("PRAGMA integrity_check", [], |r| r.get::<_, String>(0))
+                .expect("integrity"),
+            "ok"
+        );
+    }
+}
