@@ -227,8 +227,9 @@ impl Store {
                 error_code: None,
                 error_message: None,
             };
-            transaction.execute(
+            transaction.prepare_cached(
                 &format!("INSERT INTO receipts ({RECEIPT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, NULL, NULL, NULL, NULL)"),
+            )?.execute(
                 params![
                     receipt.operation_id.as_str(),
                     receipt.key.pairing_id.as_str(),
@@ -295,9 +296,10 @@ impl Store {
                 receipt.error_message = outcome.error.map(|e| e.message);
             }
             let result_json = receipt.result.as_ref().map(|v| v.to_string());
-            transaction.execute(
+            transaction.prepare_cached(
                 "UPDATE receipts SET state = ?2, effect_state = ?3, updated_at = ?4, settled_at = ?5, \
                  result_json = ?6, error_code = ?7, error_message = ?8 WHERE operation_id = ?1",
+            )?.execute(
                 params![
                     operation_id.as_str(),
                     to.as_str(),
@@ -517,9 +519,10 @@ fn append_event(
     at: Timestamp,
     caps: Caps,
 ) -> Result<(), Failure> {
-    transaction.execute(
+    transaction.prepare_cached(
             "INSERT INTO operation_events (operation_id, pairing_id, retry_epoch, workspace_id, tool, state, effect_state, at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?.execute(
             params![
                 receipt.operation_id.as_str(),
                 receipt.key.pairing_id.as_str(),
@@ -715,11 +718,11 @@ pub(crate) const UNSETTLED_STATES: &str = UNSETTLED;
 
 fn query_by_key(connection: &Connection, key: &ReceiptKey) -> rusqlite::Result<Option<ReceiptRow>> {
     connection
+        .prepare_cached(&format!(
+            "SELECT {RECEIPT_COLUMNS} FROM receipts WHERE pairing_id = ?1 AND retry_epoch = ?2 \
+             AND project_id = ?3 AND tool = ?4 AND request_key = ?5"
+        ))?
         .query_row(
-            &format!(
-                "SELECT {RECEIPT_COLUMNS} FROM receipts WHERE pairing_id = ?1 AND retry_epoch = ?2 \
-                 AND project_id = ?3 AND tool = ?4 AND request_key = ?5"
-            ),
             params![
                 key.pairing_id.as_str(),
                 key.retry_epoch.as_str(),
@@ -737,11 +740,10 @@ fn query_by_id(
     operation_id: &OperationId,
 ) -> rusqlite::Result<Option<ReceiptRow>> {
     connection
-        .query_row(
-            &format!("SELECT {RECEIPT_COLUMNS} FROM receipts WHERE operation_id = ?1"),
-            [operation_id.as_str()],
-            ReceiptRow::read,
-        )
+        .prepare_cached(&format!(
+            "SELECT {RECEIPT_COLUMNS} FROM receipts WHERE operation_id = ?1"
+        ))?
+        .query_row([operation_id.as_str()], ReceiptRow::read)
         .optional()
 }
 
