@@ -1355,6 +1355,10 @@ fn append_synced(path: &Path, line: &str) {
     file.sync_all().expect("fsync log");
 }
 
+/// Threads of the crash child: several, so a kill also lands while a group of reservations and
+/// transitions is being committed together.
+const CRASH_THREADS: usize = 4;
+
 /// The child side of the crash test: does nothing unless `LOMI_CRASH_CHILD_DIR` is set.
 #[test]
 fn crash_child() {
@@ -1370,10 +1374,20 @@ fn crash_child() {
     )
     .expect("child open");
     println!("progress opened");
+    std::thread::scope(|scope| {
+        for _ in 0..CRASH_THREADS {
+            scope.spawn(|| crash_child_work(&store, &logs, &epoch));
+        }
+    });
+}
+
+/// One thread of the crash child: reserves random keys, and runs and settles the new ones,
+/// logging each step (synced) after the store answered it.
+fn crash_child_work(store: &Store, logs: &Path, epoch: &str) {
     for _ in 0..100_000 {
         let index = rand::random_range(0..CRASH_KEYS);
         let attempt = ReservationRequest {
-            key: crash_key(&epoch, index),
+            key: crash_key(epoch, index),
             operation_id: OperationId::from_random(rand::random()),
             workspace_id: None,
             fingerprint: fingerprint(&json!({"index": index}), None, None),
