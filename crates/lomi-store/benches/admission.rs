@@ -1,6 +1,8 @@
 //! Admission benchmark (not a timed test): the durable reserve → running → succeeded rate of the
-//! store against raw single-row SQLite commits (WAL, synchronous=FULL) on the same disk, and
-//! retiring an epoch with 4,096 settled receipts (archive to the history) while admissions go on.
+//! store against raw single-row SQLite commits (WAL, synchronous=FULL) on the same disk,
+//! retiring an epoch with 4,096 settled receipts (archive to the history) while admissions go on,
+//! and admission alone (reserve) from 1, 8 and 32 client threads, where group commit shares
+//! each commit's fsync among the clients waiting on it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,6 +22,11 @@ const ROUNDS: usize = 7;
 const OPERATIONS_PER_ROUND: usize = 400;
 /// Receipts under the epoch that is retired: a full store at the seed's cap.
 const RETIRED_RECEIPTS: usize = 4_096;
+/// Client threads admitting at once, and the admissions of one round (divisible by each).
+const CLIENTS: [usize; 3] = [1, 8, 32];
+const ADMISSIONS_PER_ROUND: usize = 960;
+/// What group commit should reach per client count, in admissions per raw commit.
+const TARGETS: [f64; 3] = [0.8, 0.0, 2.0];
 
 fn main() -> anyhow::Result<()> {
     let base = std::env::var_os("LOMI_BENCH_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
@@ -82,7 +89,116 @@ fn main() -> anyhow::Result<()> {
         "ratio median(d)/median(b), admissions per raw commit during (c): {:.3}",
         during.1 / raw.1
     );
+    concurrent_admission(&base)
+}
+
+/// (e): admission (reserve a new operation) from 1, 8 and 32 threads at once, each round between
+/// two raw commit rounds on the same disk (their mean is the round's baseline, so a disk that
+/// slows down or speeds up mid-run moves both sides), printed as admissions per raw commit.
+fn concurrent_admission(base: &std::path::Path) -> anyhow::Result<()> {
+    println!(
+        "(e) admission (reserve) with concurrent clients: {ROUNDS} rounds x {ADMISSIONS_PER_ROUND} admissions, each between two rounds of {OPERATIONS_PER_ROUND} raw commits"
+    );
+    println!(
+        "    clients   store admissions/s min / median / max    raw commits/s min / median / max    ratio of medians   per-round ratio min / median / max   target"
+    );
+    for (clients, target) in CLIENTS.into_iter().zip(TARGETS) {
+        let mut store_rates = Vec::new();
+        let mut raw_rates = Vec::new();
+        let mut ratios = Vec::new();
+        for round in 0..ROUNDS {
+            let dir = tempfile::tempdir_in(base)?;
+            let before = raw_round(&dir.path().join("before.sqlite3"))?;
+            let store = admission_round(&dir.path().join("store"), round, clients)?;
+            let after = raw_round(&dir.path().join("after.sqlite3"))?;
+            let raw = (before + after) / 2.0;
+            store_rates.push(store);
+            raw_rates.push(raw);
+            ratios.push(store / raw);
+        }
+        let store = summary(&mut store_rates);
+        let raw = summary(&mut raw_rates);
+        let ratio = summary(&mut ratios);
+        let target = if target > 0.0 {
+            format!(">= {target:.1}")
+        } else {
+            "-".to_owned()
+        };
+        println!(
+            "    {clients:>7}   {:>8.1} / {:>8.1} / {:>8.1}       {:>8.1} / {:>8.1} / {:>8.1}    {:>8.3}           {:>6.3} / {:>6.3} / {:>6.3}        {target}",
+            store.0,
+            store.1,
+            store.2,
+            raw.0,
+            raw.1,
+            raw.2,
+            store.1 / raw.1,
+            ratio.0,
+            ratio.1,
+            ratio.2,
+        );
+    }
     Ok(())
+}
+
+/// One round of admissions only: `clients` threads, started together, each reserving its share
+/// of new keys; the rate is over the whole round (first start to last answer).
+fn admission_round(
+    data_dir: &std::path::Path,
+    round: usize,
+    clients: usize,
+) -> anyhow::Result<f64> {
+    let clock = Arc::new(SystemClock);
+    let options = StoreOptions {
+        caps: Caps {
+            receipts: ADMISSIONS_PER_ROUND,
+            ..Caps::default()
+        },
+        ..StoreOptions::default()
+    };
+    let store = Store::open(data_dir, clock.clone(), options)?;
+    let epoch = bench_epoch(&format!("re_clients_{clients}_{round}"), clock.now())?;
+    store.create_retry_epoch(&epoch)?;
+    let per_client = ADMISSIONS_PER_ROUND / clients;
+    let barrier = std::sync::Barrier::new(clients + 1);
+    let elapsed = std::thread::scope(|scope| -> anyhow::Result<Duration> {
+        let workers: Vec<_> = (0..clients)
+            .map(|client| {
+                let (store, epoch, barrier) = (&store, &epoch.retry_epoch, &barrier);
+                scope.spawn(move || -> anyhow::Result<()> {
+                    barrier.wait();
+                    for index in 0..per_client {
+                        let payload = serde_json::json!({"title": "Tests", "index": index});
+                        let request = ReservationRequest {
+                            key: ReceiptKey {
+                                pairing_id: PairingId::parse("pr_bench")
+                                    .map_err(anyhow::Error::msg)?,
+                                retry_epoch: epoch.clone(),
+                                project_id: None,
+                                tool: ToolName("lomi_terminal_create".into()),
+                                request_key: RequestKey::parse(format!("rk_{client}_{index}"))
+                                    .map_err(anyhow::Error::msg)?,
+                            },
+                            operation_id: OperationId::from_random(rand::random()),
+                            workspace_id: None,
+                            fingerprint: fingerprint(&payload, Some("g1"), Some("1")),
+                        };
+                        anyhow::ensure!(store.reserve(&request)?.created, "a key was reused");
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        barrier.wait();
+        let started = Instant::now();
+        for worker in workers {
+            worker
+                .join()
+                .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
+        }
+        Ok(started.elapsed())
+    })?;
+    Ok((per_client * clients) as f64 / elapsed.as_secs_f64())
 }
 
 struct Retirement {

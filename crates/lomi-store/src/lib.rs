@@ -10,6 +10,7 @@ mod maintenance;
 mod records;
 mod schema;
 mod store;
+mod writer;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::StoreError;

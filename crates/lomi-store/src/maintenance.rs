@@ -482,8 +482,9 @@ impl Store {
     /// What `reconcile` would do now, for the confirmation prompt: the same run, rolled back.
     pub fn reconcile_preview(&self, maintenance: &Maintenance) -> Result<ReconcileReport> {
         let caps = self.options().caps;
-        self.transact("previewing maintenance", false, |transaction, now| {
-            run(transaction, now, maintenance, caps)
+        let maintenance = maintenance.clone();
+        self.transact("previewing maintenance", false, move |transaction, now| {
+            run(transaction, now, &maintenance, caps)
         })
     }
 
@@ -494,8 +495,9 @@ impl Store {
     /// 24 hours. Unsettled receipts never move.
     pub fn reconcile(&self, maintenance: &Maintenance) -> Result<ReconcileReport> {
         let caps = self.options().caps;
-        self.write("maintaining the store", |transaction, now| {
-            run(transaction, now, maintenance, caps)
+        let maintenance = maintenance.clone();
+        self.write("maintaining the store", move |transaction, now| {
+            run(transaction, now, &maintenance, caps)
         })
     }
 }

@@ -7,14 +7,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use lomi_protocol::{EffectState, OperationId, OperationState, RetryEpoch, Timestamp, ToolName};
-use rusqlite::{
-    Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior, params,
-};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
 
 use crate::records::{
     EventPage, OperationEvent, Outcome, Receipt, ReceiptKey, RecoveryReport, Reservation,
     ReservationRequest, Retirement, RetryEpochRecord,
 };
+use crate::writer::Writer;
 use crate::{Clock, Result, StoreError, schema};
 
 /// The database file inside the data dir.
@@ -68,11 +67,14 @@ impl Default for StoreOptions {
     }
 }
 
-/// The private store of one data dir. `Send + Sync`: share it with `Arc`; calls are serialized
-/// on one connection, which is plenty for a single broker process.
+/// The private store of one data dir. `Send + Sync`: share it with `Arc`. Writes go to one
+/// writer thread, which commits the writes of concurrent callers together (group commit, see
+/// `writer.rs`); reads are serialized on a second connection and never wait for a commit.
 pub struct Store {
-    // Declared before `ownership_lock` so the connection closes before the lock is released.
-    connection: Mutex<Connection>,
+    // Both declared before `ownership_lock` so the connections close before the lock is
+    // released (dropping the writer joins its thread, which owns the write connection).
+    writer: Writer,
+    reader: Mutex<Connection>,
     clock: Arc<dyn Clock>,
     options: StoreOptions,
     database_path: PathBuf,
@@ -115,8 +117,11 @@ impl Store {
         let database_path = data_dir.join(DATABASE_FILE);
         let mut connection = open_connection(&database_path, &options)?;
         schema::migrate(&mut connection, &database_path)?;
+        let reader = open_connection(&database_path, &options)?;
+        let writer = Writer::start(connection, clock.clone(), database_path.clone())?;
         let mut store = Store {
-            connection: Mutex::new(connection),
+            writer,
+            reader: Mutex::new(reader),
             clock,
             options,
             database_path,
@@ -140,14 +145,20 @@ impl Store {
         &self.options
     }
 
-    /// `(journal_mode, synchronous)` read back from the live connection: `("wal", 2)` when the
-    /// durability settings hold (2 is FULL).
+    /// `(journal_mode, synchronous)` read back from the live write connection: `("wal", 2)`
+    /// when the durability settings hold (2 is FULL).
     pub fn pragma_audit(&self) -> Result<(String, i64)> {
-        self.read("reading the journal and sync modes", |connection| {
-            let journal: String = connection.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
-            let synchronous: i64 = connection.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
-            Ok((journal, synchronous))
-        })
+        self.transact(
+            "reading the journal and sync modes",
+            false,
+            |connection, _now| {
+                let journal: String =
+                    connection.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+                let synchronous: i64 =
+                    connection.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+                Ok((journal, synchronous))
+            },
+        )
     }
 
     /// Reserves a receipt before dispatch. A new key is recorded `queued` (`created: true`);
@@ -163,11 +174,13 @@ impl Store {
         if let Some(row) = existing {
             return same_or_conflict(row.decode()?, request);
         }
-        let receipt_cap = self.options.caps.receipts;
-        self.write("reserving a receipt", |transaction, now| {
+        let caps = self.options.caps;
+        let receipt_cap = caps.receipts;
+        let request = request.clone();
+        self.write("reserving a receipt", move |transaction, now| {
             // Checked again under the write lock, so the rule never depends on the read above.
             if let Some(row) = query_by_key(transaction, &request.key)? {
-                return Ok(same_or_conflict(row.decode()?, request)?);
+                return Ok(same_or_conflict(row.decode()?, &request)?);
             }
             // Checked here, inside the write transaction, and not only by the broker before it:
             // a retirement that commits between the broker's check and this transaction must
@@ -214,8 +227,9 @@ impl Store {
                 error_code: None,
                 error_message: None,
             };
-            transaction.execute(
+            transaction.prepare_cached(
                 &format!("INSERT INTO receipts ({RECEIPT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, NULL, NULL, NULL, NULL)"),
+            )?.execute(
                 params![
                     receipt.operation_id.as_str(),
                     receipt.key.pairing_id.as_str(),
@@ -231,7 +245,7 @@ impl Store {
                     now.millis(),
                 ],
             )?;
-            self.append_event(transaction, &receipt, now)?;
+            append_event(transaction, &receipt, now, caps)?;
             Ok(Reservation { receipt, created: true })
         })
     }
@@ -256,7 +270,10 @@ impl Store {
                 effect,
             });
         }
-        self.write("recording an operation state change", |transaction, now| {
+        let caps = self.options.caps;
+        let operation_id = operation_id.clone();
+        self.write("recording an operation state change", move |transaction, now| {
+            let operation_id = &operation_id;
             let mut receipt = query_by_id(transaction, operation_id)?
                 .ok_or_else(|| not_found_operation(operation_id))?
                 .decode()?;
@@ -279,9 +296,10 @@ impl Store {
                 receipt.error_message = outcome.error.map(|e| e.message);
             }
             let result_json = receipt.result.as_ref().map(|v| v.to_string());
-            transaction.execute(
+            transaction.prepare_cached(
                 "UPDATE receipts SET state = ?2, effect_state = ?3, updated_at = ?4, settled_at = ?5, \
                  result_json = ?6, error_code = ?7, error_message = ?8 WHERE operation_id = ?1",
+            )?.execute(
                 params![
                     operation_id.as_str(),
                     to.as_str(),
@@ -293,7 +311,7 @@ impl Store {
                     receipt.error_message,
                 ],
             )?;
-            self.append_event(transaction, &receipt, now)?;
+            append_event(transaction, &receipt, now, caps)?;
             Ok(receipt)
         })
     }
@@ -361,7 +379,8 @@ impl Store {
     /// a new epoch at the cap is `ResourceExhausted`.
     pub fn create_retry_epoch(&self, record: &RetryEpochRecord) -> Result<bool> {
         let cap = self.options.caps.retry_epochs;
-        self.write("recording a retry epoch", |transaction, _now| {
+        let record = record.clone();
+        self.write("recording a retry epoch", move |transaction, _now| {
             if query_retirement(transaction, &record.retry_epoch)?.is_some() {
                 return refuse(StoreError::internal(format!(
                     "retry epoch {} was retired and cannot be recorded again",
@@ -369,7 +388,7 @@ impl Store {
                 )));
             }
             if let Some(existing) = query_epoch(transaction, &record.retry_epoch)? {
-                if existing.decode()? == *record {
+                if existing.decode()? == record {
                     return Ok(false);
                 }
                 return refuse(StoreError::internal(format!(
@@ -416,71 +435,55 @@ impl Store {
         })
     }
 
-    /// Runs `body` on the connection, outside any write transaction.
+    /// Runs `body` on the read connection, outside any write transaction. It sees every write
+    /// that was answered before it started.
     pub(crate) fn read<T>(
         &self,
         doing: &str,
         body: impl FnOnce(&Connection) -> Result<T, Failure>,
     ) -> Result<T> {
-        let connection = self.connection();
+        let connection = self.reader();
         body(&connection).map_err(|failure| failure.into_store_error(&self.database_path, doing))
     }
 
-    /// Runs `body` in one `BEGIN IMMEDIATE` transaction and commits it; on any error the
-    /// transaction rolls back, so nothing is half-written and the connection stays usable.
-    pub(crate) fn write<T>(
+    /// Runs `body` on the writer thread inside a `BEGIN IMMEDIATE` transaction, together with
+    /// the other writes queued meanwhile, and returns once that transaction committed. On any
+    /// error nothing of `body` is written, and the connection stays usable.
+    pub(crate) fn write<T: Send + 'static>(
         &self,
-        doing: &str,
-        body: impl FnOnce(&Transaction<'_>, Timestamp) -> Result<T, Failure>,
+        doing: &'static str,
+        body: impl FnOnce(&Connection, Timestamp) -> Result<T, Failure> + Send + 'static,
     ) -> Result<T> {
         self.transact(doing, true, body)
     }
 
-    /// [`Store::write`], but with `commit: false` the transaction is rolled back after `body`:
-    /// a preview that computes exactly what the write would do, under the same lock.
-    pub(crate) fn transact<T>(
+    /// [`Store::write`], but with `commit: false` the body's changes are rolled back right
+    /// after it ran: a preview that computes exactly what the write would do, under the same
+    /// lock.
+    pub(crate) fn transact<T: Send + 'static>(
         &self,
-        doing: &str,
+        doing: &'static str,
         commit: bool,
-        body: impl FnOnce(&Transaction<'_>, Timestamp) -> Result<T, Failure>,
+        body: impl FnOnce(&Connection, Timestamp) -> Result<T, Failure> + Send + 'static,
     ) -> Result<T> {
-        let mut connection = self.connection();
-        let fail = |failure: Failure| failure.into_store_error(&self.database_path, doing);
-        if !connection.is_autocommit() {
-            // Only reachable if an earlier rollback itself failed; start clean.
-            connection
-                .execute_batch("ROLLBACK")
-                .map_err(|e| fail(e.into()))?;
-        }
-        let transaction = connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| fail(e.into()))?;
-        let now = self.clock.now();
-        let value = body(&transaction, now).map_err(fail)?;
-        if commit {
-            transaction.commit().map_err(|e| fail(e.into()))?;
-        } else {
-            transaction.rollback().map_err(|e| fail(e.into()))?;
-        }
-        Ok(value)
+        self.writer.write(doing, commit, Box::new(body))
     }
 
     pub(crate) fn now(&self) -> Timestamp {
         self.clock.now()
     }
 
-    /// The connection; a panic elsewhere while it was held does not make it unusable (any open
-    /// transaction was rolled back when the panic dropped it).
-    fn connection(&self) -> MutexGuard<'_, Connection> {
-        self.connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// The read connection; a panic elsewhere while it was held does not make it unusable (any
+    /// open read transaction ended when the panic dropped it).
+    fn reader(&self) -> MutexGuard<'_, Connection> {
+        self.reader.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Marks every unsettled receipt `outcome_unknown` with effect `unknown`, one event each, in
     /// one transaction. Nothing is handed back to run: the store has no dispatch.
     fn recover(&self) -> Result<RecoveryReport> {
-        self.write("marking unfinished operations outcome_unknown", |transaction, now| {
+        let caps = self.options.caps;
+        self.write("marking unfinished operations outcome_unknown", move |transaction, now| {
             let mut statement = transaction.prepare(&format!(
                 "SELECT {RECEIPT_COLUMNS} FROM receipts WHERE state IN {UNSETTLED} ORDER BY created_at, rowid"
             ))?;
@@ -500,24 +503,26 @@ impl Store {
                      updated_at = ?2, settled_at = ?2 WHERE operation_id = ?1",
                     params![receipt.operation_id.as_str(), now.millis()],
                 )?;
-                self.append_event(transaction, &receipt, now)?;
+                append_event(transaction, &receipt, now, caps)?;
                 marked.push(receipt.operation_id);
             }
             Ok(RecoveryReport { marked_outcome_unknown: marked })
         })
     }
+}
 
-    /// Appends the receipt's current state to the feed and prunes events beyond the retention
-    /// cap, in the caller's transaction.
-    fn append_event(
-        &self,
-        transaction: &Connection,
-        receipt: &Receipt,
-        at: Timestamp,
-    ) -> Result<(), Failure> {
-        transaction.execute(
+/// Appends the receipt's current state to the feed and prunes events beyond the retention cap,
+/// in the caller's transaction.
+fn append_event(
+    transaction: &Connection,
+    receipt: &Receipt,
+    at: Timestamp,
+    caps: Caps,
+) -> Result<(), Failure> {
+    transaction.prepare_cached(
             "INSERT INTO operation_events (operation_id, pairing_id, retry_epoch, workspace_id, tool, state, effect_state, at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?.execute(
             params![
                 receipt.operation_id.as_str(),
                 receipt.key.pairing_id.as_str(),
@@ -529,23 +534,22 @@ impl Store {
                 at.millis(),
             ],
         )?;
-        let seq = transaction.last_insert_rowid();
-        let retention = i64::try_from(self.options.caps.events.max(1)).unwrap_or(i64::MAX);
-        let floor = seq.saturating_sub(retention);
-        if floor > 0 {
-            // Two indexed range reads; a no-op unless something fell out of the window.
-            let removed: Option<i64> = transaction.query_row(
-                "SELECT MAX(seq) FROM operation_events WHERE seq <= ?1",
-                [floor],
-                |r| r.get(0),
-            )?;
-            if let Some(removed) = removed {
-                transaction.execute("DELETE FROM operation_events WHERE seq <= ?1", [floor])?;
-                raise_removed_through(transaction, removed)?;
-            }
+    let seq = transaction.last_insert_rowid();
+    let retention = i64::try_from(caps.events.max(1)).unwrap_or(i64::MAX);
+    let floor = seq.saturating_sub(retention);
+    if floor > 0 {
+        // Two indexed range reads; a no-op unless something fell out of the window.
+        let removed: Option<i64> = transaction.query_row(
+            "SELECT MAX(seq) FROM operation_events WHERE seq <= ?1",
+            [floor],
+            |r| r.get(0),
+        )?;
+        if let Some(removed) = removed {
+            transaction.execute("DELETE FROM operation_events WHERE seq <= ?1", [floor])?;
+            raise_removed_through(transaction, removed)?;
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// Takes the exclusive, non-blocking lock on `<data_dir>/store.lock` for the store's lifetime.
@@ -593,7 +597,7 @@ fn take_ownership(data_dir: &Path) -> Result<File> {
 
 /// Opens one connection with the settings every connection must have: WAL, synchronous=FULL,
 /// foreign keys, a busy timeout and the optional size cap. Each is read back or checked.
-fn open_connection(path: &Path, options: &StoreOptions) -> Result<Connection> {
+pub(crate) fn open_connection(path: &Path, options: &StoreOptions) -> Result<Connection> {
     let fail = |doing: &str, error| StoreError::from_sqlite(path, doing, error);
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
@@ -634,7 +638,7 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
-    fn into_store_error(self, path: &Path, doing: &str) -> StoreError {
+    pub(crate) fn into_store_error(self, path: &Path, doing: &str) -> StoreError {
         match self {
             Failure::Sqlite(error) => StoreError::from_sqlite(path, doing, error),
             Failure::Store(error) => error,
@@ -714,11 +718,11 @@ pub(crate) const UNSETTLED_STATES: &str = UNSETTLED;
 
 fn query_by_key(connection: &Connection, key: &ReceiptKey) -> rusqlite::Result<Option<ReceiptRow>> {
     connection
+        .prepare_cached(&format!(
+            "SELECT {RECEIPT_COLUMNS} FROM receipts WHERE pairing_id = ?1 AND retry_epoch = ?2 \
+             AND project_id = ?3 AND tool = ?4 AND request_key = ?5"
+        ))?
         .query_row(
-            &format!(
-                "SELECT {RECEIPT_COLUMNS} FROM receipts WHERE pairing_id = ?1 AND retry_epoch = ?2 \
-                 AND project_id = ?3 AND tool = ?4 AND request_key = ?5"
-            ),
             params![
                 key.pairing_id.as_str(),
                 key.retry_epoch.as_str(),
@@ -736,11 +740,10 @@ fn query_by_id(
     operation_id: &OperationId,
 ) -> rusqlite::Result<Option<ReceiptRow>> {
     connection
-        .query_row(
-            &format!("SELECT {RECEIPT_COLUMNS} FROM receipts WHERE operation_id = ?1"),
-            [operation_id.as_str()],
-            ReceiptRow::read,
-        )
+        .prepare_cached(&format!(
+            "SELECT {RECEIPT_COLUMNS} FROM receipts WHERE operation_id = ?1"
+        ))?
+        .query_row([operation_id.as_str()], ReceiptRow::read)
         .optional()
 }
 

@@ -907,6 +907,194 @@ fn concurrent_reservations_create_each_key_exactly_once() {
     assert_eq!(status(&store).receipts, KEYS as u64);
 }
 
+#[test]
+fn concurrent_reservations_of_new_keys_are_all_durable_and_distinct() {
+    const THREADS: usize = 32;
+    const KEYS_PER_THREAD: usize = 25;
+    let setup = setup();
+    let store = Arc::new(setup.open());
+    let epoch = setup.epoch(&store, "re_a");
+    let contested = key(&epoch, "rk_contested");
+    let barrier = Arc::new(std::sync::Barrier::new(THREADS));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let (store, epoch, contested, barrier) = (
+                store.clone(),
+                epoch.clone(),
+                contested.clone(),
+                barrier.clone(),
+            );
+            std::thread::spawn(move || {
+                barrier.wait();
+                // One key every thread wants with its own arguments: one wins, the others
+                // conflict, and that refusal must not fail the reservations grouped with it.
+                let contest = store.reserve(&request(&contested, json!({"thread": thread})));
+                let mine = (0..KEYS_PER_THREAD)
+                    .map(|index| {
+                        let attempt = request(
+                            &key(&epoch, &format!("rk_{thread}_{index}")),
+                            json!({"thread": thread, "index": index}),
+                        );
+                        let reservation = store.reserve(&attempt).expect("reserve");
+                        assert!(reservation.created);
+                        assert_eq!(reservation.receipt.operation_id, attempt.operation_id);
+                        (attempt.key, attempt.operation_id)
+                    })
+                    .collect::<Vec<_>>();
+                (contest, mine)
+            })
+        })
+        .collect();
+    let mut answered = Vec::new();
+    let (mut won, mut conflicts) = (0, 0);
+    for worker in workers {
+        let (contest, mine) = worker.join().expect("worker");
+        match contest {
+            Ok(reservation) => won += usize::from(reservation.created),
+            Err(error) => {
+                assert_eq!(error.code(), ErrorCode::IdempotencyConflict, "{error}");
+                conflicts += 1;
+            }
+        }
+        answered.extend(mine);
+    }
+    assert_eq!((won, conflicts), (1, THREADS - 1));
+    let distinct: HashSet<_> = answered.iter().map(|(_, id)| id.clone()).collect();
+    assert_eq!(distinct.len(), THREADS * KEYS_PER_THREAD);
+    drop(store);
+
+    // Durable: another open finds every receipt, under its key, with the id it was answered.
+    let store = setup.open();
+    assert_eq!(
+        store.recovery().marked_outcome_unknown.len(),
+        THREADS * KEYS_PER_THREAD + 1
+    );
+    for (key, id) in &answered {
+        let receipt = store
+            .lookup(key)
+            .expect("lookup")
+            .expect("a durable receipt");
+        assert_eq!(&receipt.operation_id, id);
+    }
+    assert_eq!(
+        status(&store).receipts,
+        (THREADS * KEYS_PER_THREAD + 1) as u64
+    );
+    assert_eq!(integrity(&setup.database()), "ok");
+}
+
+/// A tmpfs of `size` mounted on a fresh directory for the test's life: a real disk that a
+/// filler file can fill.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(size: &str) -> SmallDisk {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .expect("run mount");
+        assert!(
+            status.success(),
+            "mounting a tmpfs on {} failed ({status}): this test fills a real disk, so it needs root (the test suite runs as root)",
+            dir.path().display()
+        );
+        SmallDisk { dir }
+    }
+
+    /// Writes a filler file until the disk is full, down to its last bytes; returns it.
+    fn fill(&self) -> PathBuf {
+        let path = self.dir.path().join("filler");
+        let mut filler = std::fs::File::create(&path).expect("filler");
+        for chunk in [65_536, 512] {
+            while filler.write_all(&vec![0; chunk]).is_ok() {}
+        }
+        path
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        // Lazily, so a file still open elsewhere never leaves the mount behind.
+        let _unmounted = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[test]
+fn a_full_disk_fails_every_concurrent_reservation_and_the_store_recovers_once_room_is_freed() {
+    const THREADS: usize = 16;
+    let disk = SmallDisk::mount("2m");
+    let clock = Arc::new(ManualClock::default());
+    let data_dir = disk.dir.path().join("data");
+    let open = || Store::open(&data_dir, clock.clone(), StoreOptions::default()).expect("open");
+    let store = Arc::new(open());
+    let record = epoch_record("re_a", clock.now());
+    assert!(store.create_retry_epoch(&record).expect("epoch"));
+    let attempts: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            request(
+                &key(&record.retry_epoch, &format!("rk_{thread}")),
+                json!({"pad": "x".repeat(1_000), "thread": thread}),
+            )
+        })
+        .collect();
+    let reserve_all = |store: &Arc<Store>| {
+        let barrier = Arc::new(std::sync::Barrier::new(THREADS));
+        let workers: Vec<_> = attempts
+            .iter()
+            .map(|attempt| {
+                let (store, attempt, barrier) = (store.clone(), attempt.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    store.reserve(&attempt)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().expect("worker"))
+            .collect::<Vec<_>>()
+    };
+
+    let filler = disk.fill();
+    for answer in reserve_all(&store) {
+        let error = answer.expect_err("nothing is admitted on a full disk");
+        assert_eq!(error.code(), ErrorCode::StoreUnavailable, "{error}");
+        assert!(error.to_string().contains("full"), "{error}");
+    }
+    for attempt in &attempts {
+        assert!(
+            store.lookup(&attempt.key).expect("reads go on").is_none(),
+            "a refused reservation was recorded"
+        );
+    }
+    assert_eq!(event_count(&store), 0, "an event of a refused reservation");
+
+    // Room again: the same store admits them, no reopen needed.
+    std::fs::remove_file(filler).expect("free the disk");
+    for answer in reserve_all(&store) {
+        assert!(answer.expect("room again").created);
+    }
+    drop(store);
+    let store = open();
+    assert_eq!(store.recovery().marked_outcome_unknown.len(), THREADS);
+    for attempt in &attempts {
+        let receipt = store
+            .lookup(&attempt.key)
+            .expect("lookup")
+            .expect("durable");
+        assert_eq!(receipt.operation_id, attempt.operation_id);
+    }
+    let raw = rusqlite::Connection::open(data_dir.join(lomi_store::DATABASE_FILE)).expect("raw");
+    assert_eq!(integrity(&raw), "ok");
+}
+
 // ---- The receipt state machine against a model ----
 
 #[derive(Clone, Debug)]
@@ -1167,6 +1355,10 @@ fn append_synced(path: &Path, line: &str) {
     file.sync_all().expect("fsync log");
 }
 
+/// Threads of the crash child: several, so a kill also lands while a group of reservations and
+/// transitions is being committed together.
+const CRASH_THREADS: usize = 4;
+
 /// The child side of the crash test: does nothing unless `LOMI_CRASH_CHILD_DIR` is set.
 #[test]
 fn crash_child() {
@@ -1182,10 +1374,20 @@ fn crash_child() {
     )
     .expect("child open");
     println!("progress opened");
+    std::thread::scope(|scope| {
+        for _ in 0..CRASH_THREADS {
+            scope.spawn(|| crash_child_work(&store, &logs, &epoch));
+        }
+    });
+}
+
+/// One thread of the crash child: reserves random keys, and runs and settles the new ones,
+/// logging each step (synced) after the store answered it.
+fn crash_child_work(store: &Store, logs: &Path, epoch: &str) {
     for _ in 0..100_000 {
         let index = rand::random_range(0..CRASH_KEYS);
         let attempt = ReservationRequest {
-            key: crash_key(&epoch, index),
+            key: crash_key(epoch, index),
             operation_id: OperationId::from_random(rand::random()),
             workspace_id: None,
             fingerprint: fingerprint(&json!({"index": index}), None, None),
