@@ -65,7 +65,7 @@ pub fn operation_schema<R: JsonSchema>() -> Map<String, Value> {
     let mut operation = compacted::<crate::tools::operations::OperationView>();
     let failure = json!({
         "type": "object",
-        "properties": {"details": true},
+        "properties": {"details": {}},
         "required": ["details"],
         "additionalProperties": false,
     });
@@ -99,7 +99,9 @@ fn envelope(data: Value) -> Map<String, Value> {
             "data": data,
             "code": {"type": "string"},
             "message": {"type": "string"},
-            "details": true,
+            // `{}` (any value), not `true`: the MCP TypeScript SDK takes each property of an
+            // output schema's root to be an object.
+            "details": {},
         },
         "required": ["status", "controlApiVersion"],
         "additionalProperties": false,

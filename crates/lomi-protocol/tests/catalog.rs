@@ -29,6 +29,20 @@ fn every_schema_is_a_closed_object() {
                 tool.name
             );
         }
+        // The MCP TypeScript SDK refuses a listing whose root properties are not objects.
+        for (what, schema) in [
+            ("input", &tool.input_schema),
+            ("output", &tool.output_schema),
+        ] {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            for (name, property) in properties.into_iter().flatten() {
+                assert!(
+                    property.is_object(),
+                    "{} {what} property {name} is {property}",
+                    tool.name
+                );
+            }
+        }
         assert_eq!(
             tool.input_schema.get("additionalProperties"),
             Some(&Value::Bool(false)),
