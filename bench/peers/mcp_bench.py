@@ -268,6 +268,35 @@ def result_text(res: Any) -> str:
     return "\n".join(c.text for c in (res.content or []) if getattr(c, "type", None) == "text")
 
 
+def structured(res: Any) -> Any:
+    return getattr(res, "structured_content", None) if hasattr(res, "structured_content") else getattr(res, "structuredContent", None)
+
+
+def string_leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in string_leaves(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in string_leaves(v)]
+    return []
+
+
+def read_bytes_and_text(res: Any, text: str) -> tuple[int, str]:
+    """What the agent reads: a client gives its model either the text blocks or
+    structuredContent, so count the larger of the two. A server may put a large answer only in
+    structuredContent (with a short text block saying so): its strings are then added to the
+    text that refs and checks are read from, as a model reading that JSON would see them."""
+    data = structured(res)
+    text_len = len(text.encode())
+    if data is None:
+        return text_len, text
+    data_len = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
+    if data_len <= text_len:
+        return text_len, text
+    return data_len, text + "\n" + "\n".join(string_leaves(data))
+
+
 def result_is_error(res: Any) -> bool:
     return bool(getattr(res, "is_error", None) or getattr(res, "isError", None))
 
@@ -512,7 +541,7 @@ class StepFailed(Exception):
 
 async def run_calls(conn: Conn, calls: list[dict[str, Any]], vars_: dict[str, Any]) -> dict[str, Any]:
     """Run the calls of one step; latency = sum of the calls' round trips."""
-    rec: dict[str, Any] = {"ms": 0.0, "text_bytes": 0, "wire_bytes": 0, "texts": [], "results": []}
+    rec: dict[str, Any] = {"ms": 0.0, "text_bytes": 0, "read_bytes": 0, "wire_bytes": 0, "texts": [], "results": []}
     for c in calls:
         args = subst(c.get("args") or {}, vars_)
         t0 = time.perf_counter()
@@ -529,6 +558,8 @@ async def run_calls(conn: Conn, calls: list[dict[str, Any]], vars_: dict[str, An
         rec["ms"] += (time.perf_counter() - t0) * 1000.0
         text = result_text(res)
         rec["text_bytes"] += len(text.encode())
+        read, text = read_bytes_and_text(res, text)
+        rec["read_bytes"] += read
         rec["wire_bytes"] += wire_bytes(res)
         rec["texts"].append(text)
         rec["results"].append(res)
@@ -585,7 +616,8 @@ async def bench(ad: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
         "version": adapter_version(ad), "transport": ad["transport"], "tag": args.tag, "environment": environment(),
         "params": {"repeat": args.repeat, "cold_runs": args.cold_runs, "fixtures": args.fixtures,
                    "call_timeout_s": args.call_timeout, "plans": {f: {**PLANS, **REAL_PLANS, "task": TASK}[f] for f in args.fixtures}, "docs": args.docs,
-                   "targets": TARGETS, "tokens": "approx_tokens = response text bytes / 4",
+                   "targets": TARGETS, "tokens": "approx_tokens = read_bytes / 4",
+                   "read_bytes": "the larger of the text blocks and structuredContent (JSON), per call",
                    "vars": {k: ("(redacted)" if "token" in k.lower() else val) for k, val in overrides.items()}},
         "errors": errors,
     }
@@ -690,9 +722,11 @@ async def bench_fixture(conn: Conn, ad: dict[str, Any], fx: str, v: dict[str, An
                     errors.append(msg)
                     log("    " + msg[:300])
                 continue
-            entry = {"ms": rec["ms"], "text_bytes": rec["text_bytes"], "wire_bytes": rec["wire_bytes"]}
+            entry = {"ms": rec["ms"], "text_bytes": rec["text_bytes"], "read_bytes": rec["read_bytes"], "wire_bytes": rec["wire_bytes"]}
             if step == "snapshot":
                 snap = rec["text"]
+                if ad.get("truncated_regex"):
+                    entry["cut_short"] = bool(re.search(ad["truncated_regex"], snap, re.M))
             if step in ("screenshot", "full_capture"):
                 png, how = screenshot_png(rec["results"][-1], rec["text"], [outdir, Path(v["workdir"])])
                 meta = png_info(png) if png else {"png_bytes": None, "png_ok": False}
@@ -725,15 +759,18 @@ async def bench_fixture(conn: Conn, ad: dict[str, Any], fx: str, v: dict[str, An
                            "verified": {k: val for k, val in verified.items() if k in (plan.get("verify") or {}).get("checks", {})},
                            "sample_text_head": samples}
     for step, rs in recs.items():
-        tb = [r["text_bytes"] for r in rs]
+        tb = [r["read_bytes"] for r in rs]
         s: dict[str, Any] = {
             "tools": [c["tool"] for c in calls_of(ad, step if step in ad["steps"] else "click")],
             "ok": len(rs), "failed": fails[step],
             "latency_ms": summarize([r["ms"] for r in rs]),
-            "text_bytes": summarize(tb),
+            "text_bytes": summarize([r["text_bytes"] for r in rs]),
+            "read_bytes": summarize(tb),
             "approx_tokens": summarize([b / 4 for b in tb]),
             "wire_bytes": summarize([r["wire_bytes"] for r in rs]),
         }
+        if any("cut_short" in r for r in rs):
+            s["cut_short"] = sum(1 for r in rs if r.get("cut_short"))
         if step in ("screenshot", "full_capture"):
             s["png_bytes"] = summarize([r["png_bytes"] for r in rs if r.get("png_bytes")])
             s["png_ok"] = sum(1 for r in rs if r.get("png_ok"))
@@ -743,7 +780,7 @@ async def bench_fixture(conn: Conn, ad: dict[str, Any], fx: str, v: dict[str, An
         out["steps"][step] = s
         lat = s["latency_ms"]
         log(f"    {step:<12} ok {len(rs):>2}/{args.repeat}  ms min/med/max "
-            f"{lat.get('min')}/{lat.get('median')}/{lat.get('max')}  text bytes med {s['text_bytes'].get('median')}")
+            f"{lat.get('min')}/{lat.get('median')}/{lat.get('max')}  read bytes med {s['read_bytes'].get('median')}")
     return out
 
 
@@ -763,14 +800,15 @@ async def bench_task(conn: Conn, ad: dict[str, Any], v: dict[str, Any], docs: Fi
     log(f"  task: {args.repeat} x navigate {TASK['start']}, then locate + click for {TASK['hops']}")
     for i in range(args.repeat):
         v["url"] = docs.url(TASK["start"], f"task-{i:03d}")
-        run: dict[str, Any] = {"ms": 0.0, "text_bytes": 0, "calls": 0, "ok": False, "hop_bytes": []}
+        run: dict[str, Any] = {"ms": 0.0, "read_bytes": 0, "calls": 0, "ok": False, "hop_bytes": [], "parts": {}}
         failure = None
         t0 = time.perf_counter()
         try:
             rec = await run_calls(conn, calls_of(ad, "navigate"), v)
             run["ms"] += rec["ms"]
-            run["text_bytes"] += rec["text_bytes"]
+            run["read_bytes"] += rec["read_bytes"]
             run["calls"] += len(rec["texts"])
+            run["parts"]["navigate"] = (rec["ms"], rec["read_bytes"])
             last = rec["text"]
             for hop, (role, label) in enumerate(TASK["hops"]):
                 v["role"], v["label"] = role, label
@@ -782,9 +820,12 @@ async def bench_task(conn: Conn, ad: dict[str, Any], v: dict[str, Any], docs: Fi
                     clicked = await run_calls(conn, calls_of(ad, "click"), v)
                 hop_recs = [found] + ([clicked] if clicked else [])
                 run["ms"] += sum(r["ms"] for r in hop_recs)
-                run["text_bytes"] += sum(r["text_bytes"] for r in hop_recs)
+                run["read_bytes"] += sum(r["read_bytes"] for r in hop_recs)
                 run["calls"] += sum(len(r["texts"]) for r in hop_recs)
-                run["hop_bytes"].append({"locate": found["text_bytes"], "click": clicked["text_bytes"] if clicked else None})
+                run["parts"][f"hop{hop + 1} locate"] = (found["ms"], found["read_bytes"])
+                if clicked:
+                    run["parts"][f"hop{hop + 1} click"] = (clicked["ms"], clicked["read_bytes"])
+                run["hop_bytes"].append({"locate": found["read_bytes"], "click": clicked["read_bytes"] if clicked else None})
                 if i == 0:
                     samples[f"hop{hop + 1} locate"] = found["text"][:4000]
                     if clicked:
@@ -822,16 +863,20 @@ async def bench_task(conn: Conn, ad: dict[str, Any], v: dict[str, Any], docs: Fi
         "runs": len(runs), "succeeded": len(done),
         "latency_ms": summarize([r["ms"] for r in done]),
         "wall_ms": summarize([r["wall_ms"] for r in done]),
-        "text_bytes": summarize([r["text_bytes"] for r in done]),
-        "approx_tokens": summarize([r["text_bytes"] / 4 for r in done]),
+        "read_bytes": summarize([r["read_bytes"] for r in done]),
+        "approx_tokens": summarize([r["read_bytes"] / 4 for r in done]),
         "calls": summarize([r["calls"] for r in done]),
         "hop_locate_bytes": [summarize([r["hop_bytes"][h]["locate"] for r in done]) for h in range(len(TASK["hops"]))],
+        # where the time and bytes go: each part of the task (navigate, hopN locate, hopN click)
+        "parts": {part: {"latency_ms": summarize([r["parts"][part][0] for r in done]),
+                         "read_bytes": summarize([r["parts"][part][1] for r in done])}
+                  for part in (done[0]["parts"] if done else {})},
         "failures": [r["failure"] for r in runs if r.get("failure")][:5],
         "sample_text_head": samples,
     }
     lat = out["latency_ms"]
     log(f"    task         ok {len(done):>2}/{len(runs)}  ms min/med/max {lat.get('min')}/{lat.get('median')}/{lat.get('max')}"
-        f"  text bytes med {out['text_bytes'].get('median')}")
+        f"  read bytes med {out['read_bytes'].get('median')}")
     return out
 
 
@@ -874,6 +919,11 @@ def _mmm(s: dict[str, Any] | None, nd: int = 0) -> str:
     return f"{f(s['min'])} / {f(s['median'])} / {f(s['max'])}"
 
 
+def read_of(step: dict[str, Any]) -> dict[str, Any] | None:
+    """Bytes the agent read (result files before read_bytes existed: the text blocks)."""
+    return step.get("read_bytes") or step.get("text_bytes")
+
+
 def render_markdown(results: list[dict[str, Any]]) -> str:
     cols = [f"{r['label']} {r.get('version', '')}".strip() + (f" [{r['tag']}]" if r.get("tag") else "") for r in results]
     head = "| metric (min / median / max) | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols)
@@ -893,7 +943,8 @@ def render_markdown(results: list[dict[str, Any]]) -> str:
            f"Each step repeated {p.get('repeat')} times"
            + (f"; cold start over {p.get('cold_runs')} fresh processes. " if cold else ". ")
            + "Timings are wall-clock ms on a shared, noisy machine: compare relatively. "
-           "Tokens ≈ response text bytes / 4.", "", head]
+           "Response bytes = what the agent reads: the larger of the text blocks and structuredContent "
+           "(a client gives its model one or the other). Tokens ≈ those bytes / 4.", "", head]
     if cold:
         out.append(row("cold start ms (spawn → initialize + tools/list)", [_mmm(r.get("cold", {}).get("start_ms")) for r in results]))
         out.append(row("first navigate ms (incl. browser launch)", [_mmm(r.get("cold", {}).get("first_navigate_ms")) for r in results]))
@@ -910,8 +961,12 @@ def render_markdown(results: list[dict[str, Any]]) -> str:
             out.append(row(f"{name} · {step} ms", [_mmm(st(r, fx, step).get("latency_ms")) for r in results]))
             if step in ("snapshot", "navigate", "type", "click", "frame_click"):
                 out.append(row(f"{name} · {step} response bytes (≈tokens median)", [
-                    (_mmm(st(r, fx, step).get("text_bytes")) + f" (≈{st(r, fx, step)['approx_tokens']['median']:,.0f})")
-                    if st(r, fx, step).get("text_bytes", {}).get("n") else "–" for r in results]))
+                    (_mmm(read_of(st(r, fx, step))) + f" (≈{st(r, fx, step)['approx_tokens']['median']:,.0f})")
+                    if (read_of(st(r, fx, step)) or {}).get("n") else "–" for r in results]))
+            if step == "snapshot" and fx in REAL_PLANS:
+                out.append(row(f"{name} · snapshot answers cut short (the server's own limit)", [
+                    (f"{st(r, fx, step)['cut_short']}/{st(r, fx, step)['ok']}" if "cut_short" in st(r, fx, step) else "none said")
+                    if st(r, fx, step) else "–" for r in results]))
             if step in ("screenshot", "full_capture"):
                 out.append(row(f"{name} · {step} PNG bytes", [_mmm(st(r, fx, step).get("png_bytes")) for r in results]))
                 out.append(row(f"{name} · {step} result wire bytes (JSON, base64 image)", [_mmm(st(r, fx, step).get("wire_bytes")) for r in results]))
@@ -923,13 +978,14 @@ def render_markdown(results: list[dict[str, Any]]) -> str:
         out.append(row(f"task ({TASK['start']}: {hops}) · succeeded", [
             f"{r['task']['succeeded']}/{r['task']['runs']}" if "task" in r else "–" for r in results]))
         out.append(row("task · ms (every call, summed)", [_mmm(r.get("task", {}).get("latency_ms")) for r in results]))
-        out.append(row("task · bytes read (every answer's text, ≈tokens median)", [
-            _mmm(r["task"]["text_bytes"]) + f" (≈{r['task']['approx_tokens']['median']:,.0f})"
-            if r.get("task", {}).get("text_bytes", {}).get("n") else "–" for r in results]))
+        out.append(row("task · bytes read (every answer, ≈tokens median)", [
+            _mmm(r["task"]["read_bytes"]) + f" (≈{r['task']['approx_tokens']['median']:,.0f})"
+            if r.get("task", {}).get("read_bytes", {}).get("n") else "–" for r in results]))
         out.append(row("task · calls", [_mmm(r.get("task", {}).get("calls")) for r in results]))
-        for h, (role, label) in enumerate(TASK["hops"]):
-            out.append(row(f'task · locate {role} "{label}" answer bytes', [
-                _mmm(r["task"]["hop_locate_bytes"][h]) if "task" in r else "–" for r in results]))
+        parts = list(next((r["task"].get("parts", {}) for r in results if r.get("task", {}).get("parts")), {}))
+        for part in parts:
+            out.append(row(f"task · {part} ms", [_mmm(r.get("task", {}).get("parts", {}).get(part, {}).get("latency_ms")) for r in results]))
+            out.append(row(f"task · {part} bytes", [_mmm(r.get("task", {}).get("parts", {}).get(part, {}).get("read_bytes")) for r in results]))
     if any(fx in r.get("fixtures", {}) for r in results for fx in ("form", "iframe")):
         out.append(row("page verified: typed text / click / iframe click", [
             "{}/{}/{} of {}".format(r.get("fixtures", {}).get("form", {}).get("verified", {}).get("type", "–"),
