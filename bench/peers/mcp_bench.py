@@ -14,7 +14,8 @@ names and argument shapes). The harness
         form:   navigate, snapshot, type (textbox "Name"), click (button "Submit"), screenshot
         large:  navigate, snapshot, screenshot
         iframe: navigate, snapshot, frame_click (button "Frame button" inside the iframe)
-    recording latency, response text bytes, approx tokens (= bytes / 4), wire bytes,
+    recording latency, response bytes as the agent reads them (text blocks or
+    structuredContent, the larger), approx tokens (= bytes / 4), wire bytes,
     and for screenshots the PNG bytes + dimensions (PNG signature checked, IHDR decoded),
   * with --scenario real, uses real pages instead: Python's HTML documentation as Debian
     ships it (python3.11-doc, --docs), served the same way, and per --repeat
@@ -23,7 +24,7 @@ names and argument shapes). The harness
         task:      from library/index.html, locate link "Built-in Functions" and click it,
                    then locate link "len()" and click it; success = the tab shows
                    library/functions.html#len (checked untimed through the adapter's
-                   `where` step); time and text bytes are summed over every call of the task,
+                   `where` step); time and bytes read are summed over every call of the task,
   * writes results/<adapter>-<UTC date>.json and results/<adapter>-<UTC date>.md;
     `report` merges several result JSONs into one side-by-side markdown table.
 
@@ -789,7 +790,7 @@ async def bench_task(conn: Conn, ad: dict[str, Any], v: dict[str, Any], docs: Fi
     """The search-and-click task, --repeat times: navigate to TASK["start"], then for each hop
     the adapter's `locate` (its snapshot unless it has one), the ref read from that answer as an
     agent would (`locate_ref_pattern`, else `ref_pattern`), and `click`. Timed: every call of
-    the task; bytes: every answer's text. A run succeeds when each hop found its ref and every
+    the task; bytes: every answer as read. A run succeeds when each hop found its ref and every
     call answered, and the adapter's untimed `where` (else the last answer) shows the URL."""
     locate = calls_of(ad, "locate" if "locate" in ad["steps"] else "snapshot")
     pats = ad.get("locate_ref_pattern") or ad.get("ref_pattern")
