@@ -14,8 +14,17 @@ names and argument shapes). The harness
         form:   navigate, snapshot, type (textbox "Name"), click (button "Submit"), screenshot
         large:  navigate, snapshot, screenshot
         iframe: navigate, snapshot, frame_click (button "Frame button" inside the iframe)
-    recording latency, response text bytes, approx tokens (= bytes / 4), wire bytes,
+    recording latency, response bytes as the agent reads them (text blocks or
+    structuredContent, the larger), approx tokens (= bytes / 4), wire bytes,
     and for screenshots the PNG bytes + dimensions (PNG signature checked, IHDR decoded),
+  * with --scenario real, uses real pages instead: Python's HTML documentation as Debian
+    ships it (python3.11-doc, --docs), served the same way, and per --repeat
+        stdtypes, functions, tutorial:  navigate, snapshot  (three real pages, large to small)
+        fullpage:  navigate, full_capture (tutorial/index.html, its whole length)
+        task:      from library/index.html, locate link "Built-in Functions" and click it,
+                   then locate link "len()" and click it; success = the tab shows
+                   library/functions.html#len (checked untimed through the adapter's
+                   `where` step); time and bytes read are summed over every call of the task,
   * writes results/<adapter>-<UTC date>.json and results/<adapter>-<UTC date>.md;
     `report` merges several result JSONs into one side-by-side markdown table.
 
@@ -59,7 +68,10 @@ import anyio
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
 RESULTS = HERE / "results"
-GENERIC_STEPS = ["navigate", "snapshot", "click", "type", "screenshot", "frame_click"]
+DOCS = Path("/usr/share/doc/python3.11-doc/html")
+# locate: how the server's agent looks for a named element (default: snapshot); full_capture: a
+# capture of the page's whole length; where: the URL the tab shows (untimed, for verifying).
+GENERIC_STEPS = ["navigate", "snapshot", "click", "type", "screenshot", "frame_click", "locate", "full_capture", "where"]
 # step -> role/label of the element to find in the snapshot (for steps that need a ref)
 TARGETS = {
     "type": ("textbox", "Name"),
@@ -76,6 +88,18 @@ PLANS = {
     "iframe": {"page": "iframe.html", "steps": ["navigate", "snapshot", "frame_click"],
                "verify": {"after": "frame_click", "checks": {"frame_click": "Frame button clicked 1 time"}}},
 }
+# The real-pages scenario (--scenario real): pages of Python's documentation (site "docs").
+REAL_PLANS = {
+    "stdtypes": {"page": "library/stdtypes.html", "site": "docs", "steps": ["navigate", "snapshot"]},
+    "functions": {"page": "library/functions.html", "site": "docs", "steps": ["navigate", "snapshot"]},
+    "tutorial": {"page": "tutorial/index.html", "site": "docs", "steps": ["navigate", "snapshot"]},
+    "fullpage": {"page": "tutorial/index.html", "site": "docs", "steps": ["navigate", "full_capture"]},
+}
+# The search-and-click task: from `start`, each hop locates a link by role and name and clicks
+# it; the tab must end on `lands`.
+TASK = {"start": "library/index.html", "hops": [("link", "Built-in Functions"), ("link", "len()")],
+        "lands": "library/functions.html#len"}
+SCENARIOS = {"synthetic": ["form", "large", "iframe"], "real": [*REAL_PLANS, "task"]}
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -223,6 +247,11 @@ def find_ref(ad: dict[str, Any], step: str, text: str) -> str | None:
     pats = ad.get("ref_pattern")
     if step == "frame_click" and ad.get("frame_ref_pattern"):
         pats = ad["frame_ref_pattern"]
+    return match_ref(pats, role, label, text)
+
+
+def match_ref(pats: str | list[str], role: str, label: str, text: str) -> str | None:
+    """The first ref that one of the patterns (tried in order) finds for role + label."""
     for pat in pats if isinstance(pats, list) else [pats]:
         rx = pat.replace("{role}", re.escape(role)).replace("{label}", re.escape(label))
         m = re.search(rx, text)
@@ -238,6 +267,35 @@ def find_ref(ad: dict[str, Any], step: str, text: str) -> str | None:
 
 def result_text(res: Any) -> str:
     return "\n".join(c.text for c in (res.content or []) if getattr(c, "type", None) == "text")
+
+
+def structured(res: Any) -> Any:
+    return getattr(res, "structured_content", None) if hasattr(res, "structured_content") else getattr(res, "structuredContent", None)
+
+
+def string_leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in string_leaves(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in string_leaves(v)]
+    return []
+
+
+def read_bytes_and_text(res: Any, text: str) -> tuple[int, str]:
+    """What the agent reads: a client gives its model either the text blocks or
+    structuredContent, so count the larger of the two. A server may put a large answer only in
+    structuredContent (with a short text block saying so): its strings are then added to the
+    text that refs and checks are read from, as a model reading that JSON would see them."""
+    data = structured(res)
+    text_len = len(text.encode())
+    if data is None:
+        return text_len, text
+    data_len = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
+    if data_len <= text_len:
+        return text_len, text
+    return data_len, text + "\n" + "\n".join(string_leaves(data))
 
 
 def result_is_error(res: Any) -> bool:
@@ -484,7 +542,7 @@ class StepFailed(Exception):
 
 async def run_calls(conn: Conn, calls: list[dict[str, Any]], vars_: dict[str, Any]) -> dict[str, Any]:
     """Run the calls of one step; latency = sum of the calls' round trips."""
-    rec: dict[str, Any] = {"ms": 0.0, "text_bytes": 0, "wire_bytes": 0, "texts": [], "results": []}
+    rec: dict[str, Any] = {"ms": 0.0, "text_bytes": 0, "read_bytes": 0, "wire_bytes": 0, "texts": [], "results": []}
     for c in calls:
         args = subst(c.get("args") or {}, vars_)
         t0 = time.perf_counter()
@@ -501,6 +559,8 @@ async def run_calls(conn: Conn, calls: list[dict[str, Any]], vars_: dict[str, An
         rec["ms"] += (time.perf_counter() - t0) * 1000.0
         text = result_text(res)
         rec["text_bytes"] += len(text.encode())
+        read, text = read_bytes_and_text(res, text)
+        rec["read_bytes"] += read
         rec["wire_bytes"] += wire_bytes(res)
         rec["texts"].append(text)
         rec["results"].append(res)
@@ -556,8 +616,9 @@ async def bench(ad: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
         "schema": "peers-mcp-bench/2", "adapter": ad["name"], "adapter_file": ad["_path"], "label": ad["label"],
         "version": adapter_version(ad), "transport": ad["transport"], "tag": args.tag, "environment": environment(),
         "params": {"repeat": args.repeat, "cold_runs": args.cold_runs, "fixtures": args.fixtures,
-                   "call_timeout_s": args.call_timeout, "plans": {f: PLANS[f] for f in args.fixtures},
-                   "targets": TARGETS, "tokens": "approx_tokens = response text bytes / 4",
+                   "call_timeout_s": args.call_timeout, "plans": {f: {**PLANS, **REAL_PLANS, "task": TASK}[f] for f in args.fixtures}, "docs": args.docs,
+                   "targets": TARGETS, "tokens": "approx_tokens = read_bytes / 4",
+                   "read_bytes": "the larger of the text blocks and structuredContent (JSON), per call",
                    "vars": {k: ("(redacted)" if "token" in k.lower() else val) for k, val in overrides.items()}},
         "errors": errors,
     }
@@ -565,11 +626,14 @@ async def bench(ad: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     errlog = open(stderr_path, "w")  # noqa: SIM115
     chromium_dirs_before = chromium_tmp_dirs()
     try:
-        with FixtureServer(FIXTURES) as site:
-            log(f"{ad['name']}: fixtures on 127.0.0.1:{site.port}; {args.cold_runs} cold runs")
-            result["cold"] = await cold_runs(ad, base_vars, site, args.cold_runs, errlog, args.call_timeout, errors, overrides)
-            log(f"  cold start {result['cold']['start_ms']}")
-            log(f"  first navigate {result['cold']['first_navigate_ms']}")
+        with FixtureServer(FIXTURES) as site, FixtureServer(Path(args.docs)) as docs:
+            sites = {"fixtures": site, "docs": docs}
+            log(f"{ad['name']}: fixtures on 127.0.0.1:{site.port}, docs on 127.0.0.1:{docs.port}; "
+                f"{args.cold_runs} cold runs")
+            if args.cold_runs:
+                result["cold"] = await cold_runs(ad, base_vars, site, args.cold_runs, errlog, args.call_timeout, errors, overrides)
+                log(f"  cold start {result['cold']['start_ms']}")
+                log(f"  first navigate {result['cold']['first_navigate_ms']}")
             v = dict(base_vars)
             if "port" not in overrides:
                 v["port"] = free_port()
@@ -595,7 +659,10 @@ async def bench(ad: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
                 result["session_first_navigate_ms"] = round((time.perf_counter() - t1) * 1000.0, 1)
                 result["fixtures"] = {}
                 for fx in args.fixtures:
-                    result["fixtures"][fx] = await bench_fixture(conn, ad, fx, v, site, args, errors, outdir)
+                    if fx == "task":
+                        result["task"] = await bench_task(conn, ad, v, docs, args, errors)
+                    else:
+                        result["fixtures"][fx] = await bench_fixture(conn, ad, fx, v, sites, args, errors, outdir)
                 result["rss_tree_mb_end"] = tree_rss_mb(conn.pid) if conn.pid else None
     except Exception as e:  # noqa: BLE001
         errors.append(f"fatal: {e!r}"[:800])
@@ -614,9 +681,10 @@ async def bench(ad: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-async def bench_fixture(conn: Conn, ad: dict[str, Any], fx: str, v: dict[str, Any], site: FixtureServer,
+async def bench_fixture(conn: Conn, ad: dict[str, Any], fx: str, v: dict[str, Any], sites: dict[str, FixtureServer],
                         args: argparse.Namespace, errors: list[str], outdir: Path) -> dict[str, Any]:
-    plan = PLANS[fx]
+    plan = {**PLANS, **REAL_PLANS}[fx]
+    site = sites[plan.get("site", "fixtures")]
     steps = [s for s in plan["steps"] if s in ad["steps"] or (s == "frame_click" and "click" in ad["steps"])]
     skipped = [s for s in plan["steps"] if s not in steps]
     recs: dict[str, list[dict[str, Any]]] = {s: [] for s in steps}
@@ -655,10 +723,12 @@ async def bench_fixture(conn: Conn, ad: dict[str, Any], fx: str, v: dict[str, An
                     errors.append(msg)
                     log("    " + msg[:300])
                 continue
-            entry = {"ms": rec["ms"], "text_bytes": rec["text_bytes"], "wire_bytes": rec["wire_bytes"]}
+            entry = {"ms": rec["ms"], "text_bytes": rec["text_bytes"], "read_bytes": rec["read_bytes"], "wire_bytes": rec["wire_bytes"]}
             if step == "snapshot":
                 snap = rec["text"]
-            if step == "screenshot":
+                if ad.get("truncated_regex"):
+                    entry["cut_short"] = bool(re.search(ad["truncated_regex"], snap, re.M))
+            if step in ("screenshot", "full_capture"):
                 png, how = screenshot_png(rec["results"][-1], rec["text"], [outdir, Path(v["workdir"])])
                 meta = png_info(png) if png else {"png_bytes": None, "png_ok": False}
                 meta["source"] = how
@@ -690,16 +760,19 @@ async def bench_fixture(conn: Conn, ad: dict[str, Any], fx: str, v: dict[str, An
                            "verified": {k: val for k, val in verified.items() if k in (plan.get("verify") or {}).get("checks", {})},
                            "sample_text_head": samples}
     for step, rs in recs.items():
-        tb = [r["text_bytes"] for r in rs]
+        tb = [r["read_bytes"] for r in rs]
         s: dict[str, Any] = {
             "tools": [c["tool"] for c in calls_of(ad, step if step in ad["steps"] else "click")],
             "ok": len(rs), "failed": fails[step],
             "latency_ms": summarize([r["ms"] for r in rs]),
-            "text_bytes": summarize(tb),
+            "text_bytes": summarize([r["text_bytes"] for r in rs]),
+            "read_bytes": summarize(tb),
             "approx_tokens": summarize([b / 4 for b in tb]),
             "wire_bytes": summarize([r["wire_bytes"] for r in rs]),
         }
-        if step == "screenshot":
+        if any("cut_short" in r for r in rs):
+            s["cut_short"] = sum(1 for r in rs if r.get("cut_short"))
+        if step in ("screenshot", "full_capture"):
             s["png_bytes"] = summarize([r["png_bytes"] for r in rs if r.get("png_bytes")])
             s["png_ok"] = sum(1 for r in rs if r.get("png_ok"))
             s["png_dims"] = sorted({f"{r['width']}x{r['height']}" for r in rs if r.get("width")})
@@ -708,7 +781,103 @@ async def bench_fixture(conn: Conn, ad: dict[str, Any], fx: str, v: dict[str, An
         out["steps"][step] = s
         lat = s["latency_ms"]
         log(f"    {step:<12} ok {len(rs):>2}/{args.repeat}  ms min/med/max "
-            f"{lat.get('min')}/{lat.get('median')}/{lat.get('max')}  text bytes med {s['text_bytes'].get('median')}")
+            f"{lat.get('min')}/{lat.get('median')}/{lat.get('max')}  read bytes med {s['read_bytes'].get('median')}")
+    return out
+
+
+async def bench_task(conn: Conn, ad: dict[str, Any], v: dict[str, Any], docs: FixtureServer,
+                     args: argparse.Namespace, errors: list[str]) -> dict[str, Any]:
+    """The search-and-click task, --repeat times: navigate to TASK["start"], then for each hop
+    the adapter's `locate` (its snapshot unless it has one), the ref read from that answer as an
+    agent would (`locate_ref_pattern`, else `ref_pattern`), and `click`. Timed: every call of
+    the task; bytes: every answer as read. A run succeeds when each hop found its ref and every
+    call answered, and the adapter's untimed `where` (else the last answer) shows the URL."""
+    locate = calls_of(ad, "locate" if "locate" in ad["steps"] else "snapshot")
+    pats = ad.get("locate_ref_pattern") or ad.get("ref_pattern")
+    lands = f"http://127.0.0.1:{docs.port}/{TASK['lands']}"
+    lands_rx = re.compile(re.escape(lands) + r"(?![\w-])")
+    runs: list[dict[str, Any]] = []
+    samples: dict[str, str] = {}
+    log(f"  task: {args.repeat} x navigate {TASK['start']}, then locate + click for {TASK['hops']}")
+    for i in range(args.repeat):
+        v["url"] = docs.url(TASK["start"], f"task-{i:03d}")
+        run: dict[str, Any] = {"ms": 0.0, "read_bytes": 0, "calls": 0, "ok": False, "hop_bytes": [], "parts": {}}
+        failure = None
+        t0 = time.perf_counter()
+        try:
+            rec = await run_calls(conn, calls_of(ad, "navigate"), v)
+            run["ms"] += rec["ms"]
+            run["read_bytes"] += rec["read_bytes"]
+            run["calls"] += len(rec["texts"])
+            run["parts"]["navigate"] = (rec["ms"], rec["read_bytes"])
+            last = rec["text"]
+            for hop, (role, label) in enumerate(TASK["hops"]):
+                v["role"], v["label"] = role, label
+                found = await run_calls(conn, locate, v)
+                ref = match_ref(pats, role, label, found["text"])
+                clicked = None
+                if ref is not None:
+                    v["ref"] = ref
+                    clicked = await run_calls(conn, calls_of(ad, "click"), v)
+                hop_recs = [found] + ([clicked] if clicked else [])
+                run["ms"] += sum(r["ms"] for r in hop_recs)
+                run["read_bytes"] += sum(r["read_bytes"] for r in hop_recs)
+                run["calls"] += sum(len(r["texts"]) for r in hop_recs)
+                run["parts"][f"hop{hop + 1} locate"] = (found["ms"], found["read_bytes"])
+                if clicked:
+                    run["parts"][f"hop{hop + 1} click"] = (clicked["ms"], clicked["read_bytes"])
+                run["hop_bytes"].append({"locate": found["read_bytes"], "click": clicked["read_bytes"] if clicked else None})
+                if i == 0:
+                    samples[f"hop{hop + 1} locate"] = found["text"][:4000]
+                    if clicked:
+                        samples[f"hop{hop + 1} click"] = clicked["text"][:4000]
+                    if args.dump_dir:
+                        d = Path(args.dump_dir)
+                        d.mkdir(parents=True, exist_ok=True)
+                        (d / f"{ad['name']}-task-hop{hop + 1}-locate.txt").write_text(found["text"])
+                if clicked is None:
+                    failure = f"hop {hop + 1}: no ref for {role} {label!r} in the {locate[0]['tool']} answer"
+                    break
+                last = clicked["text"]
+        except Exception as e:  # noqa: BLE001
+            failure = f"{e!r}"[:400]
+        run["wall_ms"] = (time.perf_counter() - t0) * 1000.0
+        if failure is None:
+            # verification, outside the timed region: the URL the tab shows
+            try:
+                shown = (await run_calls(conn, calls_of(ad, "where"), v))["text"] if "where" in ad["steps"] else last
+                run["ok"] = bool(lands_rx.search(shown))
+                if not run["ok"]:
+                    failure = f"landed elsewhere: {lands!r} not in {shown[:300]!r}"
+            except Exception as e:  # noqa: BLE001
+                failure = f"where: {e!r}"[:400]
+        if failure:
+            run["failure"] = failure
+            if sum(1 for r in runs if r.get("failure")) < 3:
+                errors.append(f"task run {i}: {failure}")
+                log(f"    task run {i}: {failure}"[:300])
+        runs.append(run)
+    done = [r for r in runs if r["ok"]]
+    out = {
+        "start": TASK["start"], "hops": TASK["hops"], "lands": TASK["lands"],
+        "locate_tools": [c["tool"] for c in locate], "click_tools": [c["tool"] for c in calls_of(ad, "click")],
+        "runs": len(runs), "succeeded": len(done),
+        "latency_ms": summarize([r["ms"] for r in done]),
+        "wall_ms": summarize([r["wall_ms"] for r in done]),
+        "read_bytes": summarize([r["read_bytes"] for r in done]),
+        "approx_tokens": summarize([r["read_bytes"] / 4 for r in done]),
+        "calls": summarize([r["calls"] for r in done]),
+        "hop_locate_bytes": [summarize([r["hop_bytes"][h]["locate"] for r in done]) for h in range(len(TASK["hops"]))],
+        # where the time and bytes go: each part of the task (navigate, hopN locate, hopN click)
+        "parts": {part: {"latency_ms": summarize([r["parts"][part][0] for r in done]),
+                         "read_bytes": summarize([r["parts"][part][1] for r in done])}
+                  for part in (done[0]["parts"] if done else {})},
+        "failures": [r["failure"] for r in runs if r.get("failure")][:5],
+        "sample_text_head": samples,
+    }
+    lat = out["latency_ms"]
+    log(f"    task         ok {len(done):>2}/{len(runs)}  ms min/med/max {lat.get('min')}/{lat.get('median')}/{lat.get('max')}"
+        f"  read bytes med {out['read_bytes'].get('median')}")
     return out
 
 
@@ -751,6 +920,11 @@ def _mmm(s: dict[str, Any] | None, nd: int = 0) -> str:
     return f"{f(s['min'])} / {f(s['median'])} / {f(s['max'])}"
 
 
+def read_of(step: dict[str, Any]) -> dict[str, Any] | None:
+    """Bytes the agent read (result files before read_bytes existed: the text blocks)."""
+    return step.get("read_bytes") or step.get("text_bytes")
+
+
 def render_markdown(results: list[dict[str, Any]]) -> str:
     cols = [f"{r['label']} {r.get('version', '')}".strip() + (f" [{r['tag']}]" if r.get("tag") else "") for r in results]
     head = "| metric (min / median / max) | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols)
@@ -763,39 +937,63 @@ def render_markdown(results: list[dict[str, Any]]) -> str:
 
     env = results[0].get("environment", {})
     p = results[0].get("params", {})
+    cold = any(r.get("cold", {}).get("start_ms", {}).get("n") for r in results)
     out = [f"# MCP browser servers — side by side ({env.get('date_utc', '')})", "",
            f"{env.get('cpu_count')} CPUs (load at start {env.get('loadavg_at_start')}), {env.get('chromium')}, "
            f"Node {env.get('node')}, Python {env.get('python')}, mcp SDK {env.get('mcp_python_sdk')}. "
-           f"Each step repeated {p.get('repeat')} times; cold start over {p.get('cold_runs')} fresh processes. "
-           "Timings are wall-clock ms on a shared, noisy machine: compare relatively. "
-           "Tokens ≈ response text bytes / 4.", "", head]
-    out.append(row("cold start ms (spawn → initialize + tools/list)", [_mmm(r.get("cold", {}).get("start_ms")) for r in results]))
-    out.append(row("first navigate ms (incl. browser launch)", [_mmm(r.get("cold", {}).get("first_navigate_ms")) for r in results]))
+           f"Each step repeated {p.get('repeat')} times"
+           + (f"; cold start over {p.get('cold_runs')} fresh processes. " if cold else ". ")
+           + "Timings are wall-clock ms on a shared, noisy machine: compare relatively. "
+           "Response bytes = what the agent reads: the larger of the text blocks and structuredContent "
+           "(a client gives its model one or the other). Tokens ≈ those bytes / 4.", "", head]
+    if cold:
+        out.append(row("cold start ms (spawn → initialize + tools/list)", [_mmm(r.get("cold", {}).get("start_ms")) for r in results]))
+        out.append(row("first navigate ms (incl. browser launch)", [_mmm(r.get("cold", {}).get("first_navigate_ms")) for r in results]))
     out.append(row("tools listed / tools/list bytes", [f"{r.get('tool_count', '–')} / {r.get('tools_list_bytes', '–'):,}"
                                                        if isinstance(r.get('tools_list_bytes'), int) else "–" for r in results]))
     for fx, steps in (("form", ["navigate", "snapshot", "type", "click", "screenshot"]),
                       ("large", ["navigate", "snapshot", "screenshot"]),
-                      ("iframe", ["navigate", "snapshot", "frame_click"])):
+                      ("iframe", ["navigate", "snapshot", "frame_click"]),
+                      *((name, plan["steps"]) for name, plan in REAL_PLANS.items())):
         if not any(fx in r.get("fixtures", {}) for r in results):
             continue
+        name = f"{fx} ({REAL_PLANS[fx]['page']})" if fx in REAL_PLANS else fx
         for step in steps:
-            out.append(row(f"{fx} · {step} ms", [_mmm(st(r, fx, step).get("latency_ms")) for r in results]))
+            out.append(row(f"{name} · {step} ms", [_mmm(st(r, fx, step).get("latency_ms")) for r in results]))
             if step in ("snapshot", "navigate", "type", "click", "frame_click"):
-                out.append(row(f"{fx} · {step} response bytes (≈tokens median)", [
-                    (_mmm(st(r, fx, step).get("text_bytes")) + f" (≈{st(r, fx, step)['approx_tokens']['median']:,.0f})")
-                    if st(r, fx, step).get("text_bytes", {}).get("n") else "–" for r in results]))
-            if step == "screenshot":
-                out.append(row(f"{fx} · screenshot PNG bytes", [_mmm(st(r, fx, step).get("png_bytes")) for r in results]))
-                out.append(row(f"{fx} · screenshot result wire bytes (JSON, base64 image)", [_mmm(st(r, fx, step).get("wire_bytes")) for r in results]))
-                out.append(row(f"{fx} · screenshot PNG ok / dims", [
+                out.append(row(f"{name} · {step} response bytes (≈tokens median)", [
+                    (_mmm(read_of(st(r, fx, step))) + f" (≈{st(r, fx, step)['approx_tokens']['median']:,.0f})")
+                    if (read_of(st(r, fx, step)) or {}).get("n") else "–" for r in results]))
+            if step == "snapshot" and fx in REAL_PLANS:
+                out.append(row(f"{name} · snapshot answers cut short (the server's own limit)", [
+                    (f"{st(r, fx, step)['cut_short']}/{st(r, fx, step)['ok']}" if "cut_short" in st(r, fx, step) else "none said")
+                    if st(r, fx, step) else "–" for r in results]))
+            if step in ("screenshot", "full_capture"):
+                out.append(row(f"{name} · {step} PNG bytes", [_mmm(st(r, fx, step).get("png_bytes")) for r in results]))
+                out.append(row(f"{name} · {step} result wire bytes (JSON, base64 image)", [_mmm(st(r, fx, step).get("wire_bytes")) for r in results]))
+                out.append(row(f"{name} · {step} PNG ok / dims", [
                     f"{st(r, fx, step).get('png_ok', 0)}/{p.get('repeat')} {','.join(st(r, fx, step).get('png_dims', []))}"
                     if st(r, fx, step) else "–" for r in results]))
-    out.append(row("page verified: typed text / click / iframe click", [
-        "{}/{}/{} of {}".format(r.get("fixtures", {}).get("form", {}).get("verified", {}).get("type", "–"),
-                                r.get("fixtures", {}).get("form", {}).get("verified", {}).get("click", "–"),
-                                r.get("fixtures", {}).get("iframe", {}).get("verified", {}).get("frame_click", "–"),
-                                p.get("repeat")) for r in results]))
-    out.append(row("iframe support", [{True: "yes", False: "no", None: "–"}[r.get("iframe_support")] for r in results]))
+    if any("task" in r for r in results):
+        hops = " → ".join(f'{role} "{label}"' for role, label in TASK["hops"])
+        out.append(row(f"task ({TASK['start']}: {hops}) · succeeded", [
+            f"{r['task']['succeeded']}/{r['task']['runs']}" if "task" in r else "–" for r in results]))
+        out.append(row("task · ms (every call, summed)", [_mmm(r.get("task", {}).get("latency_ms")) for r in results]))
+        out.append(row("task · bytes read (every answer, ≈tokens median)", [
+            _mmm(r["task"]["read_bytes"]) + f" (≈{r['task']['approx_tokens']['median']:,.0f})"
+            if r.get("task", {}).get("read_bytes", {}).get("n") else "–" for r in results]))
+        out.append(row("task · calls", [_mmm(r.get("task", {}).get("calls")) for r in results]))
+        parts = list(next((r["task"].get("parts", {}) for r in results if r.get("task", {}).get("parts")), {}))
+        for part in parts:
+            out.append(row(f"task · {part} ms", [_mmm(r.get("task", {}).get("parts", {}).get(part, {}).get("latency_ms")) for r in results]))
+            out.append(row(f"task · {part} bytes", [_mmm(r.get("task", {}).get("parts", {}).get(part, {}).get("read_bytes")) for r in results]))
+    if any(fx in r.get("fixtures", {}) for r in results for fx in ("form", "iframe")):
+        out.append(row("page verified: typed text / click / iframe click", [
+            "{}/{}/{} of {}".format(r.get("fixtures", {}).get("form", {}).get("verified", {}).get("type", "–"),
+                                    r.get("fixtures", {}).get("form", {}).get("verified", {}).get("click", "–"),
+                                    r.get("fixtures", {}).get("iframe", {}).get("verified", {}).get("frame_click", "–"),
+                                    p.get("repeat")) for r in results]))
+        out.append(row("iframe support", [{True: "yes", False: "no", None: "–"}[r.get("iframe_support")] for r in results]))
     out.append(row("server process tree, sum of RSS at end (MiB; overcounts shared pages)", [str(r.get("rss_tree_mb_end", "–")) for r in results]))
     out.append(row("errors recorded", [str(len(r.get("errors", []))) for r in results]))
     out.append("")
@@ -807,6 +1005,9 @@ def render_markdown(results: list[dict[str, Any]]) -> str:
         for f in fx.values():
             for s, d in f.get("steps", {}).items():
                 used[s] = " + ".join(f"`{t}`" for t in d.get("tools", []))
+        if "task" in r:
+            used["task locate"] = " + ".join(f"`{t}`" for t in r["task"]["locate_tools"])
+            used["task click"] = " + ".join(f"`{t}`" for t in r["task"]["click_tools"])
         out.append(f"- {r['label']}: " + "; ".join(f"{s} → {t}" for s, t in used.items()))
     errs = [(r["label"], e) for r in results for e in r.get("errors", [])]
     if errs:
@@ -828,7 +1029,12 @@ def main() -> None:
     r.add_argument("--adapter", action="append", required=True, help="adapter JSON/YAML file (repeatable)")
     r.add_argument("--repeat", type=int, default=15, help="repetitions of each step per fixture (default 15)")
     r.add_argument("--cold-runs", type=int, default=None, help="fresh processes for cold start (default = --repeat)")
-    r.add_argument("--fixtures", default="form,large,iframe", help="comma list of form,large,iframe")
+    r.add_argument("--scenario", choices=list(SCENARIOS), default="synthetic",
+                   help="synthetic: the fixture pages (form, large, iframe); real: Python's documentation "
+                        "(stdtypes, functions, tutorial, fullpage, task) and no cold runs unless --cold-runs")
+    r.add_argument("--fixtures", default=None, help="comma list, default the scenario's: "
+                   + "; ".join(f"{k}: {','.join(v)}" for k, v in SCENARIOS.items()))
+    r.add_argument("--docs", default=str(DOCS), help=f"the real pages' root (default {DOCS}, Debian's python3.11-doc)")
     r.add_argument("--call-timeout", type=float, default=60.0, help="seconds per tool call")
     r.add_argument("--results-dir", default=str(RESULTS))
     r.add_argument("--tag", default="", help="suffix for result file names")
@@ -862,12 +1068,17 @@ def main() -> None:
 
     RESULTS = Path(args.results_dir).resolve()
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.fixtures is None:
+        args.fixtures = ",".join(SCENARIOS[args.scenario])
     args.fixtures = [f.strip() for f in args.fixtures.split(",") if f.strip()]
-    bad = [f for f in args.fixtures if f not in PLANS]
+    known = [*PLANS, *REAL_PLANS, "task"]
+    bad = [f for f in args.fixtures if f not in known]
     if bad:
-        raise SystemExit(f"unknown fixtures {bad}; known {list(PLANS)}")
+        raise SystemExit(f"unknown fixtures {bad}; known {known}")
+    if any(f in REAL_PLANS or f == "task" for f in args.fixtures) and not (Path(args.docs) / "library" / "functions.html").is_file():
+        raise SystemExit(f"{args.docs} has no library/functions.html: install Debian's python3.11-doc")
     if args.cold_runs is None:
-        args.cold_runs = args.repeat
+        args.cold_runs = 0 if args.scenario == "real" else args.repeat
     ads = [load_adapter(a) for a in args.adapter]
     for ad in ads:
         if not ad.get("runnable", True):
