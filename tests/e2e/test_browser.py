@@ -83,11 +83,13 @@ show();
 
 
 class Site:
-    """Pages on 127.0.0.1:<port>; `/hang` holds its request until the site stops."""
+    """Pages on 127.0.0.1:<port>; `/hang` holds its request until the site stops; `/partial`
+    sends the start of a page and holds the rest until `finish` is set."""
 
     def __init__(self, pages: dict[str, str]) -> None:
         self.pages = pages
         self.release = threading.Event()
+        self.finish = threading.Event()
         site = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -95,6 +97,15 @@ class Site:
                 path = self.path.split("?", 1)[0]
                 if path == "/hang":
                     site.release.wait(60)
+                    return
+                if path == "/partial":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html; charset=utf-8")
+                    self.end_headers()
+                    self.wfile.write(b"<!doctype html><title>Partial</title><h1>Arrived so far</h1>")
+                    self.wfile.flush()
+                    site.finish.wait(60)
+                    self.wfile.write(b"<p>The rest</p>")
                     return
                 body = site.pages.get(path)
                 status = 200 if body is not None else 404
@@ -118,6 +129,7 @@ class Site:
 
     def close(self) -> None:
         self.release.set()
+        self.finish.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -700,3 +712,31 @@ async def test_no_chromium_outlives_the_broker(lomi, workspaces, mcp, how):
     else:
         lomi.kill()
     await wait_gone(agent.pid)
+
+
+async def test_a_snapshot_of_a_page_still_loading_says_so(lomi, workspaces, mcp, site):
+    """A snapshot taken while the page's document is still arriving (as right after a click
+    that navigated) says `loading`, in structuredContent and in the text an agent reads, so an
+    empty or partial tree is not mistaken for the page."""
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        agent = await agent_for(lomi, workspaces, session)
+        await agent.create()
+        op = await agent.act("lomi_browser_navigate", {"url": site.url("/partial"), "waitUntil": "commit"})
+        assert op["state"] == "succeeded", dump(op)
+        deadline = time.monotonic() + 10
+        while "Arrived so far" not in (early := await agent.snapshot())["text"]:
+            assert time.monotonic() < deadline, dump(early)
+            await anyio.sleep(0.05)
+        assert early["loading"] is True, dump(early)
+        raw = await session.call("lomi_browser_snapshot", {"panelId": agent.panel})
+        header = raw.raw.content[0].text.split("\n- ", 1)[0]
+        assert "loading: the page is still loading" in header and "lomi_browser_wait" in header, header
+        site.finish.set()
+        while (done := await agent.snapshot())["loading"]:
+            assert time.monotonic() < deadline, dump(done)
+            await anyio.sleep(0.05)
+        assert "The rest" in done["text"] and "loading:" not in done["text"], dump(done)
+        await agent.close()
+

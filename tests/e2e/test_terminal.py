@@ -850,3 +850,38 @@ async def test_an_agents_terminal_cannot_give_the_persons_commands(lomi, workspa
         await term.close()
     # The person, outside, still can.
     assert lomi.cli("pairing", "list")
+
+
+async def test_a_create_retried_after_its_project_left_the_workspace_is_the_prior_operation(
+    lomi, workspaces, mcp, tmp_path
+):
+    """A terminal create names its project; the terminal is closed and the person removes the
+    project; the same create again answers its operation (never NOT_FOUND) and starts nothing."""
+    a, _ = workspaces
+    ws = a["workspaceId"]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    project = lomi.cli("workspace", "add-project", ws, str(docs))["project"]["projectId"]
+    token = lomi.create_token(ws)["token"]
+    async with mcp.session(token=token) as agent:
+        epoch = (await agent.connect(ws))["retryEpoch"]
+        revision = (await agent.ok("lomi_panel_list", {"workspaceId": ws}))["domainRevision"]
+        create = {
+            "workspaceId": ws, "projectId": project, "cwdRelative": "", "title": "Docs",
+            "expectedRevision": revision, "retryEpoch": epoch, "requestKey": "docs-shell",
+        }
+        op = await agent.settle((await agent.ok("lomi_terminal_create", create))["operationId"])
+        assert op["state"] == "succeeded" and op["projectId"] == project, dump(op)
+        created = op["result"]
+        closed = await agent.ok("lomi_terminal_close", {
+            "workspaceId": ws, "panelId": created["panelId"],
+            "expectedRevision": created["domainRevision"], "retryEpoch": epoch, "requestKey": "docs-close",
+        })
+        assert (await agent.settle(closed["operationId"]))["state"] == "succeeded"
+        lomi.cli("workspace", "remove-project", ws, project)
+        again = await agent.ok("lomi_terminal_create", create)
+        assert again["operationId"] == op["operationId"] and again["state"] == "succeeded", dump(again)
+        listed = await agent.ok("lomi_panel_list", {"workspaceId": ws})
+        assert listed["panels"] == [], dump(listed)
+        # A new request for the removed project is refused before anything is recorded.
+        await agent.error("lomi_terminal_create", dict(create, requestKey="after-removal"), "NOT_FOUND")

@@ -86,6 +86,22 @@ impl ProjectChange<'_> {
 }
 
 impl Broker {
+    /// The project a request is keyed by. A project the request names keys it as it is, so
+    /// its root is looked up only after the prior receipt and a retry finds that receipt even
+    /// if the project left the workspace since; a request that names none means the
+    /// workspace's only project.
+    pub fn key_project(
+        &self,
+        caller: &PairingId,
+        workspace: &WorkspaceId,
+        named: Option<&ProjectId>,
+    ) -> Result<ProjectId, ToolError> {
+        match named {
+            Some(project) => Ok(project.clone()),
+            None => Ok(self.project_root(caller, workspace, None)?.0),
+        }
+    }
+
     /// Runs a [`ProjectChange`] in the engine's order under the project's permit: `find`
     /// (after the prior receipt was looked for) gives what the effect needs besides the
     /// project's root; the effect runs with both. Its own revision checks belong in the
@@ -104,13 +120,7 @@ impl Broker {
         Run: FnOnce(PathBuf, L, EffectContext) -> Fut + Send + 'static,
         Fut: Future<Output = EffectOutcome> + Send + 'static,
     {
-        // A project the request names keys it as it is: its root is looked up only after the
-        // prior receipt, so a retry finds that receipt even if the project left the
-        // workspace since. A request that names none means the workspace's only project.
-        let project = match change.project {
-            Some(project) => project.clone(),
-            None => self.project_root(caller, change.workspace, None)?.0,
-        };
+        let project = self.key_project(caller, change.workspace, change.project)?;
         let workspace = change.workspace.clone();
         let named = project.clone();
         self.operate(

@@ -414,9 +414,9 @@ impl BrowserPanels {
                 "viewport width and height must be 100 to 4,096",
             ));
         }
-        let (project_id, root) =
+        let project_id =
             self.broker
-                .project_root(caller, &input.workspace_id, input.project_id.as_ref())?;
+                .key_project(caller, &input.workspace_id, input.project_id.as_ref())?;
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let change = LayoutChange {
@@ -435,13 +435,21 @@ impl BrowserPanels {
             height: viewport.height,
             ..self.options.clone()
         };
+        let anchor = project_id.clone();
         self.broker
             .change_layout(
                 caller,
                 change,
                 Confirmation::Policy,
-                async { Ok(()) },
-                move |(), context| async move {
+                // The project's root only after the prior receipt: a retry is answered even if
+                // the project left the workspace since.
+                async {
+                    let named = Some(&anchor);
+                    Ok((self.broker)
+                        .project_root(caller, &input.workspace_id, named)?
+                        .1)
+                },
+                move |root, context| async move {
                     // The person's choice at the time the browser starts.
                     let profile = context.broker.persistent_browser_profile(&workspace_id);
                     if let Some(dir) = &profile
@@ -764,6 +772,7 @@ impl BrowserPanels {
             frames: taken.frames,
             since_snapshot_id: input.since_snapshot_id,
             dialog: taken.dialog,
+            loading: taken.loading,
         })
     }
 

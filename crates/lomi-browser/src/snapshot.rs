@@ -32,6 +32,9 @@ pub struct SnapshotText {
     pub refs: u32,
     pub frames: Vec<FrameView>,
     pub dialog: Option<DialogView>,
+    /// The main document is still being parsed (a navigation just committed): the tree may
+    /// be empty or partial.
+    pub loading: bool,
 }
 
 pub(crate) struct Rendered {

@@ -754,6 +754,7 @@ impl Tab {
                 refs: 0,
                 frames: Vec::new(),
                 dialog: Some(dialog),
+                loading: false,
             });
         }
         let tree = self.raw("Page.getFrameTree", json!({})).await?;
@@ -769,6 +770,7 @@ impl Tab {
         let mut prefixes: HashMap<String, String> = HashMap::new();
         let mut texts: HashMap<String, Value> = HashMap::new();
         let mut title = String::new();
+        let mut loading = false;
         let mut views = Vec::new();
         if dialog.is_none() {
             for (frame_id, parent, url) in &frames {
@@ -785,6 +787,7 @@ impl Tab {
                 };
                 if parent.is_none() {
                     title = taken["title"].as_str().unwrap_or_default().to_owned();
+                    loading = taken["loading"].as_bool().unwrap_or(false);
                 }
                 prefixes.insert(frame_id.clone(), prefix.clone());
                 records.insert(
@@ -874,6 +877,7 @@ impl Tab {
             refs: u32::try_from(refs.len()).unwrap_or(u32::MAX),
             frames: views,
             dialog,
+            loading,
         })
     }
 

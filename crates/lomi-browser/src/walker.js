@@ -315,7 +315,7 @@
       visit(root, 0, false);
       flushText(0);
     }
-    return { text: lines.join('\n'), refs, iframes, title: doc.title, url: doc.URL };
+    return { text: lines.join('\n'), refs, iframes, title: doc.title, url: doc.URL, loading: doc.readyState === 'loading' };
   }
 
   function element(n) {

@@ -97,6 +97,11 @@ fn answer_snapshot(result: Result<SnapshotView, ToolError>) -> Answer {
         if let Some(dialog) = &view.dialog {
             header.push_str(&format!("dialog: {} {:?}\n", dialog.kind, cut(&dialog.message, 100)));
         }
+        if view.loading {
+            header.push_str(
+                "loading: the page is still loading, so this tree may be empty or partial; wait with lomi_browser_wait (networkIdle, or the text you expect), or snapshot again\n",
+            );
+        }
         (header.clone() + &view.text, header)
     });
     let mut answered = answer(result);

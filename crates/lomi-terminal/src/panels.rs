@@ -131,9 +131,9 @@ impl TerminalPanels {
                 "argv must name a program; omit it for the shell",
             ));
         }
-        let (project_id, root) =
+        let project_id =
             self.broker
-                .project_root(caller, &input.workspace_id, input.project_id.as_ref())?;
+                .key_project(caller, &input.workspace_id, input.project_id.as_ref())?;
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let change = LayoutChange {
@@ -146,6 +146,7 @@ impl TerminalPanels {
             payload: to_value(&input),
         };
         let panels = self.clone();
+        let anchor = project_id.clone();
         let creator = caller.clone();
         let title = input.title.clone();
         self.broker
@@ -153,7 +154,14 @@ impl TerminalPanels {
                 caller,
                 change,
                 Confirmation::Policy,
+                // The project's root only after the prior receipt: a retry is answered even if
+                // the project left the workspace since.
                 async {
+                    let (_, root) = (self.broker).project_root(
+                        caller,
+                        &input.workspace_id,
+                        Some(&anchor),
+                    )?;
                     confined_existing_dir(&root, &input.cwd_relative)
                         .map_err(|why| ToolError::invalid(format!("cwdRelative: {why}")))
                 },

@@ -164,6 +164,10 @@ pub struct SnapshotView {
     pub since_snapshot_id: Option<String>,
     /// A JavaScript dialog waiting for lomi_browser_dialog.
     pub dialog: Option<DialogView>,
+    /// The page is still loading (its document is being parsed, as right after a click that
+    /// navigated): the tree may be empty or partial; wait with lomi_browser_wait, or snapshot
+    /// again.
+    pub loading: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
