@@ -297,3 +297,15 @@ def test_a_flood_of_unapproved_sessions_cannot_bury_the_one_the_person_expects(l
     lomi.cli("pairing", "deny", waiting[0]["data"]["pairingId"])
     again = status(flood[answers.index(refused[0])])
     assert again["status"] == "ok" and again["data"]["state"] == "pending", again
+
+
+def test_ending_a_session_answers_no_content_and_ends_it(lomi):
+    """DELETE ends the session with 204 (the MCP Python SDK warns on anything but 200 and
+    204); the session's id is unknown afterwards."""
+    session = RawSession(lomi.port)
+    ended = post(lomi.port, b"", method="DELETE", headers=session.headers)
+    assert ended.status == 204 and ended.body == b"", ended.describe()
+    after = post(lomi.port, {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, headers=session.headers)
+    assert after.status == 404, after.describe()
+    assert_alive(lomi)
+

@@ -93,5 +93,23 @@ pub fn router(lomi: Lomi, address: SocketAddr, shutdown: CancellationToken) -> a
         Arc::new(sessions),
         config,
     );
-    axum::Router::new().nest_service("/mcp", service)
+    axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(session_end_answers_no_content))
+}
+
+/// A session ended by DELETE is answered 204 No Content: the MCP library answers 202, which
+/// the MCP Python SDK takes for a failure ("Session termination failed: 202") and warns
+/// about at the end of every session.
+async fn session_end_answers_no_content(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let ending = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if ending && response.status() == axum::http::StatusCode::ACCEPTED {
+        *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
+        *response.body_mut() = axum::body::Body::empty();
+    }
+    response
 }
