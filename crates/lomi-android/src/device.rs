@@ -265,6 +265,15 @@ impl Device {
             Ok(Some(DeviceState::Ready)) => Ok(()),
             Ok(Some(state)) => Err(unknown(format!("the device is {state} now"))),
             Ok(None) => Err(unknown("the adb server no longer lists the device".into())),
+            // The server itself is gone: the device may be fine, but nothing reaches it now.
+            Err(error) if error.kind() == io::ErrorKind::ConnectionRefused => {
+                Err(AndroidError::ServerLost {
+                    address: self.server,
+                    serial: self.serial.clone(),
+                    command: command.to_owned(),
+                    detail: error.to_string(),
+                })
+            }
             Err(error) => Err(unknown(format!(
                 "the adb server could not say whether the device is still there: {error}"
             ))),

@@ -36,6 +36,15 @@ pub enum AndroidError {
         command: String,
         detail: String,
     },
+    #[error(
+        "the adb server at {address} stopped answering around `{command}` on device `{serial}` ({detail}); Lomi cannot tell whether the command took effect. Start the adb server again (`adb start-server`, or `adb -P PORT server` for another port), attach the device again with lomi_android_attach, and look at it before repeating the command"
+    )]
+    ServerLost {
+        address: SocketAddrV4,
+        serial: String,
+        command: String,
+        detail: String,
+    },
     #[error("could not connect the adb server to {address}: {detail}")]
     ConnectFailed {
         address: SocketAddrV4,
@@ -123,6 +132,7 @@ impl AndroidError {
             self,
             AndroidError::DeviceLost { .. }
                 | AndroidError::OutcomeUnknown { .. }
+                | AndroidError::ServerLost { .. }
                 | AndroidError::TimedOut { .. }
                 | AndroidError::Mismatch { .. }
                 | AndroidError::Stalled { .. }
@@ -138,7 +148,21 @@ impl AndroidError {
                 | AndroidError::DeviceNotReady { .. }
                 | AndroidError::DeviceLost { .. }
                 | AndroidError::OutcomeUnknown { .. }
+                | AndroidError::ServerLost { .. }
         )
+    }
+
+    /// What ended a panel's runtime, and what brings it back, when this error ended it.
+    pub fn ending(&self) -> String {
+        match self {
+            AndroidError::ServerLost { address, .. } => format!(
+                "the adb server at {address} stopped answering; start it again (`adb start-server`, or \
+                 `adb -P PORT server` for another port), then attach the device again with lomi_android_attach \
+                 (it gets a new generation)"
+            ),
+            _ => "lost its device; attach it again with lomi_android_attach (it gets a new generation)"
+                .to_owned(),
+        }
     }
 
     /// The protocol error code this error is reported as.
@@ -162,6 +186,7 @@ impl AndroidError {
             AndroidError::ServerUnreachable { .. }
             | AndroidError::DeviceLost { .. }
             | AndroidError::OutcomeUnknown { .. }
+            | AndroidError::ServerLost { .. }
             | AndroidError::ConnectFailed { .. }
             | AndroidError::TimedOut { .. }
             | AndroidError::UiNotIdle { .. } => ErrorCode::RuntimeUnavailable,

@@ -100,6 +100,9 @@ struct Runtime {
     workspace_id: WorkspaceId,
     /// `None` once the device went away; attaching it again gives a new one.
     generation: Option<String>,
+    /// Why the last generation ended and what brings the panel back, for every answer about
+    /// the panel while it has none.
+    ended: Option<String>,
     screen: (u32, u32),
     /// Dots per inch, read at attach.
     density: Option<u32>,
@@ -313,7 +316,10 @@ impl AndroidPanels {
                         named.unwrap_or_default()
                     ),
                     None => format!(
-                        "panel {panel} lost its device; attach it again with lomi_android_attach (it gets a new generation)"
+                        "panel {panel} {}",
+                        runtime.ended.as_deref().unwrap_or(
+                            "lost its device; attach it again with lomi_android_attach (it gets a new generation)"
+                        )
                     ),
                 },
             )
@@ -323,12 +329,13 @@ impl AndroidPanels {
 
     /// The device went away: the panel's runtime ends (if it is still `generation`), and with
     /// it every lease on it.
-    fn lose(&self, panel: &PanelId, generation: &str) {
+    fn lose(&self, panel: &PanelId, generation: &str, ended: String) {
         let mut runtimes = self.runtimes.lock();
         if let Some(runtime) = runtimes.get_mut(panel)
             && runtime.generation.as_deref() == Some(generation)
         {
             runtime.generation = None;
+            runtime.ended = Some(ended);
             runtime.snapshot = None;
             drop(runtimes);
             tracing::warn!("panel {panel}: device lost (generation {generation})");
@@ -339,7 +346,7 @@ impl AndroidPanels {
     /// Ends the panel's runtime if `error` says the device is gone.
     fn note_failure(&self, panel: &PanelId, generation: &str, error: &AndroidError) {
         if error.device_gone() {
-            self.lose(panel, generation);
+            self.lose(panel, generation, error.ending());
         }
     }
 
@@ -556,6 +563,7 @@ impl AndroidPanels {
                     device,
                     workspace_id: workspace_id.clone(),
                     generation: Some(generation.clone()),
+                    ended: None,
                     screen,
                     density,
                     snapshot: None,

@@ -119,6 +119,10 @@ fn to_value<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+/// What an agent does about a browser that is gone.
+const BROWSER_GONE_NEXT: &str =
+    "close its panel with lomi_browser_close, then start a new browser with lomi_browser_create";
+
 /// The envelope error for a browser failure.
 pub fn tool_error(error: BrowserError) -> ToolError {
     match error {
@@ -126,9 +130,7 @@ pub fn tool_error(error: BrowserError) -> ToolError {
         BrowserError::Invalid(message) => ToolError::invalid(message),
         BrowserError::Gone(_) => ToolError::new(
             ErrorCode::GenerationMismatch,
-            format!(
-                "{error}; close its panel with lomi_browser_close, then start a new browser with lomi_browser_create"
-            ),
+            format!("{error}; {BROWSER_GONE_NEXT}"),
         ),
         BrowserError::Timeout(_) => ToolError::new(
             ErrorCode::RuntimeUnavailable,
@@ -213,13 +215,13 @@ fn profile_in_use(workspace: &WorkspaceId, holder: &PanelId) -> ToolError {
 fn settle(
     result: Result<ActionResult, ActionError>,
     action: &str,
-    tab: &str,
+    tab: &Tab,
     navigated: Option<ActionNavigation>,
 ) -> EffectOutcome {
     match result {
         Ok(done) => EffectOutcome::Succeeded(to_value(&ActionDone {
             action: action.to_owned(),
-            tab_id: tab.to_owned(),
+            tab_id: tab.id.clone(),
             element: done.element,
             observed: done.observed,
             navigated,
@@ -231,19 +233,36 @@ fn settle(
         Err(ActionError::Dispatched(error)) => EffectOutcome::Unknown {
             effect: EffectState::Unknown,
             message: format!(
-                "the {action} was sent to the page but may not have arrived: {error}; take a snapshot to see"
+                "the {action} was sent to the page but may not have arrived: {}",
+                what_next(tab, Err(error))
             ),
         },
         Err(ActionError::Unconfirmed(why)) => EffectOutcome::Unknown {
             effect: EffectState::Unknown,
             message: format!(
-                "the {action} was sent but not confirmed: {why}; take a snapshot to see"
+                "the {action} was sent but not confirmed: {}",
+                what_next(tab, Ok(why))
             ),
         },
         Err(ActionError::Failed(why)) => EffectOutcome::Failed {
             effect: EffectState::Partial,
             error: ToolError::invalid(why),
         },
+    }
+}
+
+/// Why an action's outcome is unknown, and what the agent can do about it: look at the page,
+/// or, once the browser is gone (the error says so, or its process has ended meanwhile),
+/// replace the browser, since there is no page left to look at.
+fn what_next(tab: &Tab, cause: Result<String, BrowserError>) -> String {
+    let gone = tab.gone().or_else(|| match &cause {
+        Err(BrowserError::Gone(detail)) => Some(BrowserError::Gone(detail.clone())),
+        _ => None,
+    });
+    match (gone, cause) {
+        (Some(gone), _) => format!("{gone}; {BROWSER_GONE_NEXT}"),
+        (None, Ok(why)) => format!("{why}; take a snapshot to see"),
+        (None, Err(error)) => format!("{error}; take a snapshot to see"),
     }
 }
 
@@ -645,7 +664,7 @@ impl BrowserPanels {
                         effect: EffectState::Unknown,
                     };
                 };
-                settle(result, name, &tab.id, navigated)
+                settle(result, name, &tab, navigated)
             },
         )
         .await
@@ -720,7 +739,7 @@ impl BrowserPanels {
                             same_document: committed.same_document,
                         }))
                     }
-                    Err(error) => settle(Err(error), "navigation", &tab.id, None),
+                    Err(error) => settle(Err(error), "navigation", &tab, None),
                 }
             },
         )
@@ -898,7 +917,7 @@ impl BrowserPanels {
             |_| Ok(()),
             move |tab, (), _cancel| async move {
                 let result = tab.dialog_answer(accept, prompt.as_deref()).await;
-                settle(result, "dialog", &tab.id, None)
+                settle(result, "dialog", &tab, None)
             },
         )
         .await
@@ -969,7 +988,7 @@ impl BrowserPanels {
                                     };
                                 };
                                 if let Err(error) = navigated {
-                                    return settle(Err(error), "tab open", &tab.id, None);
+                                    return settle(Err(error), "tab open", &tab, None);
                                 }
                             }
                             Ok(tab.id)
@@ -1092,7 +1111,7 @@ impl BrowserPanels {
                             exception,
                         }))
                     }
-                    Err(error) => settle(Err(error), "evaluation", &tab.id, None),
+                    Err(error) => settle(Err(error), "evaluation", &tab, None),
                 }
             },
         )

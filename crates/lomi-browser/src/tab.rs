@@ -346,6 +346,11 @@ impl Tab {
         }
     }
 
+    /// Why the tab's browser is gone, once its process has ended.
+    pub(crate) fn gone(&self) -> Option<BrowserError> {
+        self.browser.gone()
+    }
+
     /// A command sent to this tab's page over its own DevTools connection (see `direct.rs`),
     /// given up when the browser ends.
     async fn direct(&self, method: &'static str, params: Value) -> Result<Value, ActionError> {

@@ -93,6 +93,21 @@ impl Output {
     }
 }
 
+/// Ends what is left of a Git process group (the hooks of a Git that was killed).
+fn end_group(group: u32) {
+    let Some(pid) = i32::try_from(group)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    match rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
+        // Nothing left of it: the hooks had ended too.
+        Ok(()) | Err(rustix::io::Errno::SRCH) => {}
+        Err(error) => tracing::warn!("ending the processes git left behind failed: {error}"),
+    }
+}
+
 /// One project's repository, at its canonical root.
 struct Repository {
     root: PathBuf,
@@ -146,6 +161,8 @@ impl Repository {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // Its own process group, so the hooks it runs can be ended with it (below).
+            .process_group(0)
             .kill_on_drop(true);
         let mut child = command.spawn().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => {
@@ -166,19 +183,33 @@ impl Repository {
                 .start_kill()
                 .map_err(|e| GitError::Io(format!("stopping git failed: {e}")))?;
         }
+        let group = child.id();
         let status = child
             .wait()
             .await
             .map_err(|e| GitError::Io(format!("waiting for git failed: {e}")))?;
+        let killed = std::os::unix::process::ExitStatusExt::signal(&status);
+        if let (Some(_), Some(group)) = (killed, group) {
+            // Git was killed in the middle of its work: a hook it was running (which holds
+            // Git's stderr) has nobody to report to any more and would hold this call until
+            // it ends on its own.
+            end_group(group);
+        }
         let (stderr, _) = stderr
             .await
             .map_err(|e| GitError::Io(format!("reading git's messages failed: {e}")))?
             .map_err(|e| GitError::Io(format!("reading git's messages failed: {e}")))?;
+        let mut stderr = String::from_utf8_lossy(&stderr).into_owned();
+        if let Some(signal) = killed
+            && !truncated
+        {
+            stderr.push_str(&format!("\ngit was killed by signal {signal}"));
+        }
         Ok(Output {
             success: status.success() && !truncated,
             stdout,
             truncated,
-            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            stderr,
         })
     }
 

@@ -19,7 +19,7 @@ use lomi_protocol::tools::terminal::{
 use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, Tool, ToolError, WorkspaceId};
 use serde_json::Value;
 
-use crate::{ExitStatus, Terminal, TerminalConfig, WaitFor, WaitOutcome, key_bytes};
+use crate::{ExitStatus, Terminal, TerminalConfig, TerminalError, WaitFor, WaitOutcome, key_bytes};
 
 /// How long a new terminal may take to print its first output before creation fails.
 const FIRST_OUTPUT: Duration = Duration::from_secs(10);
@@ -68,6 +68,25 @@ fn data_key(broker: &Broker) -> String {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let digest = sha2::Sha256::digest(dir.as_os_str().as_encoded_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A terminal failure as an agent reads it: when the terminal's process exited, how (once it
+/// is known) and what to do next.
+fn ended(terminal: &Terminal, error: TerminalError) -> String {
+    match (error, terminal.exit_status()) {
+        (TerminalError::Exited, Some(status)) => {
+            let how = match (status.code, status.signal) {
+                (_, Some(signal)) => format!("has exited (killed by signal {signal})"),
+                (Some(code), None) => format!("has exited with code {code}"),
+                (None, None) => "has exited".to_owned(),
+            };
+            format!(
+                "the terminal's process {how}; its output can still be read with lomi_terminal_read; \
+                 close its panel with lomi_terminal_close, then start a new terminal with lomi_terminal_create"
+            )
+        }
+        (error, _) => error.to_string(),
+    }
 }
 
 fn exit_view(status: ExitStatus) -> ExitView {
@@ -293,10 +312,27 @@ impl TerminalPanels {
                     // A program that stops reading fills the PTY; do not hold the lease forever.
                     match tokio::time::timeout(INPUT_WRITE_LIMIT, terminal.write(&bytes)).await {
                         Ok(Ok(())) => {}
-                        Ok(Err(e)) => {
-                            return Err(InputFailure::NotSent(ToolError::invalid(format!(
-                                "the terminal did not take the input: {e}"
-                            ))));
+                        Ok(Err(TerminalError::PartlyWritten { written, cause })) => {
+                            return Err(InputFailure::Unknown(ToolError::new(
+                                ErrorCode::RuntimeUnavailable,
+                                format!(
+                                    "the terminal stopped taking inputSequence {sequence} after {written} of its {} \
+                                     bytes ({}); part of it may have been written, and it will not be sent \
+                                     again: read the terminal with lomi_terminal_read (it says whether and how \
+                                     its process exited)",
+                                    bytes.len(),
+                                    ended(&terminal, *cause),
+                                ),
+                            )));
+                        }
+                        Ok(Err(error)) => {
+                            return Err(InputFailure::NotSent(ToolError::new(
+                                ErrorCode::RuntimeUnavailable,
+                                format!(
+                                    "nothing of inputSequence {sequence} was written: {}",
+                                    ended(&terminal, error)
+                                ),
+                            )));
                         }
                         // Part of it may be in the PTY: the sequence is used, and a repeat is
                         // answered with this, not written again.
@@ -438,7 +474,13 @@ impl TerminalPanels {
                         })),
                         Err(error) => EffectOutcome::Failed {
                             effect: EffectState::None,
-                            error: ToolError::invalid(format!("no interrupt was sent: {error}")),
+                            error: ToolError::new(
+                                ErrorCode::RuntimeUnavailable,
+                                format!(
+                                    "no interrupt was sent: {}",
+                                    ended(&runtime.terminal, error)
+                                ),
+                            ),
                         },
                     }
                 },

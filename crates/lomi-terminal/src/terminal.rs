@@ -162,8 +162,16 @@ pub enum TerminalError {
     Spawn(String),
     #[error("terminal input/output failed: {0}")]
     Io(String),
-    #[error("the terminal's process has exited; start a new terminal")]
+    #[error(
+        "the terminal's process has exited; close its panel with lomi_terminal_close, then start a new terminal with lomi_terminal_create"
+    )]
     Exited,
+    /// A write that failed after part of the input was in the PTY.
+    #[error("{written} bytes of the input were written before it stopped: {cause}")]
+    PartlyWritten {
+        written: usize,
+        cause: Box<TerminalError>,
+    },
     #[error("a terminal needs at least 1 row and 1 column")]
     InvalidSize,
 }
@@ -352,10 +360,18 @@ impl Terminal {
                 Pin::new(&mut *writer).poll_write(context, rest)
             })
             .await
-            .map_err(|error| self.io_error(&error))?;
-            if count == 0 {
-                return Err(TerminalError::Io("the terminal accepted no input".into()));
-            }
+            .map_err(|error| self.io_error(&error))
+            .and_then(|count| match count {
+                0 => Err(TerminalError::Io("the terminal accepted no input".into())),
+                count => Ok(count),
+            })
+            .map_err(|cause| match written {
+                0 => cause,
+                written => TerminalError::PartlyWritten {
+                    written,
+                    cause: Box::new(cause),
+                },
+            })?;
             written += count;
         }
         Ok(())
