@@ -70,25 +70,6 @@ fn data_key(broker: &Broker) -> String {
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A terminal failure as an agent reads it: when the terminal's process exited, how (once it
-/// is known) and what to do next.
-fn ended(terminal: &Terminal, error: TerminalError) -> String {
-    match (error, terminal.exit_status()) {
-        (TerminalError::Exited, Some(status)) => {
-            let how = match (status.code, status.signal) {
-                (_, Some(signal)) => format!("has exited (killed by signal {signal})"),
-                (Some(code), None) => format!("has exited with code {code}"),
-                (None, None) => "has exited".to_owned(),
-            };
-            format!(
-                "the terminal's process {how}; its output can still be read with lomi_terminal_read; \
-                 close its panel with lomi_terminal_close, then start a new terminal with lomi_terminal_create"
-            )
-        }
-        (error, _) => error.to_string(),
-    }
-}
-
 fn exit_view(status: ExitStatus) -> ExitView {
     ExitView {
         code: status.code,
@@ -321,7 +302,7 @@ impl TerminalPanels {
                                      again: read the terminal with lomi_terminal_read (it says whether and how \
                                      its process exited)",
                                     bytes.len(),
-                                    ended(&terminal, *cause),
+                                    terminal.failure(*cause),
                                 ),
                             )));
                         }
@@ -330,7 +311,7 @@ impl TerminalPanels {
                                 ErrorCode::RuntimeUnavailable,
                                 format!(
                                     "nothing of inputSequence {sequence} was written: {}",
-                                    ended(&terminal, error)
+                                    terminal.failure(error)
                                 ),
                             )));
                         }
@@ -478,7 +459,7 @@ impl TerminalPanels {
                                 ErrorCode::RuntimeUnavailable,
                                 format!(
                                     "no interrupt was sent: {}",
-                                    ended(&runtime.terminal, error)
+                                    runtime.terminal.failure(error)
                                 ),
                             ),
                         },

@@ -591,6 +591,25 @@ impl Terminal {
         self.inner.shared.lock_state().exit
     }
 
+    /// A failure of this terminal as an agent reads it: when its process exited, how (once
+    /// that is known) and what to do next.
+    pub fn failure(&self, error: TerminalError) -> String {
+        match (error, self.exit_status()) {
+            (TerminalError::Exited, Some(status)) => {
+                let how = match (status.code, status.signal) {
+                    (_, Some(signal)) => format!("has exited (killed by signal {signal})"),
+                    (Some(code), None) => format!("has exited with code {code}"),
+                    (None, None) => "has exited".to_owned(),
+                };
+                format!(
+                    "the terminal's process {how}; its output can still be read with lomi_terminal_read; \
+                     close its panel with lomi_terminal_close, then start a new terminal with lomi_terminal_create"
+                )
+            }
+            (error, _) => error.to_string(),
+        }
+    }
+
     /// Watches output progress and exit.
     pub fn progress(&self) -> watch::Receiver<Progress> {
         self.inner.shared.progress.subscribe()
