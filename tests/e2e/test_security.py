@@ -4,6 +4,9 @@ over raw HTTP; strict argument decoding and non-disclosure through the SDK; loop
 import os
 import re
 import subprocess
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -309,3 +312,45 @@ def test_ending_a_session_answers_no_content_and_ends_it(lomi):
     assert after.status == 404, after.describe()
     assert_alive(lomi)
 
+
+
+def test_the_local_socket_refuses_another_user_even_when_its_mode_lets_them_in(lomi):
+    """The socket and its data dir are user-only; if a mode is changed by hand (or another
+    path leads to it), Lomi still serves only the user it runs as: another user's program gets
+    a refusal saying to use the HTTP endpoint, and no control request is carried out."""
+    socket = lomi.data_dir / "lomi.sock"
+    assert oct(os.stat(socket).st_mode & 0o777) == "0o600", oct(os.stat(socket).st_mode)
+    assert oct(os.stat(lomi.data_dir).st_mode & 0o777) == "0o700"
+    # Another path to the same socket, open to everyone: the kernel lets user nobody connect.
+    shared = Path(tempfile.mkdtemp(prefix="lomi-shared-", dir="/tmp"))
+    os.chmod(shared, 0o777)
+    link = shared / "lomi.sock"
+    os.link(socket, link)
+    os.chmod(link, 0o666)
+    try:
+        client = (
+            "import socket, sys\n"
+            "s = socket.socket(socket.AF_UNIX)\n"
+            f"s.connect({str(link)!r})\n"
+            # Lomi refuses at once, so the request may meet a closed socket.
+            "try:\n"
+            "    s.sendall(b'{\"control\": {\"pairingList\": {}}}\\n')\n"
+            "except BrokenPipeError:\n"
+            "    pass\n"
+            "print(s.makefile().readline(), end='')\n"
+        )
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", client],
+            capture_output=True, text=True, timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "PAIRING_DENIED" in done.stdout and "serves only the user Lomi runs as" in done.stdout, done.stdout
+        deadline = time.monotonic() + 10
+        while "refused a connection from uid Some(65534)" not in lomi.logs():
+            assert time.monotonic() < deadline, lomi.logs()
+            time.sleep(0.05)
+    finally:
+        os.chmod(link, 0o600)
+        link.unlink()
+        shared.rmdir()
+    assert_alive(lomi)

@@ -77,6 +77,13 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) {
     let tools = Arc::new(mcp_tools());
+    // The user Lomi runs as: the socket file's owner, since Lomi made it.
+    let owner = listener
+        .local_addr()
+        .ok()
+        .and_then(|address| address.as_pathname().map(Path::to_path_buf))
+        .and_then(|path| std::fs::metadata(path).ok())
+        .map(|metadata| std::os::unix::fs::MetadataExt::uid(&metadata));
     loop {
         let stream = tokio::select! {
             () = shutdown.cancelled() => return,
@@ -93,7 +100,7 @@ pub async fn serve(
         let front = front.clone();
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            if let Err(error) = connection(stream, lomi, tools, front, shutdown).await {
+            if let Err(error) = connection(stream, owner, lomi, tools, front, shutdown).await {
                 tracing::debug!("local connection ended: {error}");
             }
         });
@@ -102,16 +109,34 @@ pub async fn serve(
 
 async fn connection(
     stream: UnixStream,
+    owner: Option<u32>,
     lomi: Lomi,
     tools: Arc<Vec<rmcp::model::Tool>>,
     front: control::Front,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    // Only the user Lomi runs as is served, whatever the socket's mode says (the socket and
+    // its data dir are user-only; a mode changed by hand, or root, must not open it to others).
+    let peer = stream.peer_cred().ok();
+    if owner.is_none() || peer.map(|cred| cred.uid()) != owner {
+        tracing::warn!(
+            "local socket: refused a connection from uid {:?} (Lomi runs as {owner:?})",
+            peer.map(|cred| cred.uid())
+        );
+        let reply = lomi_protocol::Reply::<()>::error(lomi_protocol::ToolError::new(
+            lomi_protocol::ErrorCode::PairingDenied,
+            "refused: this socket serves only the user Lomi runs as; another user's program \
+             connects over Lomi's HTTP endpoint and is paired by the person",
+        ));
+        let (_, mut write) = stream.into_split();
+        write
+            .write_all(format!("{}\n", reply.to_value()).as_bytes())
+            .await?;
+        return Ok(());
+    }
     // The person's requests must come from the person: a process inside a terminal Lomi runs
     // for an agent (same user, same socket) is refused them.
-    let from_agent_terminal = stream
-        .peer_cred()
-        .ok()
+    let from_agent_terminal = peer
         .and_then(|cred| cred.pid())
         .and_then(session_of)
         .is_some_and(|session| lomi.terminals.session_ids().contains(&session));
