@@ -309,6 +309,9 @@ def main():
         f"{args.rounds} rounds, {args.processes} client processes, mutation {tool}, {os.cpu_count()} CPUs, "
         f"store cap {STORE_CAP}"
     )
+    # Server and clients share this machine's CPUs (and its disk) with whatever else runs:
+    # say how busy it was, so figures from a loaded machine are read as such.
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     cold = asyncio.run(cold_start(args.lomi, args.cold_runs))
     print(f"cold start, spawn to served tools/list (ms):   {spread(cold)}")
     ceilings = rounds(args, Mode("read"))[0]
@@ -324,6 +327,7 @@ def main():
     print(f"  mutations/s (settled, over MCP):              {spread(rates)}")
     print(f"  latency p50 (ms):                             {spread(p50s)}")
     print(f"  latency p99 (ms):                             {spread(p99s)}   target <= 20")
+    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if not args.no_store:
         print("store admission in the same run (cargo bench -p lomi-store):")
         for line in store_admission(root):
