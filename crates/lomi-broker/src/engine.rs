@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::{Broker, store_error};
+use crate::{Broker, store_error, waiting_on_disk};
 
 /// One mutation as a tool hands it to the engine: its identity (the receipt key), what its
 /// fingerprint binds, and where it waits its turn.
@@ -205,16 +205,14 @@ impl Broker {
                 };
             }
         };
-        let reservation = self
-            .inner
-            .store
-            .reserve(&ReservationRequest {
-                key,
-                operation_id: OperationId::from_random(self.inner.entropy.bytes16()),
-                workspace_id: Some(mutation.workspace_id.clone()),
-                fingerprint,
-            })
-            .map_err(store_error)?;
+        let request = ReservationRequest {
+            key,
+            operation_id: OperationId::from_random(self.inner.entropy.bytes16()),
+            workspace_id: Some(mutation.workspace_id.clone()),
+            fingerprint,
+        };
+        let reservation =
+            waiting_on_disk(|| self.inner.store.reserve(&request)).map_err(store_error)?;
         let receipt = reservation.receipt;
         if !reservation.created {
             return Ok(receipt.operation_id);
@@ -488,7 +486,7 @@ impl Broker {
         effect: EffectState,
         outcome: Option<Outcome>,
     ) -> Result<Receipt, StoreError> {
-        let result = self.inner.store.transition(id, from, to, effect, outcome);
+        let result = waiting_on_disk(|| self.inner.store.transition(id, from, to, effect, outcome));
         if let Err(error) = &result
             && !matches!(error, StoreError::StateMismatch { .. })
         {

@@ -201,7 +201,8 @@ impl Broker {
     fn save(&self, domain: &Domain) -> Result<(), ToolError> {
         let mut durable = domain.clone();
         durable.pairings.retain(Pairing::is_durable);
-        persist::write_json(&self.inner.data_dir.join(DOMAIN_FILE), &durable).map_err(|e| {
+        let path = self.inner.data_dir.join(DOMAIN_FILE);
+        waiting_on_disk(|| persist::write_json(&path, &durable)).map_err(|e| {
             ToolError::new(
                 ErrorCode::StoreUnavailable,
                 format!("could not save Lomi's workspaces and pairings: {e}; nothing was changed"),
@@ -210,7 +211,68 @@ impl Broker {
     }
 }
 
+/// Runs `work`, which waits for the disk (a store write waiting for its group's commit, an
+/// fsync), from the async code that calls it. On the multi-thread runtime the worker first
+/// hands its other tasks to another thread (`block_in_place`): with the runtime's two or so
+/// workers blocked in commits, every other session's call would wait too, and the store's
+/// writer would only ever see a group of two. Elsewhere (a current-thread runtime, a plain
+/// thread) it simply runs.
+pub(crate) fn waiting_on_disk<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
 /// Converts a store failure into the envelope's error.
 pub(crate) fn store_error(error: StoreError) -> ToolError {
     ToolError::new(error.code(), error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::waiting_on_disk;
+
+    /// Four calls waiting on a two-worker runtime (more than it has workers) leave it free to
+    /// answer another task at once, as fifty sessions' commits must.
+    #[test]
+    fn calls_waiting_on_disk_do_not_stall_the_runtime() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let waiting: Vec<_> = (0..4)
+                .map(|_| {
+                    tokio::spawn(async {
+                        waiting_on_disk(|| std::thread::sleep(Duration::from_millis(300)));
+                    })
+                })
+                .collect();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let asked = Instant::now();
+            let answered = tokio::spawn(async { Instant::now() })
+                .await
+                .expect("the other task");
+            let waited = answered - asked;
+            assert!(
+                waited < Duration::from_millis(150),
+                "another task waited {waited:?} behind calls waiting on the disk"
+            );
+            for task in waiting {
+                task.await.expect("a waiting call");
+            }
+        });
+    }
+
+    /// Where there is no second thread to hand work to, the call simply runs.
+    #[tokio::test]
+    async fn on_a_current_thread_runtime_the_call_simply_runs() {
+        assert_eq!(waiting_on_disk(|| 7), 7);
+    }
 }

@@ -20,7 +20,7 @@ use lomi_store::{ReceiptKey, RetryEpochRecord};
 
 use crate::domain::{Project, Workspace, check_name};
 use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit, view};
-use crate::{Broker, RETRY_EPOCH_LIFETIME, store_error};
+use crate::{Broker, RETRY_EPOCH_LIFETIME, store_error, waiting_on_disk};
 
 /// Default and largest page of `lomi_events_read`.
 const DEFAULT_EVENTS: u32 = 100;
@@ -97,10 +97,7 @@ impl Broker {
             created_at: now,
             expires_at: now.plus_millis(lifetime),
         };
-        self.inner
-            .store
-            .create_retry_epoch(&record)
-            .map_err(store_error)?;
+        waiting_on_disk(|| self.inner.store.create_retry_epoch(&record)).map_err(store_error)?;
         Ok(Connection {
             workspace_id: workspace.id.clone(),
             retry_epoch: record.retry_epoch,
