@@ -441,9 +441,11 @@ async def test_storage_warns_before_the_store_is_full_and_frees_room_in_the_wind
 
         wait_until(lambda: any("store is full" in n for n in notified()), "the native notification at the cap")
         store_notices = [n for n in notified() if "Lomi's store" in n]
-        assert [n.split(":", 1)[0] for n in store_notices if "90 %" in n or "full" in n] == [
-            "Lomi's store is 90 % full", "Lomi's store is full"
-        ], store_notices
+        # Each level at most once and in order; 75 % shows only if the window saw the store
+        # between 75 and 90 % (the renames may pass it between two of its reads).
+        levels = [n.split(":", 1)[0] for n in store_notices]
+        order = ["Lomi's store is 75 % full", "Lomi's store is 90 % full", "Lomi's store is full"]
+        assert levels in (order, order[1:]), store_notices
         desktop.screenshot("store-notice.png")
 
         # The notice opens Storage: the store's room, per agent.
