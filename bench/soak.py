@@ -132,7 +132,10 @@ class Agent:
         if envelope.get("status") != "ok":
             code = envelope.get("code") or "NO_ENVELOPE"
             self.error(code)
-            raise ToolError(code, str(envelope.get("message", result.content))[:300], tool)
+            message = str(envelope.get("message", result.content))[:300]
+            if code in ("INTERNAL", "NO_ENVELOPE"):
+                self.notes.append(f"agent {self.index}: {tool} answered {code}: {message}")
+            raise ToolError(code, message, tool)
         return envelope["data"]
 
     def key(self) -> str:
