@@ -400,8 +400,8 @@ class Person:
     def look_and_retire(self, minute: int, older_than_minutes: int, at_cap: bool) -> None:
         status = self.cli("store", "status")
         level = status["warningLevel"]
-        if level == "none" and not at_cap:
-            return
+        if level == "none":
+            return  # room enough (at the cap, someone freed it meanwhile)
         if at_cap or level == "full":
             how = ["--retire", "idle"]
         else:
@@ -441,7 +441,7 @@ def levelled(values: list[float]) -> str:
     """Whether a series levelled off, from the first sample kept (minute 5, after start-up) to
     the last: its growth over the second half against its growth over the first half, each end
     the median of three samples around it. Levelled: the second half grew by at most 5 % of the
-    series' middle value (noise) or by at most half of what the first half grew."""
+    series' middle value or one unit (noise), or by at most half of what the first half grew."""
     if len(values) < 4:
         return "too short to say"
     mid = len(values) // 2
@@ -449,7 +449,7 @@ def levelled(values: list[float]) -> str:
     middle = statistics.median(values[mid - 1 : mid + 2])
     end = statistics.median(values[-3:])
     first, second = middle - start, end - middle
-    noise = 0.05 * abs(middle)
+    noise = max(0.05 * abs(middle), 1.0)
     verdict = "levelled" if second <= noise or second <= 0.5 * first else "still growing"
     return f"{verdict} (1st half {first:+.1f}, 2nd half {second:+.1f})"
 
@@ -498,7 +498,8 @@ async def main_async(args: argparse.Namespace) -> int:
                                 totals, notes, args))
 
         started = now()
-        deadline = started + args.minutes * 60
+        # The agents work on a little past the last sample, so that it is taken mid-work.
+        deadline = started + args.minutes * 60 + 10
         tasks = [asyncio.create_task(agent.run(deadline)) for agent in agents]
         print(f"{'min':>4} {'rss MiB':>8} {'kids MiB':>9} {'kids PSS':>9} {'kids':>5} {'fds':>5} {'thr':>4} {'sqlite MiB':>10} "
               f"{'ops':>5} {'calls':>6} {'p95 ms':>7}  errors", flush=True)
