@@ -170,7 +170,7 @@ impl Broker {
     }
 
     /// Removes a panel from its workspace (compared by revision when `expected` is given) and
-    /// ends its leases; returns the new revision.
+    /// its leases; returns the new revision.
     pub fn panel_remove(
         &self,
         id: &PanelId,
@@ -201,11 +201,10 @@ impl Broker {
         })?;
         let mut panels = self.panels();
         panels.records.remove(id);
-        for lease in panels.leases.values_mut().filter(|l| &l.panel == id) {
-            lease
-                .ended
-                .get_or_insert_with(|| "the panel was closed".to_owned());
-        }
+        // Its leases go with it: every lease tool looks the panel up first (NOT_FOUND once it
+        // is gone), so nothing reads them again, and kept, each would hold up to
+        // SEQUENCE_MEMORY answers for as long as Lomi runs.
+        panels.leases.retain(|_, lease| &lease.panel != id);
         Ok(revision)
     }
 

@@ -1460,8 +1460,38 @@ async fn removing_a_panel_is_compared_by_revision_and_answered_again_after_it_is
     );
     assert_eq!(ended.load(Ordering::SeqCst), 0);
 
+    // An agent holds a lease on the panel and has sent input under it.
+    let lease = broker
+        .lease_acquire(&agent, &panel, "g1")
+        .expect("lease")
+        .lease_id;
+    let (sent, repeated) = broker
+        .lease_input(
+            &agent,
+            lomi_broker::LeasedInput {
+                lease: &lease,
+                panel: &panel,
+                generation: "g1",
+                sequence: 1,
+                payload: serde_json::json!({ "text": "ls\r" }),
+            },
+            || async { Ok(serde_json::json!({ "outputCursor": "1" })) },
+        )
+        .await
+        .expect("input");
+    assert_eq!(
+        (sent["outputCursor"].as_str(), repeated),
+        (Some("1"), false)
+    );
+
     let closed = remove(input("close", &workspace, 2)).await.expect("close");
     assert_eq!(closed.state, OperationState::Succeeded, "{closed:#?}");
+    // The lease went with the panel (with the answers it remembered): none is left to release.
+    expect_error(
+        "a closed panel's lease",
+        broker.lease_release(&agent, &lease),
+        ErrorCode::LeaseRequired,
+    );
     assert_eq!(closed.effect_state, EffectState::Complete, "{closed:#?}");
     let result = closed.result.clone().expect("a result");
     assert_eq!(result["domainRevision"], "3", "{result}");

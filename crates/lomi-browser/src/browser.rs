@@ -179,10 +179,20 @@ impl Browser {
                     )));
                 }
             };
-        // chromiumoxide needs its handler polled all the time.
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let mut exited = exit_rx.clone();
+        // chromiumoxide needs its handler polled all the time, until the browser is gone: its
+        // handler does not end when the connection does (it answers "pending" from then on),
+        // and it holds the DevTools socket and every page's state (bench/soak found one
+        // half-closed socket left per browser closed).
         tokio::spawn(async move {
             let mut undecodable: BTreeMap<String, u64> = BTreeMap::new();
-            while let Some(event) = handler.next().await {
+            loop {
+                let event = tokio::select! {
+                    event = handler.next() => event,
+                    _gone = exited.wait_for(Option::is_some) => None,
+                };
+                let Some(event) = event else { break };
                 match event {
                     Err(chromiumoxide::error::CdpError::InvalidMessage(text, error)) => {
                         let method = undecodable_method(&text);
@@ -199,7 +209,6 @@ impl Browser {
                 );
             }
         });
-        let (exit_tx, exit_rx) = watch::channel(None);
         let (end_tx, end_rx) = oneshot::channel::<()>();
         tokio::spawn(async move {
             let exit = tokio::select! {

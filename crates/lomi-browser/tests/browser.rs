@@ -345,6 +345,86 @@ async fn a_killed_browser_is_noticed_and_its_processes_are_gone() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_browser_leaves_no_connection_behind() {
+    let browser = browser().await;
+    let port = listening_port(browser.pid()).expect("Chromium's DevTools port");
+    assert_eq!(browser.close().await, Exit::Closed);
+    // Lomi's end of the DevTools connection closes too, not left half-closed (CLOSE_WAIT)
+    // with the state of the browser's pages behind it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = own_half_closed_to(port);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sockets of this process still half-closed to {port}: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Inodes of the sockets process `pid` has open.
+fn socket_inodes(pid: &str) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_string_lossy().into_owned();
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The rows of /proc/net/tcp: (local port, remote port, state, inode).
+fn tcp_rows() -> Vec<(u16, u16, String, String)> {
+    let port = |address: &str| {
+        u16::from_str_radix(address.rsplit(':').next().unwrap_or(""), 16).unwrap_or(0)
+    };
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.len() > 9).then(|| {
+                let (local, remote) = (port(fields[1]), port(fields[2]));
+                (local, remote, fields[3].to_owned(), fields[9].to_owned())
+            })
+        })
+        .collect()
+}
+
+/// The port a process listens on.
+fn listening_port(pid: u32) -> Option<u16> {
+    let inodes = socket_inodes(&pid.to_string());
+    tcp_rows()
+        .into_iter()
+        .find(|(_, _, state, inode)| state == "0A" && inodes.contains(inode))
+        .map(|(local, ..)| local)
+}
+
+/// Sockets of this process to `port` whose other end has closed (CLOSE_WAIT).
+fn own_half_closed_to(port: u16) -> Vec<String> {
+    let inodes = socket_inodes("self");
+    tcp_rows()
+        .into_iter()
+        .filter(|(_, remote, state, inode)| {
+            *remote == port && state == "08" && inodes.contains(inode)
+        })
+        .map(|(.., inode)| inode)
+        .collect()
+}
+
 /// Live (not zombie) processes whose process group is `pgid`.
 fn group_members(pgid: u32) -> Vec<u32> {
     let mut found = Vec::new();
