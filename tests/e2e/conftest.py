@@ -82,14 +82,17 @@ class Lomi:
     def broker_file(self) -> Path:
         return self.data_dir / "broker.json"
 
-    def start(self, http: str = "127.0.0.1:0") -> dict[str, Any]:
-        """Starts serve and waits until broker.json names this very process."""
+    def start(self, http: str = "127.0.0.1:0", env: dict[str, str] | None = None) -> dict[str, Any]:
+        """Starts serve (with `env` over the test's environment) and waits until broker.json
+        names this very process."""
         assert self.proc is None or self.proc.poll() is not None, "serve already running"
         self.starts += 1
         out = self.log_dir / f"serve-{self.starts}.stdout"
         err = self.log_dir / f"serve-{self.starts}.stderr"
         self.log_files += [out, err]
-        env = dict(os.environ, LOMI_LOG=os.environ.get("LOMI_LOG", "info"), RUST_BACKTRACE="1", NO_COLOR="1")
+        env = dict(
+            os.environ, LOMI_LOG=os.environ.get("LOMI_LOG", "info"), RUST_BACKTRACE="1", NO_COLOR="1", **(env or {})
+        )
         with out.open("wb") as stdout, err.open("wb") as stderr:
             self.proc = subprocess.Popen(
                 [LOMI_BIN, "serve", "--headless", "--http", http, "--data-dir", str(self.data_dir)],

@@ -3,6 +3,7 @@ over raw HTTP; strict argument decoding and non-disclosure through the SDK; loop
 
 import os
 import re
+import socket
 import subprocess
 import tempfile
 import time
@@ -300,6 +301,99 @@ def test_a_flood_of_unapproved_sessions_cannot_bury_the_one_the_person_expects(l
     lomi.cli("pairing", "deny", waiting[0]["data"]["pairingId"])
     again = status(flood[answers.index(refused[0])])
     assert again["status"] == "ok" and again["data"]["state"] == "pending", again
+
+
+def bearer_refusal(port: int, token: str) -> dict:
+    """What lomi_workspace_list answers a session that shows `token`."""
+    session = RawSession(port, headers={"Authorization": f"Bearer {token}"})
+    result = session.request("tools/call", {"name": "lomi_workspace_list", "arguments": {}})
+    return result["structuredContent"]
+
+
+def test_repeated_unknown_tokens_are_slowed_and_issued_ones_never(lomi, workspaces):
+    """After five unknown tokens from one address, each further one is answered later (100 ms,
+    then 200 ms, …, at most 5 s), while the person's own agents, whose tokens Lomi issued
+    (revoked ones included: they answer PAIRING_REVOKED), are answered at once throughout.
+    Every stored hash is compared in constant time, so an unknown, a revoked and a valid token
+    take the same steps to look up."""
+    a, _ = workspaces
+    revoked = lomi.create_token(a["workspaceId"], name="revoked")
+    lomi.cli("pairing", "revoke", revoked["pairingId"])
+    valid = lomi.create_token(a["workspaceId"], name="kept")["token"]
+    unknown = "lomi_" + "7" * 64
+    for _ in range(5):
+        refused = bearer_refusal(lomi.port, unknown)
+        assert refused["code"] == "PAIRING_REQUIRED" and "late" not in refused["message"], refused
+    sixth = bearer_refusal(lomi.port, unknown)
+    assert "answered 100 ms late" in sixth["message"], sixth
+    assert bearer_refusal(lomi.port, valid)["status"] == "ok"
+    gone = bearer_refusal(lomi.port, revoked["token"])
+    assert gone["code"] == "PAIRING_REVOKED" and "late" not in gone["message"], gone
+    seventh = bearer_refusal(lomi.port, "lomi_" + "8" * 64)
+    assert "answered 200 ms late" in seventh["message"], seventh
+
+
+def raw_socket(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=30)
+
+
+def read_until_closed(s: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (or 30 s pass: a failure)."""
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def test_slow_headers_slow_bodies_and_hoarded_connections_are_cut_off(lomi):
+    """A local program that sends a header slowly, a body slowly, or opens connections and
+    sends nothing cannot hold Lomi's sockets: the header is cut off after its timeout, the
+    body is answered 408, and connections over the cap are answered 503 at once; when they
+    are gone, agents are served again. (The timeouts and the cap are set low for the test:
+    30 s, 30 s and 512 by default.)"""
+    lomi.stop()
+    lomi.start(env={
+        "LOMI_HTTP_MAX_CONNECTIONS": "8",
+        "LOMI_HTTP_HEADER_TIMEOUT_MS": "3000",
+        "LOMI_HTTP_BODY_TIMEOUT_MS": "1000",
+    })
+    host = f"Host: 127.0.0.1:{lomi.port}\r\n"
+    # Half a header, then nothing: the connection is closed (hyper sends 408 or nothing).
+    slow = raw_socket(lomi.port)
+    slow.sendall(b"POST /mcp HTTP/1.1\r\n" + host.encode())
+    cut = read_until_closed(slow)
+    assert cut == b"" or cut.startswith(b"HTTP/1.1 408"), cut
+    # A whole header, then a tenth of the body it announced: 408 with a reason.
+    slow = raw_socket(lomi.port)
+    slow.sendall(
+        b"POST /mcp HTTP/1.1\r\n" + host.encode()
+        + b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        + b"Content-Length: 100\r\n\r\n" + b"{" * 10
+    )
+    answer = slow.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 408"), answer
+    assert b"did not arrive within 1000 ms" in answer, answer
+    slow.close()
+    # Eight idle connections fill the cap; the ninth is told so at once.
+    hoard = [raw_socket(lomi.port) for _ in range(8)]
+    extra = raw_socket(lomi.port)
+    refused = read_until_closed(extra)
+    assert refused.startswith(b"HTTP/1.1 503"), refused
+    assert b"limit" in refused and b"Retry-After: 1" in refused, refused
+    for s in hoard:
+        s.close()
+    # Their places come back as they close; agents are served again.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            assert_alive(lomi)
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def test_ending_a_session_answers_no_content_and_ends_it(lomi):

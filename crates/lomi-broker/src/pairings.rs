@@ -131,14 +131,23 @@ impl Broker {
         self.domain().pairings.iter().any(|p| &p.id == id)
     }
 
-    /// The pairing a secret (bearer token or keyring secret) belongs to.
+    /// The pairing a secret (bearer token or keyring secret) belongs to, revoked or not. Every
+    /// pairing's hash is compared, each in constant time, so how long a lookup takes says
+    /// neither whether the secret exists, nor whether its pairing was revoked, nor how much of
+    /// a stored one a guess got right.
     pub fn pairing_by_secret(&self, secret: &str) -> Option<PairingId> {
+        use subtle::ConstantTimeEq;
         let hash = secret_hash(secret);
-        self.domain()
-            .pairings
-            .iter()
-            .find(|p| p.credential == Credential::SecretHash(hash.clone()))
-            .map(|p| p.id.clone())
+        let mut holder = None;
+        for pairing in &self.domain().pairings {
+            if let Credential::SecretHash(stored) = &pairing.credential
+                && bool::from(stored.as_bytes().ct_eq(hash.as_bytes()))
+                && holder.is_none()
+            {
+                holder = Some(pairing.id.clone());
+            }
+        }
+        holder
     }
 
     /// Forgets a session-bound pairing whose transport session ended.

@@ -20,9 +20,66 @@ use serde_json::json;
 pub enum Caller {
     /// A pairing proven by the transport (the local socket's hello).
     Known(PairingId),
-    /// An HTTP session: a bearer token if the request carries one, else a pairing bound to
-    /// this MCP session, created on first use.
-    HttpSession,
+    /// An HTTP session: a bearer token if the request carries one (unknown ones answered as
+    /// the guard says), else a pairing bound to this MCP session, created on first use.
+    HttpSession(Arc<BearerGuard>),
+}
+
+/// Unknown bearer tokens are answered ever more slowly per source: the first
+/// [`FREE_STRIKES`] at once, then each after a delay that doubles up to [`MAX_STRIKE_DELAY`],
+/// until the source sent none for [`STRIKE_MEMORY`]. A token Lomi issued is never delayed, so a
+/// program guessing tokens cannot slow the person's own agents; every loopback address counts
+/// as one source, as one program can send from any of them.
+#[derive(Default)]
+pub struct BearerGuard {
+    strikes: Mutex<std::collections::HashMap<std::net::IpAddr, Strikes>>,
+}
+
+#[derive(Clone, Copy)]
+struct Strikes {
+    count: u32,
+    last: std::time::Instant,
+}
+
+pub const FREE_STRIKES: u32 = 5;
+pub const MAX_STRIKE_DELAY: std::time::Duration = std::time::Duration::from_secs(5);
+pub const STRIKE_MEMORY: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+/// Sources remembered at once (beyond loopback there are none on a loopback-only endpoint).
+const MAX_SOURCES: usize = 1024;
+
+impl BearerGuard {
+    /// Records an unknown token from `source`; answers how long to wait before saying so.
+    pub fn strike(&self, source: Option<std::net::SocketAddr>) -> std::time::Duration {
+        let key = match source.map(|s| s.ip()) {
+            Some(ip) if ip.is_loopback() => std::net::IpAddr::from([127, 0, 0, 1]),
+            Some(ip) => ip,
+            None => std::net::IpAddr::from([0, 0, 0, 0]),
+        };
+        let now = std::time::Instant::now();
+        let mut strikes = self.strikes.lock().unwrap_or_else(|e| e.into_inner());
+        if strikes.len() >= MAX_SOURCES {
+            strikes.retain(|_, s| now.duration_since(s.last) < STRIKE_MEMORY);
+        }
+        let entry = strikes.entry(key).or_insert(Strikes {
+            count: 0,
+            last: now,
+        });
+        if now.duration_since(entry.last) >= STRIKE_MEMORY {
+            entry.count = 0;
+        }
+        entry.count = entry.count.saturating_add(1);
+        entry.last = now;
+        strike_delay(entry.count)
+    }
+}
+
+/// The delay before answering the `count`th unknown token in a row from one source.
+pub fn strike_delay(count: u32) -> std::time::Duration {
+    if count <= FREE_STRIKES {
+        return std::time::Duration::ZERO;
+    }
+    let doubling = (count - FREE_STRIKES - 1).min(16);
+    (std::time::Duration::from_millis(100) * (1u32 << doubling)).min(MAX_STRIKE_DELAY)
 }
 
 /// One MCP session's handler.
@@ -33,6 +90,7 @@ pub struct LomiServer {
     tools: Arc<Vec<Tool>>,
     session: Arc<SessionPairing>,
     fixed: Option<PairingId>,
+    guard: Option<Arc<BearerGuard>>,
 }
 
 /// The pairing an unauthenticated HTTP session got; forgotten when the session ends.
@@ -73,9 +131,9 @@ pub fn mcp_tools() -> Vec<Tool> {
 impl LomiServer {
     pub fn new(lomi: Lomi, tools: Arc<Vec<Tool>>, caller: Caller) -> Self {
         let broker = lomi.broker.clone();
-        let fixed = match caller {
-            Caller::Known(id) => Some(id),
-            Caller::HttpSession => None,
+        let (fixed, guard) = match caller {
+            Caller::Known(id) => (Some(id), None),
+            Caller::HttpSession(guard) => (None, Some(guard)),
         };
         LomiServer {
             session: Arc::new(SessionPairing {
@@ -86,23 +144,42 @@ impl LomiServer {
             broker,
             tools,
             fixed,
+            guard,
         }
     }
 
-    /// The calling pairing. A bearer token Lomi never issued is refused rather than turned
-    /// into a new pending pairing, so a client with a mistyped token learns it at once.
-    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<PairingId, ToolError> {
+    /// The calling pairing. A bearer token Lomi never issued is refused rather than turned into a new pending pairing, so a client with a mistyped
+    /// token learns it at once; repeated ones are answered after the guard's delay.
+    async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<PairingId, ToolError> {
         if let Some(id) = &self.fixed {
             return Ok(id.clone());
         }
         if let Some(token) = bearer_token(context) {
-            return self.broker.pairing_by_secret(&token).ok_or_else(|| {
-                ToolError::new(
-                    ErrorCode::PairingRequired,
-                    "the bearer token is not one Lomi issued; ask the person for a token from `lomi pairing create`, or connect without one and have the person approve the session",
-                )
-            });
+            if let Some(id) = self.broker.pairing_by_secret(&token) {
+                return Ok(id);
+            }
+            let delay = match &self.guard {
+                Some(guard) => guard.strike(source_address(context)),
+                None => std::time::Duration::ZERO,
+            };
+            tokio::time::sleep(delay).await;
+            let mut message = "the bearer token is not one Lomi issued; ask the person for a token from `lomi pairing create`, or connect without one and have the person approve the session".to_owned();
+            if !delay.is_zero() {
+                message.push_str(&format!(
+                    "; after repeated unknown tokens from this address each is answered {} ms late",
+                    delay.as_millis()
+                ));
+            }
+            return Err(ToolError::new(ErrorCode::PairingRequired, message));
         }
+        self.session_pairing(context)
+    }
+
+    /// The pairing bound to this MCP session, asked for on first use.
+    fn session_pairing(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<PairingId, ToolError> {
         let mut pairing = self
             .session
             .pairing
@@ -124,6 +201,14 @@ impl LomiServer {
         *pairing = Some(id.clone());
         Ok(id)
     }
+}
+
+fn source_address(context: &RequestContext<RoleServer>) -> Option<std::net::SocketAddr> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    parts
+        .extensions
+        .get::<crate::http::Source>()
+        .map(|source| source.0)
 }
 
 fn bearer_token(context: &RequestContext<RoleServer>) -> Option<String> {
@@ -187,7 +272,7 @@ impl ServerHandler for LomiServer {
                 None,
             ));
         }
-        let answer = match self.caller(&context) {
+        let answer = match self.caller(&context).await {
             Ok(caller) => {
                 let arguments = request.arguments.map(serde_json::Value::Object);
                 crate::tools::call(&self.lomi, &caller, &request.name, arguments).await
@@ -199,5 +284,38 @@ impl ServerHandler for LomiServer {
             .map_err(|error| {
                 ErrorData::internal_error(format!("could not encode the result: {error}"), None)
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn unknown_tokens_wait_longer_each_time_up_to_the_cap() {
+        let delays: Vec<Duration> = (1..=12).map(strike_delay).collect();
+        assert!(delays[..5].iter().all(Duration::is_zero), "{delays:?}");
+        assert_eq!(delays[5], Duration::from_millis(100));
+        assert_eq!(delays[6], Duration::from_millis(200));
+        assert_eq!(delays[11], MAX_STRIKE_DELAY);
+        assert_eq!(strike_delay(u32::MAX), MAX_STRIKE_DELAY);
+    }
+
+    #[test]
+    fn every_loopback_address_is_one_source_and_others_their_own() {
+        let guard = BearerGuard::default();
+        let from = |ip: &str| {
+            Some(std::net::SocketAddr::new(
+                ip.parse().expect("an address"),
+                40000,
+            ))
+        };
+        for _ in 0..FREE_STRIKES {
+            assert!(guard.strike(from("127.0.0.1")).is_zero());
+        }
+        assert!(!guard.strike(from("127.0.0.9")).is_zero());
+        assert!(!guard.strike(from("::1")).is_zero());
+        assert!(guard.strike(from("10.0.0.1")).is_zero());
     }
 }
