@@ -47,8 +47,8 @@ CLIENTS = 8
 # When the kill comes: in a quarter of the rounds this long (seconds) after the clients start,
 # while they connect and start shells and Chromium; otherwise this long after every client's
 # runtime is up, while they mutate.
-KILL_EARLY = (0.02, 2.5)
-KILL_LATE = (0.02, 1.5)
+KILL_EARLY = (0.02, 2.0)
+KILL_LATE = (0.02, 1.0)
 READY_DEADLINE = 30.0
 LEFTOVER_DEADLINE = 15.0
 UNSETTLED = ("queued", "awaiting_user", "running", "cancelling")
