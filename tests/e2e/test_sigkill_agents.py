@@ -41,7 +41,11 @@ from test_terminal import Term, wait_until
 
 pytestmark = pytest.mark.anyio
 
-ROUNDS = int(os.environ.get("LOMI_CRASH_ROUNDS") or (200 if os.environ.get("LOMI_SOAK_TESTS") == "1" else 20))
+# 20 rounds in the slow suite (CI), 200 in the soak suite, 3 in a quick local run.
+ROUNDS = int(
+    os.environ.get("LOMI_CRASH_ROUNDS")
+    or (200 if os.environ.get("LOMI_SOAK_TESTS") == "1" else 20 if os.environ.get("LOMI_SLOW_TESTS") == "1" else 3)
+)
 KINDS = ("terminal", "files", "git", "browser")
 CLIENTS = 8
 # When the kill comes: in a quarter of the rounds this long (seconds) after the clients start,
