@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -36,6 +37,10 @@ CLI_DEADLINE = 15.0
 SETTLED = {"succeeded", "failed", "cancelled", "outcome_unknown"}
 # What a standard MCP client accepts in one message (the SDK drops an event over 1 MiB).
 MAX_ANSWER_BYTES = 1_000_000
+# Every serve this suite starts carries `LOMI_E2E_SERVE=<data dir>#<start>` in its environment,
+# and so does everything it starts (shells, Chromium, Git): what a killed serve left running is
+# found by that mark.
+SERVE_MARK = "LOMI_E2E_SERVE"
 
 
 def dump(value: Any) -> str:
@@ -93,6 +98,7 @@ class Lomi:
         env = dict(
             os.environ, LOMI_LOG=os.environ.get("LOMI_LOG", "info"), RUST_BACKTRACE="1", NO_COLOR="1", **(env or {})
         )
+        env[SERVE_MARK] = self.mark(self.starts)
         with out.open("wb") as stdout, err.open("wb") as stderr:
             self.proc = subprocess.Popen(
                 [LOMI_BIN, "serve", "--headless", "--http", http, "--data-dir", str(self.data_dir)],
@@ -111,7 +117,8 @@ class Lomi:
                 return record
             code = self.proc.poll()
             if code is not None:
-                pytest.fail(f"lomi serve exited with {code} before it was ready\n{self.logs()}")
+                holders = dump(self.lock_holders())
+                pytest.fail(f"lomi serve exited with {code} before it was ready\n{self.logs()}\nstore.lock held by {holders}")
             if time.monotonic() > deadline:
                 pytest.fail(f"lomi serve wrote no broker.json in {START_DEADLINE}s\n{self.logs()}")
             time.sleep(0.02)
@@ -158,6 +165,48 @@ class Lomi:
         record = self.start()
         assert record["brokerInstanceId"] != previous, "every start gets a fresh brokerInstanceId"
         return record
+
+    def mark(self, start: int) -> str:
+        return f"{self.data_dir}#{start}"
+
+    def leftovers(self) -> dict[int, str]:
+        """Live processes (pid → command line) started by an earlier serve on this data dir
+        than the one running now: what a killed serve left behind."""
+        earlier = {self.mark(start).encode() for start in range(1, self.starts)}
+        found = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+            marks = {e.split(b"=", 1)[1] for e in environ if e.startswith(SERVE_MARK.encode() + b"=")}
+            state = stat[stat.rfind(")") + 2 :].split()[0]
+            if marks & earlier and state not in ("Z", "X", "x"):
+                found[int(entry)] = cmdline.decode(errors="replace").strip()
+        return found
+
+    def lock_holders(self) -> dict[int, str]:
+        """Processes (pid → command line) with the data dir's store.lock open."""
+        lock = str(self.data_dir / "store.lock")
+        found = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                fds = os.listdir(f"/proc/{entry}/fd")
+                if any(os.readlink(f"/proc/{entry}/fd/{fd}") == lock for fd in fds):
+                    found[int(entry)] = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+        return found
+
+    def integrity(self) -> str:
+        """SQLite's `PRAGMA integrity_check` of the store, read-only ("ok" when sound)."""
+        return integrity(self.data_dir)
 
     def logs(self) -> str:
         parts = []
@@ -248,6 +297,15 @@ class Lomi:
             if time.monotonic() > deadline:
                 pytest.fail(f"no receipt for {request_key} in {state}:\n{dump(ops)}\n{self.logs()}")
             time.sleep(0.02)
+
+
+def integrity(data_dir: Path) -> str:
+    """SQLite's `PRAGMA integrity_check` of the store in `data_dir`, opened read-only."""
+    connection = sqlite3.connect(f"file:{data_dir / 'lomi.sqlite3'}?mode=ro", uri=True)
+    try:
+        return connection.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        connection.close()
 
 
 class Envelope(dict):

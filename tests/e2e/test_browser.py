@@ -6,6 +6,7 @@ decoding them, a killed browser settled honestly, no Chromium left behind, and b
 Chromium processes are found in /proc by their process group (the browser leads its own);
 a zombie counts as gone, since PID 1 in a container may reap nothing."""
 
+import collections
 import hashlib
 import http.server
 import os
@@ -84,10 +85,14 @@ show();
 
 class Site:
     """Pages on 127.0.0.1:<port>; `/hang` holds its request until the site stops; `/partial`
-    sends the start of a page and holds the rest until `finish` is set."""
+    sends the start of a page and holds the rest until `finish` is set. `hits` counts the
+    requests each path got. `pages` is anything with `get(path)` (a dict, or pages made on
+    request)."""
 
     def __init__(self, pages: dict[str, str]) -> None:
         self.pages = pages
+        self.hits: collections.Counter[str] = collections.Counter()
+        self.counting = threading.Lock()
         self.release = threading.Event()
         self.finish = threading.Event()
         site = self
@@ -95,6 +100,8 @@ class Site:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802
                 path = self.path.split("?", 1)[0]
+                with site.counting:
+                    site.hits[path] += 1
                 if path == "/hang":
                     site.release.wait(60)
                     return

@@ -9,14 +9,13 @@ integrity check afterwards.
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import Lomi, McpFactory, dump
+from conftest import Lomi, McpFactory, dump, integrity
 
 pytestmark = pytest.mark.anyio
 
@@ -47,14 +46,6 @@ def fill(disk: Path) -> Path:
         except OSError:
             pass
     return filler
-
-
-def integrity(disk: Path) -> str:
-    connection = sqlite3.connect(f"file:{disk / 'lomi.sqlite3'}?mode=ro", uri=True)
-    try:
-        return connection.execute("PRAGMA integrity_check").fetchone()[0]
-    finally:
-        connection.close()
 
 
 async def test_a_full_data_disk_refuses_work_before_its_effect_and_recovers(small_disk, tmp_path, transcript):

@@ -9,12 +9,11 @@ story at the real 4,096 cap with 20,000 mutations in all (about 8 minutes, so no
 
 import json
 import os
-import sqlite3
 import time
 
 import pytest
 
-from conftest import dump, rename_args
+from conftest import dump, integrity, rename_args
 
 pytestmark = pytest.mark.anyio
 
@@ -52,11 +51,6 @@ class Agent:
             self.done += 1
             self.last_request = request
         return envelope
-
-
-def integrity(data_dir) -> str:
-    with sqlite3.connect(data_dir / "lomi.sqlite3") as db:
-        return db.execute("PRAGMA integrity_check").fetchone()[0]
 
 
 @pytest.mark.parametrize(
