@@ -109,6 +109,14 @@ export interface StoreStatus {
   historyReceipts: number;
   warningLevel: WarningLevel;
   pairings: PairingUsage[];
+  /** Set while the store's writes fail (a full disk, an I/O error): since when, and why. */
+  writeFailure: WriteFailure | null;
+}
+
+/** A time the store could not write at all; it lasts until a write commits again. */
+export interface WriteFailure {
+  since: string;
+  message: string;
 }
 
 /** Which retry epochs `storeReconcile` retires (`lomi store reconcile --retire …`). */

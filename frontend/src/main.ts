@@ -28,6 +28,7 @@ import {
   StoreNotice,
   freeRoomDialog,
   noticeBanner,
+  writeFailureBanner,
   pairingName,
   previewText,
   resultText,
@@ -106,25 +107,29 @@ function storeStatus(): StoreStatus | null {
 
 function renderNotice(): void {
   const status = storeStatus();
-  if (!status || notice.shown === null) {
+  const failure = status?.writeFailure ?? null;
+  if (!status || (notice.shown === null && failure === null)) {
     banner.replaceChildren();
     return;
   }
   const next = banner.cloneNode(false) as HTMLElement;
-  next.append(
-    noticeBanner(notice.shown, status, {
-      open: () => {
-        notice.dismiss();
-        tab = "settings";
-        render();
-        document.getElementById("settings-storage")?.scrollIntoView({ block: "start" });
-      },
-      dismiss: () => {
-        notice.dismiss();
-        render();
-      },
-    }),
-  );
+  if (failure !== null) next.append(writeFailureBanner(failure));
+  if (notice.shown !== null) {
+    next.append(
+      noticeBanner(notice.shown, status, {
+        open: () => {
+          notice.dismiss();
+          tab = "settings";
+          render();
+          document.getElementById("settings-storage")?.scrollIntoView({ block: "start" });
+        },
+        dismiss: () => {
+          notice.dismiss();
+          render();
+        },
+      }),
+    );
+  }
   morph(banner, next);
 }
 

@@ -12,6 +12,8 @@ import {
   shownChoice,
   storageSection,
   type StorageActions,
+  writeFailureBanner,
+  writeFailureText,
 } from "./storage";
 
 function status(extra: Partial<StoreStatus> = {}): StoreStatus {
@@ -35,6 +37,7 @@ function status(extra: Partial<StoreStatus> = {}): StoreStatus {
       { pairingId: "pa_1", liveRetryEpochs: 1, idleRetryEpochs: 0, endedRetryEpochs: 0, receipts: 15, unsettledReceipts: 0 },
       { pairingId: "pa_2", liveRetryEpochs: 1, idleRetryEpochs: 0, endedRetryEpochs: 0, receipts: 3, unsettledReceipts: 0 },
     ],
+    writeFailure: null,
     ...extra,
   };
 }
@@ -104,6 +107,21 @@ describe("the store notice", () => {
     expect(full.textContent).toContain("Lomi's store is full: agents' changes are refused until you free room.");
     (full.querySelector("#dismiss-notice") as HTMLElement).click();
     expect(dismiss).toHaveBeenCalled();
+  });
+});
+
+describe("the notice while Lomi cannot write", () => {
+  it("says why, what it means for agents and what the person does, and cannot be put away", () => {
+    const banner = writeFailureBanner({
+      since: "2026-12-04T10:00:00.000Z",
+      message: "committing: the disk holding /data/lomi.db is full; free disk space, then try again",
+    });
+    expect(banner.id).toBe("write-failure");
+    expect(banner.textContent).toContain("Lomi cannot save its records: committing: the disk holding /data/lomi.db is full");
+    expect(banner.textContent).toContain("Agents' changes are refused and none of them starts");
+    expect(banner.textContent).toContain("Free space on the disk that holds Lomi's data");
+    expect(banner.querySelector("button")).toBeNull();
+    expect(writeFailureText({ since: "", message: "disk full." })).toContain("records: disk full. Agents'");
   });
 });
 

@@ -2,7 +2,7 @@
 // agent, the history), the one maintenance action "Free room" with its preview, and the notice
 // the window shows once each time the store's warning level rises (75 %, 90 %, full).
 
-import type { Pairing, ReconcileReport, Retire, StoreStatus, WarningLevel } from "./api";
+import type { Pairing, ReconcileReport, Retire, StoreStatus, WarningLevel, WriteFailure } from "./api";
 import { h } from "./dom";
 
 /** What "Free room" retires: the person's choice in the Storage view. */
@@ -330,6 +330,29 @@ export function freeRoomDialog(
       h("button", { class: "secondary", id: "free-room-cancel", onclick: onCancel }, nothing ? "Close" : "Cancel"),
       nothing ? null : h("button", { class: "primary", id: "free-room-confirm", onclick: onConfirm }, "Free room"),
     ),
+  );
+}
+
+/** What the window says while the store cannot write: why, what it means for agents, what to do. */
+export function writeFailureText(failure: WriteFailure): string {
+  // The store's own advice (after the ";") is said once, below, in words for the person.
+  const reason = failure.message.split(";")[0].replace(/[.\s]+$/, "");
+  return (
+    `Lomi cannot save its records: ${reason}. Agents' changes are refused and none of them starts ` +
+    "until Lomi can write again; nothing already done is lost. Free space on the disk that holds " +
+    "Lomi's data; work goes on by itself, no restart needed."
+  );
+}
+
+/**
+ * The notice shown while the store cannot write (above any other): it stays until writes
+ * succeed again, since every agent's change is refused meanwhile.
+ */
+export function writeFailureBanner(failure: WriteFailure): HTMLElement {
+  return h(
+    "div",
+    { id: "write-failure", class: "notice level-full", role: "alert" },
+    h("span", { class: "notice-text" }, writeFailureText(failure)),
   );
 }
 

@@ -136,14 +136,30 @@ fn store_notice(level: &str, status: &Value) -> Option<(String, String)> {
     ))
 }
 
+/// The native notification for the store's writes starting to fail (the window shows the same
+/// notice until they succeed again).
+fn write_failure_notice(failure: &Value) -> (String, String) {
+    // The store's own advice (after the `;`) is said once, in words for the person.
+    let reason = failure["message"]
+        .as_str()
+        .and_then(|m| m.split(';').next())
+        .unwrap_or("the store cannot write");
+    (
+        "Lomi cannot save: agents' changes are refused".to_owned(),
+        format!("{reason}. Free space on the disk that holds Lomi's data; work goes on by itself."),
+    )
+}
+
 /// Raises a native notification (and shows the window) for every new pending pairing and every
 /// new operation waiting for the person; and one each time the store's warning level rises
-/// (75 %, 90 %, full), not again while it stays there. The window is shown only when the
-/// store is full: agents are refused then, as they wait for a decision.
+/// (75 %, 90 %, full), not again while it stays there, and one when the store's writes start to
+/// fail (a full disk). The window is shown only when the store is full or cannot write: agents
+/// are refused then, as they wait for a decision.
 pub fn notifications(app: AppHandle) {
     tauri::async_runtime::spawn(async move {
         let mut seen: HashSet<String> = HashSet::new();
         let mut store_level = 0;
+        let mut writes_failing = false;
         for tick in 0u64.. {
             let (broker, front) = {
                 let desktop = app.state::<crate::Desktop>();
@@ -183,6 +199,13 @@ pub fn notifications(app: AppHandle) {
                     fresh.push(notice);
                 }
                 store_level = rank;
+                // Writes failing (a full disk): once each time they start to fail.
+                let failure = &status["data"]["writeFailure"];
+                if failure.is_object() && !writes_failing {
+                    show = true;
+                    fresh.push(write_failure_notice(failure));
+                }
+                writes_failing = failure.is_object();
             }
             if show {
                 show_window(&app);

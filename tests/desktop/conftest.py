@@ -113,6 +113,11 @@ class Desktop:
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000, f"{name} is not a real screenshot"
         return path
 
+    def notifications(self) -> list[str]:
+        """The native notifications the app raised so far ("title: body"), from its log."""
+        log = (self.logs / "driver.stderr").read_text(errors="replace")
+        return [line.split("desktop notification: ", 1)[1] for line in log.splitlines() if "desktop notification: " in line]
+
     def stop(self) -> None:
         if self.window is not None:
             self.window.end()

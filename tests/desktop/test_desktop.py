@@ -426,6 +426,8 @@ async def test_storage_warns_before_the_store_is_full_and_frees_room_in_the_wind
         window.wait_for("#store-notice.level-critical")
         notice = window.text_of("#store-notice .notice-text")
         assert "90 % full" in notice and "Room left: 2 receipts" in notice, notice
+        # The app's notifications read the store on their own beat: let them see 90 % too.
+        wait_until(lambda: any("90 % full" in n for n in desktop.notifications()), "the native notification at 90 %")
 
         # At the cap the agent is refused (RESOURCE_EXHAUSTED) and the notice says the store is full.
         while (await rename())["status"] == "ok":
@@ -435,12 +437,8 @@ async def test_storage_warns_before_the_store_is_full_and_frees_room_in_the_wind
         window.wait_for("#store-notice.level-full")
         assert "agents' changes are refused" in window.text_of("#store-notice .notice-text")
         # The desktop notifications too, once per level however often the overview changed.
-        def notified() -> list[str]:
-            log = (desktop.logs / "driver.stderr").read_text(errors="replace")
-            return [line.split("desktop notification: ", 1)[1] for line in log.splitlines() if "desktop notification: " in line]
-
-        wait_until(lambda: any("store is full" in n for n in notified()), "the native notification at the cap")
-        store_notices = [n for n in notified() if "Lomi's store" in n]
+        wait_until(lambda: any("store is full" in n for n in desktop.notifications()), "the native notification at the cap")
+        store_notices = [n for n in desktop.notifications() if "Lomi's store" in n]
         # Each level at most once and in order; 75 % shows only if the window saw the store
         # between 75 and 90 % (the renames may pass it between two of its reads).
         levels = [n.split(":", 1)[0] for n in store_notices]
@@ -490,3 +488,49 @@ async def test_storage_warns_before_the_store_is_full_and_frees_room_in_the_wind
             lambda: window.text_of("#store-receipts .meter-text").startswith(f"1 of {STORE_CAP}"),
             "the agent's new receipt in the Storage view",
         )
+
+
+async def test_a_full_data_disk_is_told_in_the_window_and_work_resumes_when_room_is_freed(
+    desktop: Desktop, tmp_path: Path
+):
+    """The app keeps its data on a small tmpfs that fills while an agent works: the agent's
+    change is refused (STORE_UNAVAILABLE) and nothing of it happens, the window says why and
+    what to do (a notice that stays while writes fail) and one native notification says so;
+    once the person frees space the same agent goes on without a restart and the notice goes."""
+    with support.small_disk(desktop.data_dir):
+        desktop.start()
+        window = desktop.window
+        assert window is not None
+        a, token, mcp = one_workspace_agent(desktop, "Full disk", "Writer", tmp_path / "project-a")
+        async with mcp.session(token=token) as agent:
+            connection = await agent.connect(a["workspaceId"])
+            epoch, revision = connection["retryEpoch"], connection["domainRevision"]
+            filler = support.fill_disk(desktop.data_dir)
+            refused = await agent.call(
+                "lomi_workspace_update", support.rename_args(a["workspaceId"], revision, epoch, "full-1", "Renamed")
+            )
+            assert refused["status"] == "error" and refused["code"] == "STORE_UNAVAILABLE", dump(refused)
+            assert desktop.lomi.workspace(a["workspaceId"])["name"] == "Full disk"
+
+            window.wait_for("#write-failure")
+            text = window.text_of("#write-failure .notice-text")
+            assert text.startswith("Lomi cannot save its records:") and "full" in text, text
+            assert "Free space on the disk that holds Lomi's data" in text, text
+            wait_until(
+                lambda: any(n.startswith("Lomi cannot save") for n in desktop.notifications()),
+                "the native notification of the full disk",
+            )
+            desktop.screenshot("write-failure.png")
+
+            # Room again: the same agent's retry (same key) goes through, and the notice goes.
+            filler.unlink()
+            done = await agent.call(
+                "lomi_workspace_update", support.rename_args(a["workspaceId"], revision, epoch, "full-1", "Renamed")
+            )
+            assert done["status"] == "ok", dump(done)
+            settled = await agent.settle(done["data"]["operationId"])
+            assert settled["state"] == "succeeded", dump(settled)
+            window.wait_gone("#write-failure")
+            assert len([n for n in desktop.notifications() if n.startswith("Lomi cannot save")]) == 1
+        desktop.stop()
+        assert support.integrity(desktop.data_dir) == "ok"

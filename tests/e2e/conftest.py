@@ -299,6 +299,35 @@ class Lomi:
             time.sleep(0.02)
 
 
+@contextlib.contextmanager
+def small_disk(path: Path, size: str = "16m"):
+    """Mounts a small tmpfs on `path` (an existing, empty folder; root only) for the block."""
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill_disk(disk: Path) -> Path:
+    """Writes a filler file until the disk is full; returns it (unlink it to free the room)."""
+    filler = disk / "filler"
+    chunk = b"\0" * 65536
+    with open(filler, "wb", buffering=0) as out:
+        try:
+            while True:
+                out.write(chunk)
+        except OSError:
+            pass
+        # The last bytes that fit.
+        try:
+            while True:
+                out.write(b"\0" * 512)
+        except OSError:
+            pass
+    return filler
+
+
 def integrity(data_dir: Path) -> str:
     """SQLite's `PRAGMA integrity_check` of the store in `data_dir`, opened read-only."""
     connection = sqlite3.connect(f"file:{data_dir / 'lomi.sqlite3'}?mode=ro", uri=True)

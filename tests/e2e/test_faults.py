@@ -9,13 +9,13 @@ integrity check afterwards.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import Lomi, McpFactory, dump, integrity
+from conftest import Lomi, McpFactory, dump, fill_disk, integrity
+from conftest import small_disk as mounted_small_disk
 
 pytestmark = pytest.mark.anyio
 
@@ -24,28 +24,8 @@ pytestmark = pytest.mark.anyio
 def small_disk(tmp_path: Path):
     disk = tmp_path / "data"
     disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], check=True)
-    yield disk
-    subprocess.run(["umount", "-l", str(disk)], check=False)
-
-
-def fill(disk: Path) -> Path:
-    """Writes a filler file until the disk is full; returns it."""
-    filler = disk / "filler"
-    chunk = b"\0" * 65536
-    with open(filler, "wb", buffering=0) as out:
-        try:
-            while True:
-                out.write(chunk)
-        except OSError:
-            pass
-        # The last bytes that fit.
-        try:
-            while True:
-                out.write(b"\0" * 512)
-        except OSError:
-            pass
-    return filler
+    with mounted_small_disk(disk):
+        yield disk
 
 
 async def test_a_full_data_disk_refuses_work_before_its_effect_and_recovers(small_disk, tmp_path, transcript):
@@ -68,7 +48,7 @@ async def test_a_full_data_disk_refuses_work_before_its_effect_and_recovers(smal
             async def revision() -> str:
                 return (await agent.ok("lomi_panel_list", {"workspaceId": ws}))["domainRevision"]
 
-            filler = fill(small_disk)
+            filler = fill_disk(small_disk)
             before = await revision()
             refused = [
                 await mutate("lomi_workspace_update", {
@@ -83,6 +63,9 @@ async def test_a_full_data_disk_refuses_work_before_its_effect_and_recovers(smal
             for envelope in refused:
                 assert envelope["status"] == "error" and envelope["code"] == "STORE_UNAVAILABLE", dump(envelope)
                 assert "lomi" in envelope["message"].lower() or "disk" in envelope["message"].lower(), envelope["message"]
+            # The person is told: `lomi store status` (and the window) say writes are failing.
+            failing = lomi.cli("store", "status")["writeFailure"]
+            assert failing and "full" in failing["message"], dump(failing)
             # No effect started: the name, the project and the layout are as they were.
             listed = await agent.ok("lomi_workspace_list", {})
             [mine] = [w for w in listed["workspaces"] if w["workspaceId"] == ws]
@@ -104,6 +87,7 @@ async def test_a_full_data_disk_refuses_work_before_its_effect_and_recovers(smal
             settled = await agent.settle(written["data"]["operationId"])
             assert settled["state"] == "succeeded", dump(settled)
             assert (project / "written-after.txt").read_text() == "after"
+            assert lomi.cli("store", "status")["writeFailure"] is None
         assert integrity(small_disk) == "ok"
     finally:
         lomi.kill()

@@ -202,12 +202,20 @@ impl Broker {
         let mut durable = domain.clone();
         durable.pairings.retain(Pairing::is_durable);
         let path = self.inner.data_dir.join(DOMAIN_FILE);
-        waiting_on_disk(|| persist::write_json(&path, &durable)).map_err(|e| {
-            ToolError::new(
-                ErrorCode::StoreUnavailable,
-                format!("could not save Lomi's workspaces and pairings: {e}; nothing was changed"),
-            )
-        })
+        match waiting_on_disk(|| persist::write_json(&path, &durable)) {
+            Ok(()) => {
+                self.store().note_write_success();
+                Ok(())
+            }
+            Err(e) => {
+                let message = format!("could not save Lomi's workspaces and pairings: {e}");
+                self.store().note_write_failure(message.clone());
+                Err(ToolError::new(
+                    ErrorCode::StoreUnavailable,
+                    format!("{message}; nothing was changed"),
+                ))
+            }
+        }
     }
 }
 

@@ -233,6 +233,10 @@ pub fn store_status_json(status: &lomi_store::StoreStatus) -> Value {
         "retiredRetryEpochs": status.retired_retry_epochs,
         "historyReceipts": status.history_receipts,
         "warningLevel": status.warning.as_str(),
+        "writeFailure": status.write_failure.as_ref().map(|f| json!({
+            "since": f.since,
+            "message": f.message,
+        })),
         "pairings": status.pairings.iter().map(|p| json!({
             "pairingId": p.pairing_id,
             "liveRetryEpochs": p.live_retry_epochs,

@@ -26,6 +26,7 @@ pub use records::{
 };
 pub use schema::SCHEMA_VERSION;
 pub use store::{Caps, DATABASE_FILE, LOCK_FILE, Store, StoreOptions};
+pub use writer::WriteFailure;
 
 /// Results of store calls.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -132,6 +132,8 @@ pub struct StoreStatus {
     pub event_retention: usize,
     /// Per pairing with anything in the live store, by pairing id.
     pub pairings: Vec<PairingUsage>,
+    /// Writes are failing now (the disk is full, an I/O error), since when and why.
+    pub write_failure: Option<crate::WriteFailure>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -440,6 +442,7 @@ impl Store {
             let idle_epochs = select_epochs(&snapshot, &RetireSelector::Idle, &idle, now)?;
             let pairings = pairing_usage(&snapshot, now, &idle_epochs)?;
             Ok(StoreStatus {
+                write_failure: self.write_failure(),
                 schema_version: SCHEMA_VERSION,
                 now,
                 receipts,

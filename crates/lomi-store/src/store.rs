@@ -13,7 +13,7 @@ use crate::records::{
     EventPage, OperationEvent, Outcome, Receipt, ReceiptKey, RecoveryReport, Reservation,
     ReservationRequest, Retirement, RetryEpochRecord,
 };
-use crate::writer::Writer;
+use crate::writer::{WriteFailure, WriteHealth, Writer};
 use crate::{Clock, Result, StoreError, schema};
 
 /// The database file inside the data dir.
@@ -74,6 +74,7 @@ pub struct Store {
     // Both declared before `ownership_lock` so the connections close before the lock is
     // released (dropping the writer joins its thread, which owns the write connection).
     writer: Writer,
+    health: Arc<WriteHealth>,
     reader: Mutex<Connection>,
     clock: Arc<dyn Clock>,
     options: StoreOptions,
@@ -118,9 +119,16 @@ impl Store {
         let mut connection = open_connection(&database_path, &options)?;
         schema::migrate(&mut connection, &database_path)?;
         let reader = open_connection(&database_path, &options)?;
-        let writer = Writer::start(connection, clock.clone(), database_path.clone())?;
+        let health = Arc::new(WriteHealth::default());
+        let writer = Writer::start(
+            connection,
+            clock.clone(),
+            database_path.clone(),
+            health.clone(),
+        )?;
         let mut store = Store {
             writer,
+            health,
             reader: Mutex::new(reader),
             clock,
             options,
@@ -130,6 +138,23 @@ impl Store {
         };
         store.recovery = store.recover()?;
         Ok(store)
+    }
+
+    /// Whether writes are failing now (the disk is full, an I/O error), and since when: set
+    /// when a write fails as a whole, cleared when one commits again.
+    pub fn write_failure(&self) -> Option<WriteFailure> {
+        self.health.current()
+    }
+
+    /// Reports a failed write of a file Lomi keeps beside the store (its domain file), so the
+    /// person learns of it the same way; a later successful write clears it.
+    pub fn note_write_failure(&self, message: String) {
+        self.health.failed(self.now(), message);
+    }
+
+    /// Reports that a file Lomi keeps beside the store was written.
+    pub fn note_write_success(&self) {
+        self.health.succeeded();
     }
 
     /// The receipts this open found unsettled and marked `outcome_unknown`.

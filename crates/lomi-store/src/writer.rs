@@ -22,6 +22,36 @@ const MOST_PER_GROUP: usize = 128;
 /// savepoint, with the time it runs at. It owns what it needs (it runs on the writer thread).
 pub(crate) type Body<T> = Box<dyn FnOnce(&Connection, Timestamp) -> Result<T, Failure> + Send>;
 
+/// A time the store could not write at all (the disk is full, an I/O error): what failed and
+/// since when. It lasts until a write commits again; `lomi store status` and the window show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteFailure {
+    /// When the first of the failing writes failed.
+    pub since: Timestamp,
+    /// Why the latest one failed, as a person reads it.
+    pub message: String,
+}
+
+/// Whether the store's writes are failing now; shared by the writer thread and the store.
+#[derive(Debug, Default)]
+pub(crate) struct WriteHealth(std::sync::Mutex<Option<WriteFailure>>);
+
+impl WriteHealth {
+    pub(crate) fn failed(&self, now: Timestamp, message: String) {
+        let mut failure = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let since = failure.as_ref().map_or(now, |f| f.since);
+        *failure = Some(WriteFailure { since, message });
+    }
+
+    pub(crate) fn succeeded(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    pub(crate) fn current(&self) -> Option<WriteFailure> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
 /// The caller's side of the writer: sends writes and waits for their answers.
 pub(crate) struct Writer {
     // `None` only while dropping: closing the channel is what ends the thread.
@@ -35,11 +65,20 @@ impl Writer {
         connection: Connection,
         clock: Arc<dyn Clock>,
         database_path: PathBuf,
+        health: Arc<WriteHealth>,
     ) -> Result<Writer> {
         let (sender, receiver) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("lomi-store-writer".to_owned())
-            .spawn(move || serve(&connection, clock.as_ref(), &database_path, &receiver))
+            .spawn(move || {
+                serve(
+                    &connection,
+                    clock.as_ref(),
+                    &database_path,
+                    &health,
+                    &receiver,
+                );
+            })
             .map_err(|e| {
                 StoreError::unavailable(format!(
                     "cannot start the store's writer thread ({e}); the system is out of threads or memory"
@@ -166,6 +205,7 @@ fn serve(
     connection: &Connection,
     clock: &dyn Clock,
     database_path: &Path,
+    health: &WriteHealth,
     receiver: &Receiver<Box<dyn Member>>,
 ) {
     while let Ok(first) = receiver.recv() {
@@ -176,7 +216,10 @@ fn serve(
                 Err(_) => break,
             }
         }
-        commit_group(connection, clock, database_path, &mut group);
+        match commit_group(connection, clock, database_path, &mut group) {
+            Some(failure) => health.failed(clock.now(), failure.0),
+            None => health.succeeded(),
+        }
         for member in group {
             member.answer();
         }
@@ -205,13 +248,14 @@ impl GroupFailure {
 /// member's refusal rolls back only its own changes), and commits once. If the transaction
 /// cannot begin, is rolled back by SQLite under a member (full disk, I/O error), or cannot
 /// commit, every member fails with `Unavailable`: none of their writes is durable, so none of
-/// their effects may start. Answers are left in the members for the caller to send.
+/// their effects may start. Answers are left in the members for the caller to send; the
+/// group's failure, if it failed as a whole, is returned.
 fn commit_group(
     connection: &Connection,
     clock: &dyn Clock,
     database_path: &Path,
     group: &mut [Box<dyn Member>],
-) {
+) -> Option<GroupFailure> {
     let failure = |step: &str, error| GroupFailure::from_sqlite(database_path, step, error);
     let fail_all = |group: &mut [Box<dyn Member>], cause: &GroupFailure| {
         for member in group {
@@ -222,20 +266,22 @@ fn commit_group(
     if !connection.is_autocommit() {
         // Only reachable if an earlier rollback itself failed; start clean.
         if let Err(error) = connection.execute_batch("ROLLBACK") {
-            fail_all(group, &failure("ending an unfinished transaction", error));
-            return;
+            let cause = failure("ending an unfinished transaction", error);
+            fail_all(group, &cause);
+            return Some(cause);
         }
     }
     if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
-        fail_all(group, &failure("starting the write transaction", error));
-        return;
+        let cause = failure("starting the write transaction", error);
+        fail_all(group, &cause);
+        return Some(cause);
     }
     for index in 0..group.len() {
         if let Err(error) = connection.execute_batch("SAVEPOINT member") {
             let cause = failure("opening a savepoint", error);
             roll_back(connection);
             fail_all(group, &cause);
-            return;
+            return Some(cause);
         }
         let succeeded = group[index].run(connection, clock.now(), database_path);
         if connection.is_autocommit() {
@@ -252,7 +298,7 @@ fn commit_group(
                     member.fail(error);
                 }
             }
-            return;
+            return Some(cause);
         }
         let end = if succeeded && group[index].keeps() {
             "RELEASE member"
@@ -263,14 +309,16 @@ fn commit_group(
             let cause = failure("closing a savepoint", error);
             roll_back(connection);
             fail_all(group, &cause);
-            return;
+            return Some(cause);
         }
     }
     if let Err(error) = connection.execute_batch("COMMIT") {
         let cause = failure("committing", error);
         roll_back(connection);
         fail_all(group, &cause);
+        return Some(cause);
     }
+    None
 }
 
 /// Rolls back what is left of a failed group's transaction, if SQLite did not already. A

@@ -1075,12 +1075,21 @@ fn a_full_disk_fails_every_concurrent_reservation_and_the_store_recovers_once_ro
         );
     }
     assert_eq!(event_count(&store), 0, "an event of a refused reservation");
+    // The person is told (store status, the window): writes fail, since when and why.
+    let failing = store.write_failure().expect("writes are failing");
+    assert!(failing.message.contains("full"), "{failing:?}");
+    assert_eq!(
+        status(&store).write_failure,
+        Some(failing),
+        "store status says so"
+    );
 
     // Room again: the same store admits them, no reopen needed.
     std::fs::remove_file(filler).expect("free the disk");
     for answer in reserve_all(&store) {
         assert!(answer.expect("room again").created);
     }
+    assert_eq!(store.write_failure(), None, "a commit clears the failure");
     drop(store);
     let store = open();
     assert_eq!(store.recovery().marked_outcome_unknown.len(), THREADS);
