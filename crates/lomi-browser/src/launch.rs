@@ -2,7 +2,8 @@
 //! fresh profile (and temp dir) per browser that is removed when it ends, or a persistent
 //! profile folder the person chose (only its temp dir is removed then). The process is bound
 //! to Lomi's life: it gets SIGKILL when the thread that started it dies (`setpriv
-//! --pdeathsig`), and it leads its own process group so that ending it ends its helpers too.
+//! --pdeathsig`), so it is started from one thread that lasts as long as Lomi; and it leads
+//! its own process group so that ending it ends its helpers too.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -137,7 +138,7 @@ impl Process {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let child = command.spawn().map_err(|e| {
+        let child = spawn_from_lasting_thread(command).await.map_err(|e| {
             BrowserError::Launch(format!("cannot start {}: {e}", chromium.display()))
         })?;
         let pid = child
@@ -281,6 +282,49 @@ fn group_runs(leader: u32) -> bool {
         })
 }
 
+/// Spawns `command` from one thread that lasts as long as Lomi. The parent-death signal a
+/// browser gets (`setpriv --pdeathsig`) fires when the *thread* that forked it ends, not the
+/// process; the runtime's threads come and go (a worker that waits on the disk hands its work
+/// to a new thread and may later end idle), so a browser started from one of them was killed
+/// mid-work, at random, more often the busier Lomi was.
+pub(crate) async fn spawn_from_lasting_thread(command: Command) -> std::io::Result<Child> {
+    type Job = (
+        Command,
+        tokio::runtime::Handle,
+        tokio::sync::oneshot::Sender<std::io::Result<Child>>,
+    );
+    static SPAWNER: std::sync::OnceLock<std::io::Result<std::sync::mpsc::Sender<Job>>> =
+        std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("lomi-spawner".to_owned())
+            .spawn(move || {
+                // Lives until the process ends: the channel's sender is static.
+                while let Ok((mut command, runtime, reply)) = queue.recv() {
+                    // The child is registered with the runtime that reaps it.
+                    let _entered = runtime.enter();
+                    let _gone = reply.send(command.spawn());
+                }
+            })
+            .map(|_| jobs)
+    });
+    let jobs = match spawner {
+        Ok(jobs) => jobs.clone(),
+        Err(error) => {
+            return Err(std::io::Error::new(
+                error.kind(),
+                format!("cannot start Lomi's process spawner thread: {error}"),
+            ));
+        }
+    };
+    let ended = || std::io::Error::other("Lomi's process spawner thread ended");
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    jobs.send((command, tokio::runtime::Handle::current(), reply))
+        .map_err(|_| ended())?;
+    answer.await.map_err(|_| ended())?
+}
+
 /// The file in a profile folder that names the Chromium process using it.
 const OWNER_FILE: &str = "lomi-owner-pid";
 
@@ -346,5 +390,53 @@ pub fn kill_group(pid: u32) {
         && error != nix::errno::Errno::ESRCH
     {
         tracing::debug!("SIGKILL to Chromium's group {pid}: {error}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Starts `sleep 30` bound to its parent thread's life (as a browser is) from a thread
+    /// that then ends, as the runtime's threads do; answers whether it still runs.
+    fn survives_its_asking_thread(spawn_from_lasting: bool) -> bool {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let handle = runtime.handle().clone();
+        let mut child = std::thread::spawn(move || {
+            handle.block_on(async {
+                let mut command = Command::new("setpriv");
+                command
+                    .args(["--pdeathsig", "KILL", "--", "sleep", "30"])
+                    .kill_on_drop(true);
+                let child = if spawn_from_lasting {
+                    spawn_from_lasting_thread(command).await
+                } else {
+                    command.spawn()
+                };
+                // Long enough for setpriv to have set the signal before this thread ends.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                child
+            })
+        })
+        .join()
+        .expect("the asking thread")
+        .expect("spawned");
+        runtime.block_on(async {
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while Instant::now() < deadline {
+                if child.try_wait().expect("status").is_some() {
+                    return false;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            true
+        })
+    }
+
+    #[test]
+    fn a_browser_outlives_the_runtime_thread_that_started_it() {
+        // The fault itself: bound to a thread that ends, the child is killed with it.
+        assert!(!survives_its_asking_thread(false));
+        assert!(survives_its_asking_thread(true));
     }
 }
