@@ -1,6 +1,6 @@
 //! Lomi's fuzz targets as plain functions over bytes: each one feeds its input to the real
 //! decoding code and panics only where that code would. The AFL++ binaries in `src/bin`
-//! call them, and so does the corpus replay (`scripts/fuzz --replay`).
+//! call them; scripts/fuzz replays the kept corpus through those binaries.
 
 use std::sync::OnceLock;
 
