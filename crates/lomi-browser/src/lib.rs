@@ -5,6 +5,8 @@
 
 mod browser;
 mod direct;
+#[doc(hidden)]
+pub mod fuzzing;
 mod launch;
 pub mod panels;
 mod snapshot;

@@ -125,11 +125,11 @@ struct SnapshotRecord {
 }
 
 #[derive(Clone, Debug)]
-struct FrameRecord {
-    frame_id: String,
-    context: i64,
+pub(crate) struct FrameRecord {
+    pub(crate) frame_id: String,
+    pub(crate) context: i64,
     /// The owner iframe: (its frame's prefix, its element number).
-    owner: Option<(String, u64)>,
+    pub(crate) owner: Option<(String, u64)>,
 }
 
 #[derive(Default)]
@@ -947,13 +947,7 @@ impl Tab {
                 "snapshot {snapshot_id} has no ref {element_ref:?}"
             )));
         }
-        let split = element_ref
-            .rfind('e')
-            .ok_or_else(|| BrowserError::Invalid(format!("{element_ref:?} is not a ref")))?;
-        let (prefix, number) = element_ref.split_at(split + 1);
-        let number: u64 = number
-            .parse()
-            .map_err(|_| BrowserError::Invalid(format!("{element_ref:?} is not a ref")))?;
+        let (prefix, number) = split_ref(element_ref)?;
         let frame = record.frames.get(prefix).ok_or_else(|| {
             BrowserError::Invalid(format!("snapshot {snapshot_id} has no ref {element_ref:?}"))
         })?;
@@ -2503,7 +2497,7 @@ fn collect_frames(
 }
 
 /// Joins a frame's text with its child frames' text, each below its iframe line.
-fn stitch(
+pub(crate) fn stitch(
     prefix: &str,
     texts: &HashMap<String, Value>,
     records: &HashMap<String, FrameRecord>,
@@ -2554,8 +2548,21 @@ fn truncate_value(value: Value) -> Value {
     }
 }
 
+/// A ref's frame prefix (up to its last `e`) and its element number: `f2e17` is frame `f2e`,
+/// element 17.
+pub(crate) fn split_ref(element_ref: &str) -> Result<(&str, u64), BrowserError> {
+    let split = element_ref
+        .rfind('e')
+        .ok_or_else(|| BrowserError::Invalid(format!("{element_ref:?} is not a ref")))?;
+    let (prefix, number) = element_ref.split_at(split + 1);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| BrowserError::Invalid(format!("{element_ref:?} is not a ref")))?;
+    Ok((prefix, number))
+}
+
 /// A key as CDP wants it.
-struct Key {
+pub(crate) struct Key {
     key: String,
     code: String,
     key_code: u32,
@@ -2563,7 +2570,7 @@ struct Key {
     modifiers: u32,
 }
 
-fn parse_key(spec: &str) -> Result<Key, BrowserError> {
+pub(crate) fn parse_key(spec: &str) -> Result<Key, BrowserError> {
     let bad = || {
         BrowserError::Invalid(format!(
             "unknown key {spec:?}; use a character or Enter, Tab, Escape, Backspace, Delete, Space, \

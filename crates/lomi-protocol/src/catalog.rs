@@ -2,6 +2,7 @@
 //! schemas. `lomi catalog` prints it and the MCP server's `tools/list` is built from it.
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::schema::{input_schema, operation_schema, output_schema};
@@ -210,10 +211,13 @@ pub struct ToolSpec {
     pub annotations: Annotations,
     pub input_schema: Map<String, Value>,
     pub output_schema: Map<String, Value>,
+    /// Decodes arguments strictly into the tool's input type (the type `input_schema` is made
+    /// from) and drops the result: the fuzzer's way in to every tool's decoding.
+    pub check_arguments: fn(&str, Option<Value>) -> Result<(), crate::ToolError>,
 }
 
 impl ToolSpec {
-    fn new<I: schemars::JsonSchema, O: schemars::JsonSchema>(
+    fn new<I: schemars::JsonSchema + DeserializeOwned, O: schemars::JsonSchema>(
         tool: Tool,
         title: &'static str,
         kind: ToolKind,
@@ -229,12 +233,15 @@ impl ToolSpec {
             annotations,
             input_schema: input_schema::<I>(),
             output_schema: output_schema::<O>(),
+            check_arguments: |tool, arguments| {
+                crate::strict::decode::<I>(tool, arguments).map(drop)
+            },
         }
     }
 
     /// A mutation: its output is the operation, whose `result` is `R` once it succeeded (or
     /// `{details}` of a failure, or null while it runs).
-    fn operation<I: schemars::JsonSchema, R: schemars::JsonSchema>(
+    fn operation<I: schemars::JsonSchema + DeserializeOwned, R: schemars::JsonSchema>(
         tool: Tool,
         title: &'static str,
         annotations: Annotations,

@@ -1,0 +1,5 @@
+//! AFL++ entry for the `snapshot` target (see `lomi_fuzz::snapshot`).
+
+fn main() {
+    afl::fuzz!(|data: &[u8]| lomi_fuzz::snapshot(data));
+}
