@@ -211,8 +211,27 @@ impl Broker {
             workspace_id: Some(mutation.workspace_id.clone()),
             fingerprint,
         };
-        let reservation =
-            waiting_on_disk(|| self.inner.store.reserve(&request)).map_err(store_error)?;
+        let (decision_tx, decision_rx) = oneshot::channel();
+        let (gate, decision) = match confirmation {
+            Confirmation::Policy if self.domain().policy.confirm_tools.contains(&mutation.tool) => {
+                (Gate::Ask(decision_rx, None), Some(decision_tx))
+            }
+            Confirmation::Policy | Confirmation::Allowed => (Gate::Open, None),
+            Confirmation::Ask { remember } => (Gate::Ask(decision_rx, remember), Some(decision_tx)),
+            Confirmation::Declined(message) => (Gate::Denied(message), None),
+        };
+        // Nothing to wait for (no decision, the permit free): the permit is taken now and the
+        // receipt recorded `running` with its reservation, one commit instead of two.
+        let permit_key = mutation.permit.key();
+        let held = match gate {
+            Gate::Open => self.permit(&permit_key).try_lock_owned().ok(),
+            _ => None,
+        };
+        let reservation = waiting_on_disk(|| match held {
+            Some(_) => self.inner.store.reserve_running(&request),
+            None => self.inner.store.reserve(&request),
+        })
+        .map_err(store_error)?;
         let receipt = reservation.receipt;
         if !reservation.created {
             return Ok(receipt.operation_id);
@@ -232,15 +251,6 @@ impl Broker {
         });
         let cancel = CancellationToken::new();
         let (settled_tx, settled_rx) = watch::channel(false);
-        let (decision_tx, decision_rx) = oneshot::channel();
-        let (gate, decision) = match confirmation {
-            Confirmation::Policy if self.domain().policy.confirm_tools.contains(&mutation.tool) => {
-                (Gate::Ask(decision_rx, None), Some(decision_tx))
-            }
-            Confirmation::Policy | Confirmation::Allowed => (Gate::Open, None),
-            Confirmation::Ask { remember } => (Gate::Ask(decision_rx, remember), Some(decision_tx)),
-            Confirmation::Declined(message) => (Gate::Denied(message), None),
-        };
         let request = decision.is_some().then(|| AwaitingDecision {
             operation_id: receipt.operation_id.clone(),
             tool: mutation.tool,
@@ -264,10 +274,12 @@ impl Broker {
         let target = Target {
             pairing: caller.clone(),
             workspace: mutation.workspace_id.clone(),
-            permit_key: mutation.permit.key(),
+            permit_key,
         };
         let task = tokio::spawn(async move {
-            broker.run(id.clone(), target, gate, cancel, effect).await;
+            broker
+                .run(id.clone(), target, gate, held, cancel, effect)
+                .await;
             broker.live().remove(&id);
             let _settled = settled_tx.send(true);
         });
@@ -337,6 +349,7 @@ impl Broker {
             permit_key,
         }: Target,
         gate: Gate,
+        held: Option<tokio::sync::OwnedMutexGuard<()>>,
         cancel: CancellationToken,
         effect: Effect,
     ) {
@@ -399,11 +412,23 @@ impl Broker {
                 return;
             }
         }
-        let permit = self.permit(&permit_key);
-        let _guard = tokio::select! {
-            guard = permit.lock_owned() => guard,
-            () = cancel.cancelled() => return,
-            () = self.inner.stopping.cancelled() => return,
+        // Recorded `running` at admission when the permit was free then (it is held since).
+        let dispatched = held.is_some();
+        let _guard = match held {
+            Some(guard) => guard,
+            None => {
+                let permit = self.permit(&permit_key);
+                tokio::select! {
+                    guard = permit.lock_owned() => guard,
+                    () = cancel.cancelled() => return,
+                    () = self.inner.stopping.cancelled() => return,
+                }
+            }
+        };
+        let from = if dispatched {
+            OperationState::Running
+        } else {
+            OperationState::Queued
         };
         // A pairing revoked (or denied), or no longer granted the workspace, while its
         // operation waited gets no effect: authority is checked at dispatch, not only at
@@ -411,7 +436,7 @@ impl Broker {
         if let Err(error) = self.granted_workspace(&pairing, &workspace) {
             let _recorded = self.step(
                 &id,
-                OperationState::Queued,
+                from,
                 OperationState::Failed,
                 EffectState::None,
                 Some(error_outcome(&error)),
@@ -419,15 +444,16 @@ impl Broker {
             return;
         }
         // Compare-and-swap from queued: if cancellation won the race, nothing is dispatched.
-        if self
-            .step(
-                &id,
-                OperationState::Queued,
-                OperationState::Running,
-                EffectState::None,
-                None,
-            )
-            .is_err()
+        if !dispatched
+            && self
+                .step(
+                    &id,
+                    OperationState::Queued,
+                    OperationState::Running,
+                    EffectState::None,
+                    None,
+                )
+                .is_err()
         {
             return;
         }

@@ -1,5 +1,6 @@
 //! Admission benchmark (not a timed test): the durable reserve → running → succeeded rate of the
-//! store against raw single-row SQLite commits (WAL, synchronous=FULL) on the same disk,
+//! store (and reserve-running → succeeded, the broker's path when a permit is free at
+//! admission) against raw single-row SQLite commits (WAL, synchronous=FULL) on the same disk,
 //! retiring an epoch with 4,096 settled receipts (archive to the history) while admissions go on,
 //! and admission alone (reserve) from 1, 8 and 32 client threads, where group commit shares
 //! each commit's fsync among the clients waiting on it.
@@ -35,13 +36,15 @@ fn main() -> anyhow::Result<()> {
         base.display()
     );
     let mut store_rates = Vec::new();
+    let mut folded_rates = Vec::new();
     let mut raw_rates = Vec::new();
     let mut retire_millis = Vec::new();
     let mut during_rates = Vec::new();
     let mut longest_waits = Vec::new();
     for round in 0..ROUNDS {
         let dir = tempfile::tempdir_in(&base)?;
-        store_rates.push(store_round(&dir.path().join("store"), round)?);
+        store_rates.push(store_round(&dir.path().join("store"), round, false)?);
+        folded_rates.push(store_round(&dir.path().join("folded"), round, true)?);
         raw_rates.push(raw_round(&dir.path().join("raw.sqlite3"))?);
         let retirement = retire_round(&dir.path().join("retire"), round)?;
         retire_millis.push(retirement.millis);
@@ -49,6 +52,7 @@ fn main() -> anyhow::Result<()> {
         longest_waits.push(retirement.longest_admission_millis);
     }
     let store = summary(&mut store_rates);
+    let folded = summary(&mut folded_rates);
     let raw = summary(&mut raw_rates);
     let retire = summary(&mut retire_millis);
     let during = summary(&mut during_rates);
@@ -56,6 +60,10 @@ fn main() -> anyhow::Result<()> {
     println!(
         "(a) store reserve+settle  ops/s      min {:>8.1}  median {:>8.1}  max {:>8.1}",
         store.0, store.1, store.2
+    );
+    println!(
+        "(a') reserved running+settle ops/s   min {:>8.1}  median {:>8.1}  max {:>8.1}",
+        folded.0, folded.1, folded.2
     );
     println!(
         "(b) raw SQLite commit     commits/s  min {:>8.1}  median {:>8.1}  max {:>8.1}",
@@ -68,6 +76,10 @@ fn main() -> anyhow::Result<()> {
     println!(
         "ratio store commits/s (3 per op) vs raw commits/s:          {:.3}",
         3.0 * store.1 / raw.1
+    );
+    println!(
+        "ratio median(a')/median(b), the broker's path with a free permit: {:.3}",
+        folded.1 / raw.1
     );
     println!(
         "(c) retire + archive {RETIRED_RECEIPTS} receipts, ms min {:>8.1}  median {:>8.1}  max {:>8.1}",
@@ -361,8 +373,9 @@ fn summary(rates: &mut [f64]) -> (f64, f64, f64) {
 }
 
 /// One round of what the broker does per admitted operation: reserve (queued), mark running,
-/// settle succeeded. Three durable commits each.
-fn store_round(data_dir: &std::path::Path, round: usize) -> anyhow::Result<f64> {
+/// settle succeeded: three durable commits each; or, `folded`, what it does when the
+/// operation's permit is free at admission: reserve recorded running, settle: two commits.
+fn store_round(data_dir: &std::path::Path, round: usize, folded: bool) -> anyhow::Result<f64> {
     let clock = Arc::new(SystemClock);
     let options = StoreOptions {
         caps: Caps {
@@ -399,14 +412,19 @@ fn store_round(data_dir: &std::path::Path, round: usize) -> anyhow::Result<f64> 
             workspace_id: None,
             fingerprint: fingerprint(&payload, Some("g1"), Some("1")),
         };
-        let id = store.reserve(&request)?.receipt.operation_id;
-        store.transition(
-            &id,
-            OperationState::Queued,
-            OperationState::Running,
-            EffectState::None,
-            None,
-        )?;
+        let id = if folded {
+            store.reserve_running(&request)?.receipt.operation_id
+        } else {
+            let id = store.reserve(&request)?.receipt.operation_id;
+            store.transition(
+                &id,
+                OperationState::Queued,
+                OperationState::Running,
+                EffectState::None,
+                None,
+            )?;
+            id
+        };
         let outcome = Outcome {
             result: Some(payload),
             error: None,

@@ -430,6 +430,43 @@ fn reopening_marks_unsettled_receipts_outcome_unknown_and_never_hands_them_back(
 }
 
 #[test]
+fn a_reservation_recorded_running_has_both_events_and_recovers_like_any_running_receipt() {
+    let setup = setup();
+    let store = setup.open();
+    let epoch = setup.epoch(&store, "re_a");
+    let request = request(&key(&epoch, "rk_run"), json!({"x": 1}));
+    let reserved = store.reserve_running(&request).expect("reserve running");
+    assert!(reserved.created);
+    assert_eq!(
+        (reserved.receipt.state, reserved.receipt.effect_state),
+        (OperationState::Running, EffectState::None)
+    );
+    let id = reserved.receipt.operation_id.clone();
+    assert_eq!(
+        store.get(&id).expect("get").expect("receipt").state,
+        OperationState::Running
+    );
+    let page = store.events_after(0, 10).expect("events");
+    let states: Vec<_> = page.events.iter().map(|e| e.state).collect();
+    assert_eq!(states, [OperationState::Queued, OperationState::Running]);
+    // A retry is the same receipt, created once; the other reservation kind answers the same.
+    let retry = store.reserve(&request).expect("retry");
+    assert!(!retry.created);
+    assert_eq!(retry.receipt.operation_id, id);
+    drop(store);
+
+    let store = setup.open();
+    assert_eq!(
+        store.recovery().marked_outcome_unknown,
+        std::slice::from_ref(&id)
+    );
+    assert_eq!(
+        store.get(&id).expect("get").expect("receipt").state,
+        OperationState::OutcomeUnknown
+    );
+}
+
+#[test]
 fn pragmas_hold_on_every_open() {
     let setup = setup();
     for _ in 0..3 {
