@@ -57,7 +57,7 @@ fn section(name: &str) -> anyhow::Result<SettingsSection> {
 }
 
 /// The control request a settings command sends, whether to print JSON, and how to print it.
-pub fn request(command: SettingsCommand) -> anyhow::Result<(ControlRequest, bool, fn(&Value))> {
+fn request(command: SettingsCommand) -> anyhow::Result<(ControlRequest, bool, crate::Render)> {
     Ok(match command {
         SettingsCommand::Get {
             section: name,
