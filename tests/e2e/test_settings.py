@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -204,3 +205,28 @@ async def test_terminal_settings_shape_a_new_terminal_and_survive_a_restart(lomi
     after = lomi.cli("settings", "get", "terminal")
     assert after["terminal"]["cols"] == 101 and after["terminal"]["rows"] == 33
     assert int(after["terminal"]["settingsRevision"]) == int(changed["settingsRevision"]) + 1
+
+
+async def test_editor_line_endings_shape_a_new_text_file(lomi, workspaces, mcp):
+    a, _ = workspaces
+    root = Path(a["projects"][0]["root"])
+    async with agent_for(lomi, mcp, a["workspaceId"], name="files-agent") as agent:
+        epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
+
+        async def create(path: str, key: str) -> None:
+            answer = await agent.ok("lomi_file_create", {
+                "workspaceId": a["workspaceId"], "path": path, "text": "one\ntwo\r\n", "retryEpoch": epoch, "requestKey": key,
+            })
+            op = await agent.settle(answer["operationId"])
+            assert op["state"] == "succeeded", dump(op)
+
+        await create("before.txt", "f1")
+        assert (root / "before.txt").read_bytes() == b"one\ntwo\r\n"
+        editor = (await agent.ok("lomi_settings_get", {"section": "editor"}))["editor"]
+        answer = await agent.ok(
+            "lomi_settings_update",
+            update_args("editor", editor["settingsRevision"], epoch, "crlf", {"lineEndings": "crlf"}),
+        )
+        assert (await agent.settle(answer["operationId"]))["state"] == "succeeded"
+        await create("after.txt", "f2")
+        assert (root / "after.txt").read_bytes() == b"one\r\ntwo\r\n"
