@@ -2,7 +2,8 @@
 swapped by their own settingsRevision, retries answered by the same operation, person-only
 sections refused to agents, a provider key the person stores (in the real OS keyring: run under
 `dbus-run-session -- scripts/with-keyring`) never shown, the person's CLI change moving the
-revision the agent then sees, and a terminal setting changing what a new terminal gets.
+revision the agent then sees, and settings changing real behaviour: a new terminal's size
+(`stty size`), a new text file's line endings, a new browser's viewport.
 """
 
 from __future__ import annotations
@@ -230,3 +231,19 @@ async def test_editor_line_endings_shape_a_new_text_file(lomi, workspaces, mcp):
         assert (await agent.settle(answer["operationId"]))["state"] == "succeeded"
         await create("after.txt", "f2")
         assert (root / "after.txt").read_bytes() == b"one\r\ntwo\r\n"
+
+
+async def test_browser_viewport_setting_sizes_a_new_browser(lomi, workspaces, mcp):
+    from test_browser import agent_for as browser_agent_for
+
+    a, _ = workspaces
+    lomi.cli("settings", "set", "browser", "viewport", '{"width": 800, "height": 600}')
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as session:
+        agent = await browser_agent_for(lomi, workspaces, session)
+        await agent.create()
+        try:
+            shot = await session.ok("lomi_browser_capture", {"panelId": agent.panel})
+            assert (shot["width"], shot["height"]) == (800, 600), dump(shot)
+        finally:
+            await agent.close()
