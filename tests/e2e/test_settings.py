@@ -247,3 +247,26 @@ async def test_browser_viewport_setting_sizes_a_new_browser(lomi, workspaces, mc
             assert (shot["width"], shot["height"]) == (800, 600), dump(shot)
         finally:
             await agent.close()
+
+
+async def test_an_agents_change_waits_for_the_person_when_policy_says_so(lomi, workspaces, mcp):
+    a, _ = workspaces
+    before = lomi.cli("settings", "get", "confirmations")["confirmations"]["settingsRevision"]
+    assert lomi.run("confirm", "lomi_settings_update").returncode == 0
+    after = lomi.cli("settings", "get", "confirmations")["confirmations"]
+    assert "lomi_settings_update" in after["confirmTools"]
+    assert int(after["settingsRevision"]) == int(before) + 1
+    async with agent_for(lomi, mcp, a["workspaceId"], name="asking-agent") as agent:
+        epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
+        chat = (await agent.ok("lomi_settings_get", {"section": "chat"}))["chat"]
+        answer = await agent.ok(
+            "lomi_settings_update",
+            update_args("chat", chat["settingsRevision"], epoch, "ask-1", {"systemPrompt": "Answer in French."}),
+        )
+        lomi.wait_operation(answer["operationId"], "awaiting_user")
+        unchanged = (await agent.ok("lomi_settings_get", {"section": "chat"}))["chat"]
+        assert unchanged == chat, "nothing changes before the person decides"
+        lomi.cli("decide", answer["operationId"], "approve")
+        op = await agent.settle(answer["operationId"])
+        assert op["state"] == "succeeded", dump(op)
+        assert (await agent.ok("lomi_settings_get", {"section": "chat"}))["chat"]["systemPrompt"] == "Answer in French."

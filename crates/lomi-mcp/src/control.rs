@@ -698,4 +698,48 @@ mod tests {
         let decisions = handle(&broker, &front, ControlRequest::DecisionList {});
         assert_eq!(decisions["data"], json!([]));
     }
+
+    /// The window and the CLI send the same `settingsSet`: it moves the section's revision, a
+    /// stale `expectedSettingsRevision` is REVISION_MISMATCH with the current one, and a key
+    /// for an unknown provider is refused before the keyring is asked.
+    #[test]
+    fn the_persons_settings_requests_move_the_same_revisions() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let broker = broker(dir.path());
+        let front = Front {
+            http_url: "http://127.0.0.1:1/mcp".to_owned(),
+            show_window: None,
+        };
+        let set = |expected: Option<u64>, cols: u64| {
+            let request: ControlRequest = serde_json::from_value(json!({"settingsSet": {
+                "section": "terminal", "values": {"cols": cols},
+                "expectedSettingsRevision": expected.map(|r| r.to_string()),
+            }}))
+            .expect("a settingsSet request");
+            handle(&broker, &front, request)
+        };
+        let saved = set(Some(1), 90);
+        assert_eq!(saved["data"]["settingsRevision"], "2", "{saved}");
+        let cli = set(None, 91);
+        assert_eq!(cli["data"]["settingsRevision"], "3", "{cli}");
+        let stale = set(Some(2), 92);
+        assert_eq!(stale["code"], "REVISION_MISMATCH", "{stale}");
+        assert_eq!(stale["details"]["currentRevision"], "3", "{stale}");
+        let got = handle(
+            &broker,
+            &front,
+            ControlRequest::SettingsGet { section: None },
+        );
+        assert_eq!(got["data"]["terminal"]["cols"], 91, "{got}");
+        let key = handle(
+            &broker,
+            &front,
+            ControlRequest::ProviderKey {
+                name: "nobody".to_owned(),
+                key: Some("sk-x".to_owned()),
+            },
+        );
+        assert_eq!(key["code"], "NOT_FOUND", "{key}");
+        assert!(!key.to_string().contains("sk-x"), "{key}");
+    }
 }
