@@ -160,6 +160,14 @@ async def test_a_provider_key_is_never_returned_and_the_persons_change_moves_the
         ], dump(seen["providers"])
         # The agent may point chat at the person's provider, and that too never shows the key.
         chat = seen["chat"]["settingsRevision"]
+        # A provider the person has not configured: the operation fails and says so.
+        unknown = await agent.ok(
+            "lomi_settings_update",
+            update_args("chat", chat, epoch, "chat-0", {"defaultProvider": "nobody"}),
+        )
+        failed = await agent.settle(unknown["operationId"])
+        assert failed["state"] == "failed" and failed["effectState"] == "none", dump(failed)
+        assert failed["error"]["code"] == "INVALID_ARGUMENT" and "not among the providers" in failed["error"]["message"]
         answer = await agent.ok(
             "lomi_settings_update",
             update_args("chat", chat, epoch, "chat-1", {"defaultProvider": "local", "defaultModel": "llama3"}),

@@ -305,6 +305,25 @@ pub fn apply(
     values: &Map<String, Value>,
     changer: Changer,
 ) -> Result<SettingsUpdated, ToolError> {
+    apply_checking(domain, section, values, changer, Checks::Everything)
+}
+
+/// How much of a change `apply_checking` checks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Checks {
+    /// Names, types, ranges and who may change what: what the request alone decides.
+    Request,
+    /// Also what depends on other sections (a default provider must be a provider).
+    Everything,
+}
+
+fn apply_checking(
+    domain: &mut Domain,
+    section: SettingsSection,
+    values: &Map<String, Value>,
+    changer: Changer,
+    checks: Checks,
+) -> Result<SettingsUpdated, ToolError> {
     if changer == Changer::Agent && section.person_only() {
         return Err(person_only(&format!("settings section {section}")));
     }
@@ -344,7 +363,8 @@ pub fn apply(
         SettingsSection::Chat => {
             let mut next = patch(section, &s.chat, values, &[], changer)?;
             check_chat(&next)?;
-            if !next.default_provider.is_empty()
+            if checks == Checks::Everything
+                && !next.default_provider.is_empty()
                 && !s
                     .providers
                     .providers
@@ -611,17 +631,14 @@ impl Broker {
         let workspace_id: WorkspaceId = self.retry_epoch_workspace(caller, &input.retry_epoch)?;
         // What the values are is checked against the defaults, not the current settings, so
         // that a retry is answered by its receipt whatever changed since.
-        let mut trial = Domain::default();
-        apply(&mut trial, input.section, &input.values, Changer::Agent).or_else(|error| {
-            // A default provider names a provider of the real settings: checked in the effect.
-            if input.section == SettingsSection::Chat
-                && error.message.starts_with("chat.defaultProvider ")
-            {
-                Ok(updated(&trial, input.section))
-            } else {
-                Err(error)
-            }
-        })?;
+        // A default provider naming a provider of the real settings is checked in the effect.
+        apply_checking(
+            &mut Domain::default(),
+            input.section,
+            &input.values,
+            Changer::Agent,
+            Checks::Request,
+        )?;
         let section = input.section;
         let expected = input.expected_settings_revision;
         let mutation = Mutation {
