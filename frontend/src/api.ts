@@ -149,7 +149,14 @@ export interface Overview {
   feed: Envelope<FeedItem[]>;
   policy: Envelope<PolicyEntry[]>;
   store: Envelope<StoreStatus>;
+  settings?: Envelope<SettingsSections>;
 }
+
+/** One settings section as `settingsGet` answers it: its revision and its fields. */
+export type SettingsSectionView = { settingsRevision: string } & Record<string, unknown>;
+
+/** Every settings section by name (terminal, browser, editor, chat, providers, …). */
+export type SettingsSections = Record<string, SettingsSectionView>;
 
 export interface AppInfo {
   url: string;

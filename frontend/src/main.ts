@@ -8,6 +8,7 @@ import {
   type AppInfo,
   type Overview,
   type ReconcileReport,
+  type SettingsSections,
   type StoreStatus,
   androidCapture,
   appInfo,
@@ -211,6 +212,7 @@ function render(): void {
           workspaces,
           pairings: dataOr(overview.pairings, []),
           policy: dataOr(overview.policy, []),
+          settings: overview.settings ? dataOr<SettingsSections | null>(overview.settings, null) : null,
           store: storeStatus(),
           retire,
           lastResult,
@@ -231,6 +233,8 @@ function render(): void {
             render();
           },
           freeRoom: () => void askFreeRoom(),
+          sendSettings: (what, request) => act(what, request),
+          say: (message) => say(message, true),
         },
       ),
     );

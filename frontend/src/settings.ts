@@ -2,8 +2,9 @@
 // the confirmation policy per tool, the MCP endpoint with client configs to copy, and Storage
 // (storage.ts).
 
-import type { Pairing, PolicyEntry, StoreStatus, Workspace } from "./api";
+import type { Pairing, PolicyEntry, SettingsSections, StoreStatus, Workspace } from "./api";
 import { ago, h } from "./dom";
+import { preferencesSection } from "./preferences";
 import { type RetireChoice, storageSection } from "./storage";
 
 export interface SettingsState {
@@ -15,6 +16,8 @@ export interface SettingsState {
   store: StoreStatus | null;
   retire: RetireChoice;
   lastResult: string | null;
+  /** The preference sections with their revisions (absent before the first overview). */
+  settings?: SettingsSections | null;
   now?: Date;
 }
 
@@ -29,6 +32,9 @@ export interface SettingsActions {
   copy(text: string): void;
   chooseRetire(choice: RetireChoice): void;
   freeRoom(): void;
+  /** Sends a settings control request (`settingsSet`, `providerKey`). */
+  sendSettings?(what: string, request: Record<string, unknown>): void;
+  say?(message: string): void;
 }
 
 /** The client configurations a person pastes into their agent, for this endpoint. */
@@ -253,5 +259,10 @@ export function settingsView(state: SettingsState, actions: SettingsActions): HT
     actions,
   );
 
-  return h("div", { class: "settings" }, workspaces, pairings, policy, endpoint, storage);
+  const preferences = preferencesSection(state.settings ?? null, {
+    send: (what, request) => actions.sendSettings?.(what, request),
+    say: (message) => actions.say?.(message),
+  });
+
+  return h("div", { class: "settings" }, workspaces, pairings, policy, preferences, endpoint, storage);
 }

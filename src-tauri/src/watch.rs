@@ -69,6 +69,8 @@ fn snapshot(lomi: &lomi_mcp::Lomi, front: &Front, store: &Value) -> Value {
         "panels": panels,
         "feed": ask(ControlRequest::Feed { limit: FEED_LIMIT }),
         "policy": ask(ControlRequest::PolicyList {}),
+        // Settings → the sections with their revisions (never a provider key).
+        "settings": ask(ControlRequest::SettingsGet { section: None }),
         // Settings → Storage and the window's "store almost full" notice read this.
         "store": store,
     })

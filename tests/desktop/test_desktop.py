@@ -534,3 +534,38 @@ async def test_a_full_data_disk_is_told_in_the_window_and_work_resumes_when_room
             assert len([n for n in desktop.notifications() if n.startswith("Lomi cannot save")]) == 1
         desktop.stop()
         assert support.integrity(desktop.data_dir) == "ok"
+
+
+async def test_settings_saved_in_the_window_move_the_revision_agents_see(desktop: Desktop, tmp_path: Path):
+    """Settings → Preferences: the person's Save in the window moves the terminal section's
+    revision that `lomi settings get` and an agent see; an agent's change shows in the window
+    with its new revision."""
+    desktop.start()
+    lomi = desktop.lomi
+    window = desktop.window
+    assert window is not None
+    a, token, mcp = one_workspace_agent(desktop, "Settings workspace", "Settings agent", tmp_path / "project-a")
+    window.click_on("#tab-settings")
+    window.wait_for("#settings-terminal")
+    shown = lambda: window.script("return document.getElementById('settings-terminal').dataset.revision")  # noqa: E731
+    assert shown() == "1"
+    window.script(
+        "document.querySelector('#settings-terminal [data-key=cols]').value = '132'; return true"
+    )
+    window.click_on("#settings-terminal .save-section")
+    wait_until(lambda: lomi.cli("settings", "get", "terminal")["terminal"]["cols"] == 132, "the window's save")
+    assert lomi.cli("settings", "get", "terminal")["terminal"]["settingsRevision"] == "2"
+    wait_until(lambda: shown() == "2", "the window showing the new revision")
+    async with mcp.session(token=token) as agent:
+        epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
+        seen = (await agent.ok("lomi_settings_get", {"section": "terminal"}))["terminal"]
+        assert (seen["cols"], seen["settingsRevision"]) == (132, "2"), dump(seen)
+        answer = await agent.ok("lomi_settings_update", {
+            "section": "terminal", "expectedSettingsRevision": "2", "values": {"rows": 40},
+            "retryEpoch": epoch, "requestKey": "rows-40",
+        })
+        assert (await agent.settle(answer["operationId"]))["state"] == "succeeded"
+    wait_until(lambda: shown() == "3", "the agent's change in the window")
+    rows = window.script("return document.querySelector('#settings-terminal [data-key=rows]').value")
+    assert rows == "40", rows
+    desktop.screenshot("settings-preferences.png")

@@ -41,6 +41,17 @@ NEXT_CALLS = {
     "operation_cancel": lambda c, op: ("lomi_operation_cancel", {"operationId": op}),
     "events_read": lambda c, op: ("lomi_events_read", {"retryEpoch": c["retryEpoch"]}),
     "store_status": lambda c, op: ("lomi_store_status", {}),
+    "settings_get": lambda c, op: ("lomi_settings_get", {}),
+    "settings_update": lambda c, op: (
+        "lomi_settings_update",
+        {
+            "section": "terminal",
+            "expectedSettingsRevision": "1",
+            "values": {"cols": 100},
+            "retryEpoch": c["retryEpoch"],
+            "requestKey": "after-revoke",
+        },
+    ),
 }
 
 

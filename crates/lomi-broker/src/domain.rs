@@ -15,6 +15,9 @@ pub struct Domain {
     pub workspaces: Vec<Workspace>,
     pub pairings: Vec<Pairing>,
     pub policy: Policy,
+    /// The person's settings sections (`settings.rs`).
+    #[serde(default)]
+    pub settings: crate::settings::Settings,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -45,6 +45,8 @@ pub enum Permit {
     Workspace(WorkspaceId),
     Project(ProjectId),
     Panel(PanelId),
+    /// Changes to the person's settings.
+    Settings,
 }
 
 impl Permit {
@@ -53,6 +55,7 @@ impl Permit {
             Permit::Workspace(id) => format!("workspace:{id}"),
             Permit::Project(id) => format!("project:{id}"),
             Permit::Panel(id) => format!("panel:{id}"),
+            Permit::Settings => "settings".to_owned(),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod persist;
 mod projects;
 mod runtimes;
 mod session;
+mod settings;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +37,7 @@ pub use pairings::{CreatedPairing, MAX_PENDING_PAIRINGS, PENDING_LIFETIME, Pairi
 pub use panels::{InputFailure, LeasedInput, PanelRecord};
 pub use projects::{ProjectChange, ProjectRequest};
 pub use runtimes::{LayoutChange, PanelCall, PanelRuntime, Runtimes};
+pub use settings::{Changer, Settings, check_provider_name};
 pub use tokio_util::sync::CancellationToken;
 
 /// The file in the data dir that holds the person's domain.

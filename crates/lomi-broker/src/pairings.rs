@@ -56,6 +56,7 @@ impl Broker {
         let mut domain = self.domain();
         let mut next = domain.clone();
         let value = change(&mut next)?;
+        crate::settings::Settings::note_changes(&domain, &mut next);
         self.save(&next)?;
         *domain = next;
         Ok(value)
@@ -119,7 +120,9 @@ impl Broker {
         }
         // A pending pairing is in memory until decided; a failed save only loses the pending
         // entry across a restart, where the client starts a new one anyway.
+        let before = domain.clone();
         domain.pairings.push(pairing);
+        crate::settings::Settings::note_changes(&before, &mut domain);
         if let Err(error) = self.save(&domain) {
             tracing::warn!("pending pairing not saved: {error}");
         }
@@ -154,8 +157,10 @@ impl Broker {
     pub fn pairing_session_ended(&self, id: &PairingId) {
         let mut domain = self.domain();
         let before = domain.pairings.len();
+        let kept = domain.clone();
         domain.pairings.retain(|p| &p.id != id || p.is_durable());
         if domain.pairings.len() != before {
+            crate::settings::Settings::note_changes(&kept, &mut domain);
             self.activity().remove(id);
         }
     }

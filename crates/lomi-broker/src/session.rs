@@ -580,8 +580,13 @@ impl Broker {
             panel_order: Vec::new(),
             persistent_browser_profile: false,
         };
-        let added = workspace.clone();
+        let mut added = workspace.clone();
         self.update_domain(|domain| {
+            // The person's default for new workspaces (Settings → browser).
+            let mut workspace = workspace;
+            workspace.persistent_browser_profile =
+                domain.settings.browser.persistent_profile_default;
+            added.persistent_browser_profile = workspace.persistent_browser_profile;
             domain.workspaces.push(workspace);
             Ok(())
         })?;

@@ -1735,3 +1735,160 @@ fn a_flood_of_new_clients_is_capped_and_their_requests_expire() {
         ErrorCode::PairingRequired
     );
 }
+
+fn settings_update(
+    section: lomi_protocol::tools::settings::SettingsSection,
+    revision: u64,
+    epoch: &RetryEpoch,
+    key: &str,
+    values: serde_json::Value,
+) -> lomi_protocol::tools::settings::SettingsUpdateInput {
+    lomi_protocol::tools::settings::SettingsUpdateInput {
+        section,
+        expected_settings_revision: lomi_protocol::SettingsRevision(revision),
+        values: values.as_object().cloned().expect("values are an object"),
+        retry_epoch: epoch.clone(),
+        request_key: RequestKey::parse(key).expect("request key"),
+    }
+}
+
+fn section_revision(
+    broker: &Broker,
+    section: lomi_protocol::tools::settings::SettingsSection,
+) -> u64 {
+    let view = serde_json::to_value(broker.settings_for_person(Some(section))).expect("json");
+    view[section.name()]["settingsRevision"]
+        .as_str()
+        .and_then(|r| r.parse().ok())
+        .expect("a revision")
+}
+
+/// Each section is compared and swapped on its own revision: an agent's change moves only its
+/// section, a stale revision is REVISION_MISMATCH with the current one, a retry answers the
+/// same operation, the person's change moves the revision the agent sees, and all of it is
+/// still there after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_sections_compare_and_swap_on_their_own_revision_and_survive_a_restart() {
+    use lomi_protocol::tools::settings::SettingsSection::{Browser, Chat, Terminal};
+    let setup = setup();
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let pairing = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &pairing, &workspace);
+
+    let first = settings_update(Terminal, 1, &epoch, "s1", serde_json::json!({"cols": 100}));
+    let view = broker
+        .settings_update(&pairing, first.clone())
+        .await
+        .expect("update");
+    assert_eq!(view.state, OperationState::Succeeded, "{view:#?}");
+    assert_eq!(
+        view.result.as_ref().expect("result")["settingsRevision"],
+        "2"
+    );
+    assert_eq!(section_revision(&broker, Terminal), 2);
+    assert_eq!(section_revision(&broker, Browser), 1);
+    assert_eq!(broker.terminal_settings().cols, 100);
+
+    // The same request again is the same operation, though the revision moved since.
+    let again = broker
+        .settings_update(&pairing, first)
+        .await
+        .expect("retry");
+    assert_eq!(again.operation_id, view.operation_id);
+
+    // A stale revision is refused with the current one; nothing changes.
+    let stale = broker
+        .settings_update(
+            &pairing,
+            settings_update(Terminal, 1, &epoch, "s2", serde_json::json!({"cols": 120})),
+        )
+        .await;
+    let error = expect_error(
+        "stale settings revision",
+        stale,
+        ErrorCode::RevisionMismatch,
+    );
+    let details = error.details.expect("details");
+    assert_eq!(details["currentRevision"], "2");
+    assert_eq!(details["section"], "terminal");
+    assert_eq!(broker.terminal_settings().cols, 100);
+
+    // Another section's revision is its own.
+    let view = broker
+        .settings_update(
+            &pairing,
+            settings_update(
+                Chat,
+                1,
+                &epoch,
+                "s3",
+                serde_json::json!({"systemPrompt": "Be brief."}),
+            ),
+        )
+        .await
+        .expect("chat update");
+    assert_eq!(view.state, OperationState::Succeeded, "{view:#?}");
+
+    // An agent cannot touch a person-only section; the person's change moves the revision.
+    let refused = broker
+        .settings_update(
+            &pairing,
+            settings_update(
+                lomi_protocol::tools::settings::SettingsSection::Pairings,
+                1,
+                &epoch,
+                "s4",
+                serde_json::json!({"grants": []}),
+            ),
+        )
+        .await;
+    expect_error("person-only section", refused, ErrorCode::PersonOnly);
+    let values = serde_json::json!({"rows": 40});
+    broker
+        .settings_change(Terminal, values.as_object().expect("object"), None)
+        .expect("the person's change");
+    assert_eq!(section_revision(&broker, Terminal), 3);
+
+    drop(broker);
+    let broker = setup.start(2);
+    let terminal = broker.terminal_settings();
+    assert_eq!((terminal.cols, terminal.rows), (100, 40));
+    assert_eq!(section_revision(&broker, Terminal), 3);
+    assert_eq!(section_revision(&broker, Chat), 2);
+}
+
+/// The person's grants and confirmations are person-only sections read through to where they
+/// live: changing them moves their revision; a failed save of a settings change changes
+/// nothing and answers STORE_UNAVAILABLE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn person_only_sections_follow_their_home_and_a_failed_save_changes_nothing() {
+    use lomi_protocol::tools::settings::SettingsSection::{Confirmations, Pairings, Terminal};
+    let setup = setup();
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Alpha");
+    let before = section_revision(&broker, Pairings);
+    let pairing = approved(&broker, "agent", &workspace);
+    assert!(section_revision(&broker, Pairings) > before);
+    let seen = broker
+        .settings_get(&pairing, &Default::default())
+        .expect("get");
+    let own = seen.pairings.expect("pairings").pairings;
+    assert_eq!(own.len(), 1);
+    assert_eq!(own[0].grants, vec![workspace.clone()]);
+
+    let confirmations = section_revision(&broker, Confirmations);
+    broker
+        .set_confirmation("lomi_settings_update", true)
+        .expect("lomi confirm");
+    assert_eq!(section_revision(&broker, Confirmations), confirmations + 1);
+
+    let domain_file = setup.data_dir().join(DOMAIN_FILE);
+    std::fs::remove_file(&domain_file).expect("remove domain.json");
+    std::fs::create_dir(&domain_file).expect("directory in its place");
+    let values = serde_json::json!({"cols": 132});
+    let failed = broker.settings_change(Terminal, values.as_object().expect("object"), None);
+    expect_error("unsaved settings", failed, ErrorCode::StoreUnavailable);
+    assert_eq!(broker.terminal_settings().cols, 80);
+    assert_eq!(section_revision(&broker, Terminal), 1);
+}

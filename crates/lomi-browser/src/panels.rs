@@ -50,7 +50,6 @@ const DEFAULT_NAVIGATE_MS: u32 = 30_000;
 /// How long the person's live view waits for one picture of a page.
 const PREVIEW_LIMIT: Duration = Duration::from_secs(3);
 const MAX_NAVIGATE_MS: u32 = 60_000;
-const DEFAULT_WAIT_MS: u32 = 10_000;
 const MAX_WAIT_MS: u32 = 60_000;
 /// The matching lines a wait answers with: a few screens, not the page.
 const WAIT_SNAPSHOT_BYTES: usize = 16 * 1024;
@@ -422,12 +421,10 @@ impl BrowserPanels {
         input: BrowserCreateInput,
     ) -> Result<OperationView, ToolError> {
         lomi_broker::check_name("title", &input.title)?;
+        // The person's default viewport (Settings → browser) unless the agent names one.
         let viewport = input
             .viewport
-            .unwrap_or(lomi_protocol::tools::browser::Viewport {
-                width: self.options.width,
-                height: self.options.height,
-            });
+            .unwrap_or(self.broker.browser_settings().viewport);
         if !(100..=4096).contains(&viewport.width) || !(100..=4096).contains(&viewport.height) {
             return Err(ToolError::invalid(
                 "viewport width and height must be 100 to 4,096",
@@ -801,7 +798,9 @@ impl BrowserPanels {
         caller: &PairingId,
         input: BrowserWaitInput,
     ) -> Result<WaitView, ToolError> {
-        let timeout = input.timeout_ms.unwrap_or(DEFAULT_WAIT_MS);
+        let timeout = input
+            .timeout_ms
+            .unwrap_or_else(|| self.broker.browser_settings().default_wait_ms);
         if timeout == 0 || timeout > MAX_WAIT_MS {
             return Err(ToolError::invalid(format!(
                 "timeoutMs must be 1 to {MAX_WAIT_MS}"

@@ -5,6 +5,7 @@ mod attach;
 mod bridge;
 mod person;
 mod serve;
+mod settings_commands;
 mod store_commands;
 
 use std::net::SocketAddr;
@@ -133,6 +134,12 @@ enum Command {
         #[command(subcommand)]
         command: BrowserCommand,
     },
+    /// Your settings: terminal, browser, editor, chat, providers (keys in the OS keyring),
+    /// and what agents may read of pairings, confirmations and the network.
+    Settings {
+        #[command(subcommand)]
+        command: settings_commands::SettingsCommand,
+    },
     /// Android devices: the attach decisions Lomi remembers for you.
     Android {
         #[command(subcommand)]
@@ -219,6 +226,10 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
         Command::Android { command } => {
             let dir = data_dir::resolve(cli_data_dir)?;
             android::run(&dir, command)
+        }
+        Command::Settings { command } => {
+            let dir = data_dir::resolve(cli_data_dir)?;
+            settings_commands::run(&dir, command)
         }
         Command::Serve {
             headless: _,
@@ -428,6 +439,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
         | Command::Catalog
         | Command::Store { .. }
         | Command::Android { .. }
+        | Command::Settings { .. }
         | Command::Mcp { .. }
         | Command::Terminal { .. } => (ControlRequest::Status {}, false, person::render_operation),
     }

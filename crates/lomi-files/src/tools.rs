@@ -10,6 +10,7 @@ use lomi_protocol::tools::files::{
     FileCreateInput, FileDeleteInput, FileReadInput, FileReadView, FileRenameInput, FileWriteInput,
 };
 use lomi_protocol::tools::operations::OperationView;
+use lomi_protocol::tools::settings::LineEndings;
 use lomi_protocol::{EffectState, PairingId, ProjectId, Tool, ToolError, WorkspaceId};
 use serde_json::Value;
 
@@ -211,7 +212,12 @@ impl ProjectFiles {
         caller: &PairingId,
         input: FileCreateInput,
     ) -> Result<OperationView, ToolError> {
-        let bytes = content(&input.text, &input.base64)?;
+        let mut bytes = content(&input.text, &input.base64)?;
+        // New text files end their lines as the person's editor settings say; base64 content
+        // is written byte for byte.
+        if input.text.is_some() && self.broker.editor_settings().line_endings == LineEndings::Crlf {
+            bytes = crlf(&bytes);
+        }
         let change = Change::Write {
             path: input.path.clone(),
             bytes,
@@ -377,4 +383,27 @@ fn apply(root: &std::path::Path, change: Change) -> Result<Value, FilesError> {
         }
     };
     Ok(to_value(&changed))
+}
+
+/// `bytes` with every line feed not already after a carriage return made CRLF.
+fn crlf(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 16);
+    let mut previous = 0u8;
+    for &byte in bytes {
+        if byte == b'\n' && previous != b'\r' {
+            out.push(b'\r');
+        }
+        out.push(byte);
+        previous = byte;
+    }
+    out
+}
+
+#[cfg(test)]
+mod line_ending_tests {
+    #[test]
+    fn crlf_turns_bare_line_feeds_only() {
+        assert_eq!(super::crlf(b"a\nb\r\nc\n"), b"a\r\nb\r\nc\r\n".to_vec());
+        assert_eq!(super::crlf(b""), Vec::<u8>::new());
+    }
 }

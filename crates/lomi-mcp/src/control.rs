@@ -5,7 +5,10 @@
 use std::path::PathBuf;
 
 use lomi_broker::Broker;
-use lomi_protocol::{ErrorCode, OperationId, PairingId, Reply, ToolError, WorkspaceId};
+use lomi_protocol::tools::settings::SettingsSection;
+use lomi_protocol::{
+    ErrorCode, OperationId, PairingId, Reply, SettingsRevision, ToolError, WorkspaceId,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
@@ -126,6 +129,46 @@ pub enum ControlRequest {
         #[serde(default)]
         delete: bool,
     },
+    /// The settings, one section or all, as the person sees them (every pairing; never a key).
+    SettingsGet {
+        #[serde(default)]
+        section: Option<SettingsSection>,
+    },
+    /// The person's change to fields of one section (`lomi settings set`, the window's Save),
+    /// compared with `expectedSettingsRevision` when given.
+    SettingsSet {
+        section: SettingsSection,
+        values: serde_json::Map<String, Value>,
+        #[serde(default)]
+        expected_settings_revision: Option<SettingsRevision>,
+    },
+    /// Stores a provider's API key in the OS keyring (`key`), or removes it (no `key`). The
+    /// answer says only `keyStored`.
+    ProviderKey {
+        name: String,
+        #[serde(default)]
+        key: Option<String>,
+    },
+}
+
+/// Stores or removes a provider's key in the keyring, then records `keyStored`. The key goes
+/// to the keyring before the settings say so: a failed save leaves a stored key that the
+/// settings do not mention yet, never a `keyStored: true` without a key.
+fn provider_key(broker: &Broker, name: &str, key: Option<String>) -> Result<Value, ToolError> {
+    lomi_broker::check_provider_name(name)?;
+    if !broker.provider_exists(name) {
+        return Err(ToolError::not_found(format!(
+            "no provider {name:?}; add it first (`lomi settings set providers {name} '{{\"kind\":\"openai_compatible\",\"baseUrl\":\"https://…\",\"models\":[…]}}'`)"
+        )));
+    }
+    if let Some(key) = &key {
+        crate::provider_keys::check_key(key)?;
+    }
+    let stored = key.is_some();
+    crate::provider_keys::save(broker.data_dir(), name, key)?;
+    broker
+        .provider_key_noted(name, stored)
+        .map(|updated| json!(updated))
 }
 
 /// Which retry epochs the person retires (`--retire idle|pairing ID|older-than D|epoch ID`).
@@ -360,6 +403,11 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
         ControlRequest::BrowserProfile { workspace_id, persistent, delete } => {
             browser_profile(broker, &workspace_id, persistent, delete)
         }
+        ControlRequest::SettingsGet { section } => Ok(json!(broker.settings_for_person(section))),
+        ControlRequest::SettingsSet { section, values, expected_settings_revision } => broker
+            .settings_change(section, &values, expected_settings_revision)
+            .map(|updated| json!(updated)),
+        ControlRequest::ProviderKey { name, key } => provider_key(broker, &name, key),
         ControlRequest::ShowWindow {} => match &front.show_window {
             Some(window) => window
                 .send(())
@@ -649,5 +697,49 @@ mod tests {
         assert_eq!(feed["data"], json!([]));
         let decisions = handle(&broker, &front, ControlRequest::DecisionList {});
         assert_eq!(decisions["data"], json!([]));
+    }
+
+    /// The window and the CLI send the same `settingsSet`: it moves the section's revision, a
+    /// stale `expectedSettingsRevision` is REVISION_MISMATCH with the current one, and a key
+    /// for an unknown provider is refused before the keyring is asked.
+    #[test]
+    fn the_persons_settings_requests_move_the_same_revisions() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let broker = broker(dir.path());
+        let front = Front {
+            http_url: "http://127.0.0.1:1/mcp".to_owned(),
+            show_window: None,
+        };
+        let set = |expected: Option<u64>, cols: u64| {
+            let request: ControlRequest = serde_json::from_value(json!({"settingsSet": {
+                "section": "terminal", "values": {"cols": cols},
+                "expectedSettingsRevision": expected.map(|r| r.to_string()),
+            }}))
+            .expect("a settingsSet request");
+            handle(&broker, &front, request)
+        };
+        let saved = set(Some(1), 90);
+        assert_eq!(saved["data"]["settingsRevision"], "2", "{saved}");
+        let cli = set(None, 91);
+        assert_eq!(cli["data"]["settingsRevision"], "3", "{cli}");
+        let stale = set(Some(2), 92);
+        assert_eq!(stale["code"], "REVISION_MISMATCH", "{stale}");
+        assert_eq!(stale["details"]["currentRevision"], "3", "{stale}");
+        let got = handle(
+            &broker,
+            &front,
+            ControlRequest::SettingsGet { section: None },
+        );
+        assert_eq!(got["data"]["terminal"]["cols"], 91, "{got}");
+        let key = handle(
+            &broker,
+            &front,
+            ControlRequest::ProviderKey {
+                name: "nobody".to_owned(),
+                key: Some("sk-x".to_owned()),
+            },
+        );
+        assert_eq!(key["code"], "NOT_FOUND", "{key}");
+        assert!(!key.to_string().contains("sk-x"), "{key}");
     }
 }

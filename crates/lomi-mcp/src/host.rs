@@ -80,6 +80,10 @@ impl Host {
             .await
             .with_context(|| format!("cannot listen on {http}"))?;
         let url = endpoint.url();
+        // The network section shows where agents reach this Lomi.
+        if let Err(error) = broker.note_mcp_url(&url) {
+            tracing::warn!("could not record the MCP endpoint in the settings: {error}");
+        }
         let socket = crate::local::bind(&data_dir).context("cannot open the local socket")?;
         let shutdown = CancellationToken::new();
         let lomi = Lomi::new(broker.clone()).with_adb_server(adb_server);

@@ -39,6 +39,7 @@ use lomi_protocol::tools::operations::{EventsReadInput, OperationCancelInput, Op
 use lomi_protocol::tools::session::{
     ConnectInput, PanelCloseInput, PanelListInput, WorkspaceUpdateInput,
 };
+use lomi_protocol::tools::settings::{SettingsGetInput, SettingsUpdateInput};
 use lomi_protocol::tools::terminal::{
     LeaseAcquireInput, LeaseReleaseInput, TerminalCreateInput, TerminalInputInput,
     TerminalInterruptInput, TerminalReadInput,
@@ -242,6 +243,14 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
             strict::decode::<EventsReadInput>(name, arguments)
                 .and_then(|input| broker.events_read(caller, &input)),
         ),
+        LomiTool::SettingsGet => answer(
+            strict::decode::<SettingsGetInput>(name, arguments)
+                .and_then(|input| broker.settings_get(caller, &input)),
+        ),
+        LomiTool::SettingsUpdate => match strict::decode::<SettingsUpdateInput>(name, arguments) {
+            Ok(input) => answer(broker.settings_update(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
         LomiTool::StoreStatus => answer(
             strict::decode::<NoArguments>(name, arguments)
                 .and_then(|_| broker.store_status(caller)),

@@ -44,6 +44,9 @@ use crate::tools::session::{
     ConnectInput, Connection, PairingStatus, PanelCloseInput, PanelList, PanelListInput,
     WorkspaceList, WorkspaceUpdateInput,
 };
+use crate::tools::settings::{
+    SettingsGetInput, SettingsUpdateInput, SettingsUpdated, SettingsView,
+};
 use crate::tools::terminal::{
     InputAccepted, LeaseAcquireInput, LeaseReleaseInput, LeaseReleased, LeaseView,
     TerminalCreateInput, TerminalInputInput, TerminalInterruptInput, TerminalReadInput,
@@ -162,6 +165,8 @@ tool_table! {
     BrowserNetworkBody => "lomi_browser_network_body",
     BrowserClose => "lomi_browser_close",
     StoreStatus => "lomi_store_status",
+    SettingsGet => "lomi_settings_get",
+    SettingsUpdate => "lomi_settings_update",
 }
 
 /// MCP tool annotations (hints for clients; Lomi enforces the real rules itself).
@@ -1064,6 +1069,20 @@ impl Tool {
                 Read,
                 READ,
                 "Counts, caps and oldest records of Lomi's receipt store. Maintenance needs the person.",
+            ),
+            Tool::SettingsGet => ToolSpec::new::<SettingsGetInput, SettingsView>(
+                tool,
+                "Get settings",
+                Read,
+                READ,
+                "The person's settings, one section or all, each with its settingsRevision. Provider keys are never shown.",
+            ),
+            Tool::SettingsUpdate => ToolSpec::operation::<SettingsUpdateInput, SettingsUpdated>(
+                tool,
+                "Update settings",
+                MUTATION,
+                "Sets fields of the terminal, browser, editor or chat section, compared and swapped by \
+             expectedSettingsRevision (REVISION_MISMATCH carries the current one). Returns the operation.",
             ),
         }
     }

@@ -27,6 +27,7 @@ pub enum ErrorCode {
     RuntimeUnavailable,
     StoreUnavailable,
     UserDenied,
+    PersonOnly,
     Unsupported,
     CursorExpired,
     NoSpace,
@@ -35,7 +36,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 25] = [
+    pub const ALL: [ErrorCode; 26] = [
         ErrorCode::PairingRequired,
         ErrorCode::PairingDenied,
         ErrorCode::PairingRevoked,
@@ -56,6 +57,7 @@ impl ErrorCode {
         ErrorCode::RuntimeUnavailable,
         ErrorCode::StoreUnavailable,
         ErrorCode::UserDenied,
+        ErrorCode::PersonOnly,
         ErrorCode::Unsupported,
         ErrorCode::CursorExpired,
         ErrorCode::NoSpace,
@@ -86,6 +88,7 @@ impl ErrorCode {
             ErrorCode::RuntimeUnavailable => "RUNTIME_UNAVAILABLE",
             ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
             ErrorCode::UserDenied => "USER_DENIED",
+            ErrorCode::PersonOnly => "PERSON_ONLY",
             ErrorCode::Unsupported => "UNSUPPORTED",
             ErrorCode::CursorExpired => "CURSOR_EXPIRED",
             ErrorCode::NoSpace => "NO_SPACE",
@@ -152,6 +155,9 @@ impl ErrorCode {
                 "Lomi could not write its private store; the effect was not started."
             }
             ErrorCode::UserDenied => "The person declined the decision this operation waited for.",
+            ErrorCode::PersonOnly => {
+                "Only the person changes this (grants, pairings, confirmations, providers and their keys, network): agents may read it. Do not retry; ask the person."
+            }
             ErrorCode::Unsupported => "The operation is not supported for this target.",
             ErrorCode::CursorExpired => {
                 "The cursor is older than the retained event window; start again without a cursor."

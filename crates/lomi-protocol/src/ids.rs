@@ -185,54 +185,69 @@ string_id!(
 #[serde(transparent)]
 pub struct ToolName(pub String);
 
-/// A layout revision: a decimal counter that grows with every change to a workspace's domain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct DomainRevision(pub u64);
+/// Declares a decimal revision counter: a `u64` on the inside, a decimal string on the wire.
+macro_rules! decimal_revision {
+    ($(#[doc = $doc:literal])* $name:ident) => {
+        $(#[doc = $doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+        pub struct $name(pub u64);
 
-impl DomainRevision {
-    pub fn next(self) -> Self {
-        DomainRevision(self.0 + 1)
-    }
+        impl $name {
+            pub fn next(self) -> Self {
+                $name(self.0 + 1)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                parse_decimal(&text).map($name).ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "revision {text:?} is not a decimal string such as \"42\""
+                    ))
+                })
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> Cow<'static, str> {
+                Cow::Borrowed(stringify!($name))
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!({
+                    "type": "string",
+                    "pattern": "^(0|[1-9][0-9]{0,18})$",
+                    "description": "Decimal revision counter, e.g. \"42\"."
+                })
+            }
+        }
+    };
 }
 
-impl std::fmt::Display for DomainRevision {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
-impl Serialize for DomainRevision {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for DomainRevision {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        parse_decimal(&text).map(DomainRevision).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "revision {text:?} is not a decimal string such as \"42\""
-            ))
-        })
-    }
-}
-
-impl JsonSchema for DomainRevision {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> Cow<'static, str> {
-        Cow::Borrowed("DomainRevision")
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "string",
-            "pattern": "^(0|[1-9][0-9]{0,18})$",
-            "description": "Decimal revision counter, e.g. \"42\"."
-        })
-    }
-}
+decimal_revision!(
+    /// A layout revision: a decimal counter that grows with every change to a workspace's domain.
+    DomainRevision
+);
+decimal_revision!(
+    /// A settings section's revision: a decimal counter that grows with every change to that
+    /// section, whoever made it (an agent, the window, the command line).
+    SettingsRevision
+);
 
 /// Parses a canonical decimal u64 (no sign, no leading zeros, at most 19 digits).
 pub fn parse_decimal(text: &str) -> Option<u64> {

@@ -8,6 +8,7 @@ pub mod files;
 pub mod git;
 pub mod operations;
 pub mod session;
+pub mod settings;
 pub mod terminal;
 
 use serde::{Deserialize, Serialize};

@@ -56,7 +56,7 @@ fn every_schema_is_a_closed_object() {
 /// listing as the server sends it, compact JSON.
 #[test]
 fn the_tool_listing_stays_within_its_budget() {
-    const BUDGET: usize = 187_000;
+    const BUDGET: usize = 192_000;
     let tools: Vec<Value> = lomi_protocol::catalog::catalog()
         .iter()
         .map(|tool| tool.to_json())

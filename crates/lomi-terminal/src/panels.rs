@@ -167,7 +167,16 @@ impl TerminalPanels {
                 },
                 move |cwd, context| async move {
                     let mut config = TerminalConfig::new(cwd);
-                    config.argv = argv;
+                    // The person's terminal settings, as they are at dispatch.
+                    let defaults = context.broker.terminal_settings();
+                    config.rows = defaults.rows;
+                    config.cols = defaults.cols;
+                    config.scrollback_lines = defaults.scrollback_lines as usize;
+                    config.argv = if argv.is_empty() && !defaults.shell.is_empty() {
+                        vec![defaults.shell, "-i".to_owned()]
+                    } else {
+                        argv
+                    };
                     config.marker = Some(format!("{}{}", panels.owner, hex_id(&context.broker)));
                     if context.cancel.is_cancelled() {
                         return EffectOutcome::Cancelled { effect: EffectState::None };

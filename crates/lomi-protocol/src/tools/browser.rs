@@ -15,7 +15,7 @@ pub struct BrowserCreateInput {
     pub project_id: Option<ProjectId>,
     /// 1 to 120 characters.
     pub title: String,
-    /// Viewport in CSS pixels (default 1280x720).
+    /// Viewport in CSS pixels (default: settings browser.viewport).
     pub viewport: Option<Viewport>,
     pub expected_revision: DomainRevision,
     pub retry_epoch: RetryEpoch,
@@ -100,7 +100,7 @@ pub struct BrowserWaitInput {
     pub url: Option<String>,
     /// No network request of the tab in flight for 500 ms.
     pub network_idle: Option<bool>,
-    /// 1 to 60,000 (default 10,000).
+    /// 1 to 60,000 (default: settings browser.defaultWaitMs).
     pub timeout_ms: Option<u32>,
 }
 
