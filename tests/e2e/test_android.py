@@ -613,7 +613,9 @@ async def test_bad_input(lomi, workspaces, mcp, adb, phones):
         assert len(lomi.cli("operation", "list")) == receipts
         await agent.error("lomi_android_capture", {"panelId": "pn_" + "0" * 32}, "NOT_FOUND")
         # Off-screen coordinates are refused without using the sequence.
-        for action in ({"tap": {"x": 360, "y": 10}}, {"tap": {"x": 10, "y": 640}},
+        # The fixture starts with auto-rotate on, so a point is refused when it is off the
+        # screen in both orientations.
+        for action in ({"tap": {"x": 640, "y": 10}}, {"tap": {"x": 10, "y": 640}},
                        {"swipe": {"fromX": 0, "fromY": 0, "toX": 5000, "toY": 1}}):
             refused = await agent.error("lomi_android_input", android.input_args(**action), "INVALID_ARGUMENT")
             assert "off the 360x640 screen" in refused["message"], dump(refused)
@@ -958,6 +960,32 @@ async def test_rotation_set_and_read_back_and_the_screen_in_attach_and_snapshot(
         # Debian's adb client sees the same setting.
         assert adb.text("-s", phone.serial, "shell", "settings", "get", "system", "user_rotation").strip() == "1"
         await agent.error("lomi_android_rotate", guarded(android, "r2", rotation=4), "INVALID_ARGUMENT")
+
+
+async def test_taps_and_swipes_follow_the_rotation(lomi, workspaces, mcp, adb, phones):
+    async with attached_phone(lomi, mcp, workspaces, adb, phones) as (android, phone):
+        agent = android.agent
+        op = await run_op(android, "lomi_android_rotate", guarded(android, "r1", rotation=1))
+        assert op["state"] == "succeeded", dump(op)
+        snap = await android.snapshot()
+        assert (snap["screenWidth"], snap["screenHeight"]) == (640, 360), dump(snap)
+        # (600, 100) exists only in landscape: accepted and sent as given.
+        accepted = await android.send(tap={"x": 600, "y": 100})
+        assert accepted["dispatched"] == "input tap 600 100", dump(accepted)
+        phone.wait_for_service("'input' 'tap' '600' '100'")
+        await android.send(swipe={"fromX": 630, "fromY": 10, "toX": 20, "toY": 350})
+        # Off the landscape screen: refused, saying which screen, without using a sequence.
+        for action in ({"tap": {"x": 100, "y": 600}}, {"swipe": {"fromX": 0, "fromY": 0, "toX": 10, "toY": 360}}):
+            refused = await agent.error("lomi_android_input", android.input_args(**action), "INVALID_ARGUMENT")
+            assert "off the 640x360 screen (rotation 1, landscape)" in refused["message"], dump(refused)
+        # Turned back by someone else, and read: Lomi checks against what it read.
+        adb.run("-s", phone.serial, "shell", "settings", "put", "system", "user_rotation", "0")
+        read = await agent.ok("lomi_android_orientation", {"panelId": android.panel})
+        assert (read["rotation"], read["autoRotate"]) == (0, False), dump(read)
+        refused = await agent.error("lomi_android_input", android.input_args(tap={"x": 600, "y": 100}), "INVALID_ARGUMENT")
+        assert "off the 360x640 screen (rotation 0, portrait)" in refused["message"], dump(refused)
+        await android.send(tap={"x": 100, "y": 600})
+        assert android.seq == 3, "refused inputs used no sequence numbers"
 
 
 async def test_a_device_unplugged_mid_install_settles_honestly(lomi, workspaces, mcp, adb, phones, tmp_path):

@@ -552,16 +552,20 @@ impl AndroidPanels {
             })
             .await;
             match set {
-                Ok((read, false)) if read == rotation => EffectOutcome::Succeeded(to_value(&orientation_view(
-                    panel_id, read, false,
-                ))),
-                Ok((read, auto)) => EffectOutcome::Unknown {
-                    effect: EffectState::Unknown,
-                    message: format!(
-                        "the device took the settings but reads back rotation {read} with auto-rotate {}; look at the device",
-                        if auto { "on" } else { "off" }
-                    ),
-                },
+                Ok((read, false)) if read == rotation => {
+                    panels.note_rotation(&panel_id, &generation, Some(read));
+                    EffectOutcome::Succeeded(to_value(&orientation_view(panel_id, read, false)))
+                }
+                Ok((read, auto)) => {
+                    panels.note_rotation(&panel_id, &generation, (!auto).then_some(read));
+                    EffectOutcome::Unknown {
+                        effect: EffectState::Unknown,
+                        message: format!(
+                            "the device took the settings but reads back rotation {read} with auto-rotate {}; look at the device",
+                            if auto { "on" } else { "off" }
+                        ),
+                    }
+                }
                 Err(error) => panels.failed_device(&panel_id, &generation, &error),
             }
         })
@@ -630,6 +634,7 @@ impl AndroidPanels {
         let (rotation, auto) = self
             .read(&input.panel_id, &generation, move || device.rotation())
             .await?;
+        self.note_rotation(&input.panel_id, &generation, (!auto).then_some(rotation));
         Ok(orientation_view(input.panel_id, rotation, auto))
     }
 
