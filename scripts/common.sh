@@ -49,6 +49,9 @@ TEST_PACKAGES+=(xvfb xauth x11-utils webkit2gtk-driver)
 # Real pages Lomi did not write, for the browser tests: Python's HTML documentation (Sphinx,
 # with a search page whose script fills in its results after load).
 TEST_PACKAGES+=(python3.11-doc)
+# A real APK for the Android tests: Debian's aapt compiles a manifest to binary XML against
+# Android's framework resources.
+TEST_PACKAGES+=(aapt android-framework-res)
 
 LOMI_CACHE="${LOMI_CACHE:-$HOME/.cache/lomi}"
 export LOMI_CACHE

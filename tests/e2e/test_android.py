@@ -613,7 +613,9 @@ async def test_bad_input(lomi, workspaces, mcp, adb, phones):
         assert len(lomi.cli("operation", "list")) == receipts
         await agent.error("lomi_android_capture", {"panelId": "pn_" + "0" * 32}, "NOT_FOUND")
         # Off-screen coordinates are refused without using the sequence.
-        for action in ({"tap": {"x": 360, "y": 10}}, {"tap": {"x": 10, "y": 640}},
+        # The fixture starts with auto-rotate on, so a point is refused when it is off the
+        # screen in both orientations.
+        for action in ({"tap": {"x": 640, "y": 10}}, {"tap": {"x": 10, "y": 640}},
                        {"swipe": {"fromX": 0, "fromY": 0, "toX": 5000, "toY": 1}}):
             refused = await agent.error("lomi_android_input", android.input_args(**action), "INVALID_ARGUMENT")
             assert "off the 360x640 screen" in refused["message"], dump(refused)
@@ -703,6 +705,44 @@ def tiny_apk(path: Path, package: str, version_code: int, version_name: str) -> 
         apk.writestr("AndroidManifest.xml", manifest)
         apk.writestr("classes.dex", b"dex\n035\0" + bytes(64))
     return path.read_bytes()
+
+
+FRAMEWORK_RES = Path("/usr/share/android-framework-res/framework-res.apk")
+
+
+def real_apk(folder: Path, package: str, version_code: int, version_name: str) -> Path:
+    """An APK built by Debian's `aapt` against Android's framework resources: its
+    AndroidManifest.xml is compiled binary XML, deflated, as on a phone."""
+    assert shutil.which("aapt") and FRAMEWORK_RES.is_file(), (
+        "`aapt` or framework-res.apk is missing: install Debian's aapt and android-framework-res (scripts/test does)"
+    )
+    source = folder / "apk-source"
+    source.mkdir()
+    (source / "AndroidManifest.xml").write_text(
+        '<?xml version="1.0" encoding="utf-8"?>\n'
+        '<manifest xmlns:android="http://schemas.android.com/apk/res/android" '
+        f'package="{package}" android:versionCode="{version_code}" android:versionName="{version_name}">\n'
+        '  <application android:label="Lomi test"><activity android:name=".Main"/></application>\n'
+        '</manifest>\n'
+    )
+    apk = folder / "app.apk"
+    done = subprocess.run(
+        ["aapt", "package", "-f", "-M", str(source / "AndroidManifest.xml"), "-I", str(FRAMEWORK_RES), "-F", str(apk)],
+        capture_output=True, timeout=DEADLINE,
+    )
+    assert done.returncode == 0, f"aapt package failed: {done}"
+    return apk
+
+
+def badging(apk: Path) -> tuple[str, int, str]:
+    """What `aapt dump badging` reads from the APK: package, versionCode, versionName."""
+    import re
+
+    said = subprocess.run(["aapt", "dump", "badging", str(apk)], capture_output=True, timeout=DEADLINE, check=True)
+    line = said.stdout.decode().splitlines()[0]
+    found = re.match(r"package: name='([^']*)' versionCode='(\d+)' versionName='([^']*)'", line)
+    assert found, line
+    return found[1], int(found[2]), found[3]
 
 
 def guarded(android: Android, key: str, **args: Any) -> dict[str, Any]:
@@ -798,6 +838,55 @@ async def test_install_apps_launch_logcat_stop_uninstall(lomi, workspaces, mcp, 
         await agent.error("lomi_android_open_url", guarded(android, "o2", url="no scheme"), "INVALID_ARGUMENT")
 
 
+async def test_a_real_apk_from_aapt_installs_lists_launches_logs_stops_and_uninstalls(
+    lomi, workspaces, mcp, adb, phones, tmp_path
+):
+    import zipfile
+
+    project = tmp_path / "project-a"
+    apk = real_apk(project, "org.lomi.real", 42, "4.2-real")
+    with zipfile.ZipFile(apk) as opened:
+        info = opened.getinfo("AndroidManifest.xml")
+        manifest = opened.read(info)
+    # Binary XML (RES_XML_TYPE), deflated: not the plain-text manifests other tests use.
+    assert manifest[:4] == b"\x03\x00\x08\x00" and info.compress_type == zipfile.ZIP_DEFLATED, manifest[:16]
+    # aapt's own reading is the independent check of what Lomi and the fixture read.
+    expected = badging(apk)
+    assert expected == ("org.lomi.real", 42, "4.2-real"), expected
+    package = expected[0]
+    async with attached_phone(lomi, mcp, workspaces, adb, phones) as (android, phone):
+        agent = android.agent
+        op = await run_op(android, "lomi_android_install", guarded(android, "i1", path="app.apk"))
+        assert (op["state"], op["effectState"]) == ("succeeded", "complete"), dump(op)
+        result = op["result"]
+        assert (result["package"], result["versionCode"], result["versionName"]) == expected, dump(op)
+        assert result["sha256"] == hashlib.sha256(apk.read_bytes()).hexdigest(), dump(op)
+        apps = await agent.ok("lomi_android_apps", {"panelId": android.panel})
+        assert apps["apps"] == [{"package": package, "versionCode": 42}], dump(apps)
+        cursor = (await agent.ok("lomi_android_logcat", {"panelId": android.panel}))["nextCursor"]
+        op = await run_op(android, "lomi_android_launch", guarded(android, "l1", component=f"{package}/.Main"))
+        assert op["state"] == "succeeded", dump(op)
+        waited = await agent.ok("lomi_android_logcat", {
+            "panelId": android.panel, "sinceCursor": cursor, "waitFor": f"{package} started .Main", "timeoutMs": 5000,
+        })
+        assert waited["matched"] is True and waited["lines"][-1]["tag"] == "LomiFixtureApp", dump(waited)
+        op = await run_op(android, "lomi_android_stop", guarded(android, "s1", package=package))
+        assert op["state"] == "succeeded", dump(op)
+        await agent.error("lomi_android_logcat", {"panelId": android.panel, "package": package}, "NOT_FOUND")
+        op = await run_op(android, "lomi_android_uninstall", guarded(android, "u1", package=package))
+        assert op["state"] == "succeeded", dump(op)
+        assert (await agent.ok("lomi_android_apps", {"panelId": android.panel}))["apps"] == [], "uninstalled"
+
+        # Debian's adb client installs the same APK on the fixture (its streamed install).
+        said = adb.text("-s", phone.serial, "install", str(apk))
+        assert "Success" in said, said
+        listed = adb.text("-s", phone.serial, "shell", "pm", "list", "packages", "--show-versioncode", "-3")
+        assert f"package:{package} versionCode:42" in listed, listed
+        described = adb.text("-s", phone.serial, "shell", "dumpsys", "package", package)
+        assert "versionName=4.2-real" in described, described
+        assert "Success" in adb.text("-s", phone.serial, "uninstall", package)
+
+
 async def test_push_pull_round_trip_and_paths_outside_the_project(lomi, workspaces, mcp, adb, phones, tmp_path):
     project = tmp_path / "project-a"
     data = os.urandom(300_000)
@@ -871,6 +960,32 @@ async def test_rotation_set_and_read_back_and_the_screen_in_attach_and_snapshot(
         # Debian's adb client sees the same setting.
         assert adb.text("-s", phone.serial, "shell", "settings", "get", "system", "user_rotation").strip() == "1"
         await agent.error("lomi_android_rotate", guarded(android, "r2", rotation=4), "INVALID_ARGUMENT")
+
+
+async def test_taps_and_swipes_follow_the_rotation(lomi, workspaces, mcp, adb, phones):
+    async with attached_phone(lomi, mcp, workspaces, adb, phones) as (android, phone):
+        agent = android.agent
+        op = await run_op(android, "lomi_android_rotate", guarded(android, "r1", rotation=1))
+        assert op["state"] == "succeeded", dump(op)
+        snap = await android.snapshot()
+        assert (snap["screenWidth"], snap["screenHeight"]) == (640, 360), dump(snap)
+        # (600, 100) exists only in landscape: accepted and sent as given.
+        accepted = await android.send(tap={"x": 600, "y": 100})
+        assert accepted["dispatched"] == "input tap 600 100", dump(accepted)
+        phone.wait_for_service("'input' 'tap' '600' '100'")
+        await android.send(swipe={"fromX": 630, "fromY": 10, "toX": 20, "toY": 350})
+        # Off the landscape screen: refused, saying which screen, without using a sequence.
+        for action in ({"tap": {"x": 100, "y": 600}}, {"swipe": {"fromX": 0, "fromY": 0, "toX": 10, "toY": 360}}):
+            refused = await agent.error("lomi_android_input", android.input_args(**action), "INVALID_ARGUMENT")
+            assert "off the 640x360 screen (rotation 1, landscape)" in refused["message"], dump(refused)
+        # Turned back by someone else, and read: Lomi checks against what it read.
+        adb.run("-s", phone.serial, "shell", "settings", "put", "system", "user_rotation", "0")
+        read = await agent.ok("lomi_android_orientation", {"panelId": android.panel})
+        assert (read["rotation"], read["autoRotate"]) == (0, False), dump(read)
+        refused = await agent.error("lomi_android_input", android.input_args(tap={"x": 600, "y": 100}), "INVALID_ARGUMENT")
+        assert "off the 360x640 screen (rotation 0, portrait)" in refused["message"], dump(refused)
+        await android.send(tap={"x": 100, "y": 600})
+        assert android.seq == 3, "refused inputs used no sequence numbers"
 
 
 async def test_a_device_unplugged_mid_install_settles_honestly(lomi, workspaces, mcp, adb, phones, tmp_path):

@@ -1,6 +1,7 @@
 //! A fake Android device for tests and benches: it listens on a loopback TCP port and speaks the
 //! device side of the ADB transport, so the real `adb` server can `adb connect 127.0.0.1:PORT`.
 
+mod apk;
 mod connection;
 mod phone;
 mod protocol;

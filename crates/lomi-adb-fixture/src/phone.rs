@@ -1,10 +1,7 @@
 //! What the fixture keeps beyond its screen: files (sync), installed packages (`pm`), running
 //! app processes (`am`, `pidof`), a log (`logcat`) fed from its own events, and the rotation
 //! settings (`settings get/put system user_rotation`).
-//!
-//! An APK the fixture installs must be a zip whose `AndroidManifest.xml` entry is stored
-//! uncompressed as plain-text XML with `package`, `android:versionCode` and
-//! `android:versionName` on `<manifest>`. Real APKs hold binary XML, which it does not read.
+//! An APK's package and version come from its manifest, read as a phone reads it (`apk.rs`).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -99,8 +96,8 @@ impl FixtureState {
     /// `pm install [-r] [-d] [-g] PATH`, or a streamed `cmd package install -S SIZE`: what
     /// `pm` prints.
     pub(crate) fn install(&mut self, apk: &[u8], replace: bool) -> String {
-        let manifest = match manifest(apk) {
-            Ok(manifest) => manifest,
+        let manifest = match crate::apk::package_info(apk) {
+            Ok(info) => (info.name, info.version_code, info.version_name),
             Err(why) => return format!("Failure [INSTALL_PARSE_FAILED_NOT_APK: {why}]\n"),
         };
         if let Some(installed) = self.packages.get(&manifest.0) {
@@ -299,79 +296,12 @@ fn parse_time(value: &str) -> Option<(u64, u32)> {
     Some((seconds, digits.parse().ok()?))
 }
 
-/// The package name, version code and version name from a stored, plain-text
-/// `AndroidManifest.xml` in the zip.
-fn manifest(apk: &[u8]) -> Result<(String, u64, String), String> {
-    let entry = stored_entry(apk, "AndroidManifest.xml")?;
-    let text = std::str::from_utf8(entry)
-        .map_err(|_| "the manifest is not text XML (the fixture reads no binary XML)")?;
-    let attribute = |name: &str| -> Option<String> {
-        let start = text.find(&format!("{name}=\""))? + name.len() + 2;
-        let end = text[start..].find('"')? + start;
-        Some(text[start..end].to_owned())
-    };
-    let package = attribute(" package").ok_or("the manifest has no package")?;
-    let version_code = attribute("android:versionCode")
-        .and_then(|code| code.parse().ok())
-        .unwrap_or(1);
-    let version_name = attribute("android:versionName").unwrap_or_default();
-    Ok((package, version_code, version_name))
-}
-
-/// The data of a stored (uncompressed) zip entry, found by its local file header.
-fn stored_entry<'a>(zip: &'a [u8], wanted: &str) -> Result<&'a [u8], String> {
-    let u16_at = |at: usize| {
-        zip.get(at..at + 2)
-            .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
-    };
-    let u32_at = |at: usize| {
-        zip.get(at..at + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-    };
-    if !zip.starts_with(b"PK\x03\x04") {
-        return Err("not a zip file".to_owned());
-    }
-    let mut at = 0;
-    while zip.get(at..at + 4) == Some(b"PK\x03\x04") {
-        let short = || "a truncated zip entry".to_owned();
-        let method = u16_at(at + 8).ok_or_else(short)?;
-        let size = u32_at(at + 18).ok_or_else(short)?;
-        let name_length = u16_at(at + 26).ok_or_else(short)?;
-        let extra_length = u16_at(at + 28).ok_or_else(short)?;
-        let name = zip.get(at + 30..at + 30 + name_length).ok_or_else(short)?;
-        let data_start = at + 30 + name_length + extra_length;
-        let data = zip.get(data_start..data_start + size).ok_or_else(short)?;
-        if name == wanted.as_bytes() {
-            return if method == 0 {
-                Ok(data)
-            } else {
-                Err(format!(
-                    "{wanted} is compressed; the fixture reads only stored entries"
-                ))
-            };
-        }
-        at = data_start + size;
-    }
-    Err(format!("no {wanted} in the zip"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A zip with one stored entry, as Python's zipfile writes with ZIP_STORED.
-    pub(crate) fn apk(manifest: &str) -> Vec<u8> {
-        let name = b"AndroidManifest.xml";
-        let mut zip = b"PK\x03\x04".to_vec();
-        zip.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-        let size = u32::try_from(manifest.len()).unwrap_or(0).to_le_bytes();
-        zip.extend_from_slice(&size);
-        zip.extend_from_slice(&size);
-        zip.extend_from_slice(&u16::try_from(name.len()).unwrap_or(0).to_le_bytes());
-        zip.extend_from_slice(&[0, 0]);
-        zip.extend_from_slice(name);
-        zip.extend_from_slice(manifest.as_bytes());
-        zip
+    fn apk(manifest: &str) -> Vec<u8> {
+        crate::apk::tests::stored_zip("AndroidManifest.xml", manifest.as_bytes())
     }
 
     #[test]

@@ -148,7 +148,8 @@ fn the_real_adb_client_drives_the_fixture() {
     adb.text(&["disconnect", &serial]);
 }
 
-/// A zip with one stored `AndroidManifest.xml`: what the fixture installs (see `phone.rs`).
+/// A zip with one stored plain-text `AndroidManifest.xml` and its central directory, which the
+/// fixture's package manager reads (see `apk.rs`).
 fn apk(package: &str, version_code: u32) -> Vec<u8> {
     let manifest = format!(
         r#"<manifest xmlns:android="http://schemas.android.com/apk/res/android" package="{package}" android:versionCode="{version_code}" android:versionName="1.{version_code}"/>"#
@@ -163,6 +164,19 @@ fn apk(package: &str, version_code: u32) -> Vec<u8> {
     zip.extend_from_slice(&[0, 0]);
     zip.extend_from_slice(name);
     zip.extend_from_slice(manifest.as_bytes());
+    let directory = u32::try_from(zip.len()).expect("a small zip");
+    zip.extend_from_slice(b"PK\x01\x02");
+    zip.extend_from_slice(&[20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    zip.extend_from_slice(&size.to_le_bytes());
+    zip.extend_from_slice(&size.to_le_bytes());
+    zip.extend_from_slice(&u16::try_from(name.len()).expect("short").to_le_bytes());
+    zip.extend_from_slice(&[0; 16]); // extra, comment, disk, attributes; local header at 0
+    zip.extend_from_slice(name);
+    let directory_size = u32::try_from(zip.len()).expect("a small zip") - directory;
+    zip.extend_from_slice(b"PK\x05\x06\0\0\0\0\x01\0\x01\0");
+    zip.extend_from_slice(&directory_size.to_le_bytes());
+    zip.extend_from_slice(&directory.to_le_bytes());
+    zip.extend_from_slice(&[0, 0]);
     zip
 }
 

@@ -10,6 +10,7 @@ mod device;
 mod error;
 mod packages;
 pub mod panels;
+mod screen;
 mod server;
 pub mod shell;
 mod sync;

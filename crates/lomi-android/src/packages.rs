@@ -11,7 +11,7 @@ use crate::AndroidError;
 use crate::device::{Device, has_control};
 use crate::sync::{Cancel, Sync, SyncError};
 
-/// Most bytes `pull` keeps in memory before writing them into the project.
+/// The largest file `pull` takes.
 pub const MAX_PULL_BYTES: u64 = 256 << 20;
 const TEXT_LIMIT: usize = 1 << 20;
 
@@ -31,31 +31,42 @@ impl<R: Read> Read for Hashing<R> {
     }
 }
 
-/// Collects what the device sends, up to a limit.
-struct Collecting {
-    bytes: Vec<u8>,
+/// Passes what the device sends to a sink, up to a limit, hashing each chunk as it arrives
+/// (so the hash is ready when the last byte is). A failure of its own (the limit, the sink)
+/// is kept apart from the stream's, which would mean the device.
+struct Receiving<'a> {
+    sink: &'a mut dyn Write,
+    hasher: Sha256,
+    bytes: u64,
     limit: u64,
+    failure: Option<String>,
 }
 
-impl Write for Collecting {
+impl Write for Receiving<'_> {
     fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
-        if (self.bytes.len() + buffer.len()) as u64 > self.limit {
-            return Err(io::Error::other(format!(
+        let failed = if self.bytes + buffer.len() as u64 > self.limit {
+            Some(format!(
                 "the file grew past {} bytes while it was read",
                 self.limit
-            )));
+            ))
+        } else {
+            self.sink
+                .write_all(buffer)
+                .err()
+                .map(|error| format!("cannot write the pulled file: {error}"))
+        };
+        if let Some(failure) = failed {
+            self.failure = Some(failure.clone());
+            return Err(io::Error::other(failure));
         }
-        self.bytes.extend_from_slice(buffer);
+        self.hasher.update(buffer);
+        self.bytes += buffer.len() as u64;
         Ok(buffer.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        self.sink.flush()
     }
-}
-
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 /// A device path Lomi hands to adb: absolute, no control characters, not too long.
@@ -173,9 +184,16 @@ impl Device {
         Ok((reader.bytes, sha256))
     }
 
-    /// Receives `path` over the sync protocol (at most `limit` bytes), checked against the
-    /// device's `sha256sum`.
-    pub fn pull(&self, path: &str, limit: u64, cancel: &Cancel) -> Result<Vec<u8>, AndroidError> {
+    /// Receives `path` over the sync protocol (at most `limit` bytes) into `sink`; returns its
+    /// size and SHA-256 once they match the device's `sha256sum`. On an error, `sink` may hold
+    /// part of the file.
+    pub fn pull(
+        &self,
+        path: &str,
+        limit: u64,
+        sink: &mut dyn Write,
+        cancel: &Cancel,
+    ) -> Result<(u64, String), AndroidError> {
         check_device_path(path)?;
         let what = format!("pull {path}");
         let mut sync = Sync::open(self.server(), self.serial(), cancel)
@@ -200,15 +218,35 @@ impl Device {
                 stat.size
             )));
         }
-        let mut collected = Collecting {
-            bytes: Vec::new(),
+        let mut receiving = Receiving {
+            sink,
+            hasher: Sha256::new(),
+            bytes: 0,
             limit,
+            failure: None,
         };
-        sync.receive(path, &mut collected)
-            .map_err(|error| self.sync_error(&what, error, cancel))?;
+        // The device hashes its file while it sends it, on a second connection, rather than
+        // after: the two reads of the file overlap and the check waits for the slower one.
+        // Both must see the same bytes, as before; a file that changes meanwhile is a mismatch.
+        let (received, on_device) = std::thread::scope(|scope| {
+            let device_hash = scope.spawn(|| self.device_sha256(path));
+            let received = sync.receive(path, &mut receiving);
+            let on_device = device_hash.join().unwrap_or_else(|_| {
+                Err(AndroidError::Stalled {
+                    serial: self.serial().to_owned(),
+                    command: format!("sha256sum {path}"),
+                    detail: "the check's thread panicked".to_owned(),
+                })
+            });
+            (received, on_device)
+        });
+        if let Some(failure) = receiving.failure {
+            return Err(AndroidError::InvalidInput(failure));
+        }
+        received.map_err(|error| self.sync_error(&what, error, cancel))?;
         sync.quit();
-        let sha256 = sha256_hex(&collected.bytes);
-        let on_device = self.device_sha256(path)?;
+        let on_device = on_device?;
+        let sha256 = hex::encode(receiving.hasher.finalize());
         if sha256 != on_device {
             return Err(AndroidError::Mismatch {
                 serial: self.serial().to_owned(),
@@ -217,7 +255,7 @@ impl Device {
                 found: sha256,
             });
         }
-        Ok(collected.bytes)
+        Ok((receiving.bytes, sha256))
     }
 
     /// `pm install OPTIONS PATH` of an APK already on the device; `Ok` only on `Success`.

@@ -32,6 +32,7 @@ use serde_json::Value;
 
 mod device_tools;
 
+use crate::screen::Screen;
 use crate::shell::input_text_argument;
 use crate::{AdbServer, AndroidError, Device, DeviceInfo, DeviceState, UiSnapshot};
 
@@ -103,7 +104,8 @@ struct Runtime {
     /// Why the last generation ended and what brings the panel back, for every answer about
     /// the panel while it has none.
     ended: Option<String>,
-    screen: (u32, u32),
+    /// The screen input is checked against; its rotation follows what Lomi last read or set.
+    screen: Screen,
     /// Dots per inch, read at attach.
     density: Option<u32>,
     snapshot: Option<SnapshotRecord>,
@@ -327,6 +329,17 @@ impl AndroidPanels {
         }
     }
 
+    /// What Lomi now knows of the display's rotation (`None`: auto-rotate is on), for the
+    /// panel's runtime of `generation`; input is checked against it from now on.
+    fn note_rotation(&self, panel: &PanelId, generation: &str, rotation: Option<u32>) {
+        let mut runtimes = self.runtimes.lock();
+        if let Some(runtime) = runtimes.get_mut(panel)
+            && runtime.generation.as_deref() == Some(generation)
+        {
+            runtime.screen.rotation = rotation;
+        }
+    }
+
     /// The device went away: the panel's runtime ends (if it is still `generation`), and with
     /// it every lease on it.
     fn lose(&self, panel: &PanelId, generation: &str, ended: String) {
@@ -502,7 +515,15 @@ impl AndroidPanels {
             let info = ready_device(server, &serial, tcp_address)?;
             let device = server.device(&info.serial);
             let generation = device.generation()?;
-            let screen = device.screen_size()?;
+            let natural = device.screen_size()?;
+            // With auto-rotate on, the settings do not say how the display is turned.
+            let rotation = match device.rotation() {
+                Ok((rotation, false)) => Some(rotation),
+                Ok((_, true)) => None,
+                Err(error) if error.device_gone() => return Err(error),
+                Err(_) => None,
+            };
+            let screen = Screen { natural, rotation };
             // Not every device answers `wm density`; the panel works without it.
             let density = device.density().ok().flatten();
             Ok((info, device, generation, screen, density))
@@ -599,8 +620,8 @@ impl AndroidPanels {
             domain_revision,
             model: info.model,
             api_level: info.api_level,
-            screen_width: screen.0,
-            screen_height: screen.1,
+            screen_width: screen.reported().0,
+            screen_height: screen.reported().1,
             screen_density: density,
             reattached,
         }))
@@ -815,16 +836,8 @@ impl AndroidPanels {
         input: AndroidInputInput,
     ) -> Result<AndroidInputAccepted, ToolError> {
         let runtime = self.runtime(caller, &input.panel_id)?;
-        let (width, height) = runtime.screen;
-        let on_screen = |x: u32, y: u32| -> Result<(), ToolError> {
-            if x < width && y < height {
-                Ok(())
-            } else {
-                Err(ToolError::invalid(format!(
-                    "({x}, {y}) is off the {width}x{height} screen; x must be below {width} and y below {height}"
-                )))
-            }
-        };
+        let screen = runtime.screen;
+        let on_screen = |x: u32, y: u32| screen.check(x, y).map_err(ToolError::invalid);
         // Everything that can be checked without the device is checked before the sequence
         // is used, so a refused input does not take a sequence number.
         match &input.action {
@@ -994,9 +1007,13 @@ impl AndroidPanels {
             )));
         }
         let (x, y) = centre;
-        let (width, height) = runtime.screen;
         match (u32::try_from(x), u32::try_from(y)) {
-            (Ok(x), Ok(y)) if x < width && y < height => Ok((x, y)),
+            (Ok(x), Ok(y)) => match runtime.screen.check(x, y) {
+                Ok(()) => Ok((x, y)),
+                Err(why) => Err(ToolError::invalid(format!(
+                    "element {element_ref} is centred off the screen: {why}"
+                ))),
+            },
             _ => Err(ToolError::invalid(format!(
                 "element {element_ref} is centred off the screen at ({x}, {y})"
             ))),
@@ -1052,8 +1069,8 @@ impl AndroidPanels {
             panel_id: input.panel_id,
             generation,
             snapshot_id,
-            screen_width: runtime.screen.0,
-            screen_height: runtime.screen.1,
+            screen_width: runtime.screen.reported().0,
+            screen_height: runtime.screen.reported().1,
             screen_density: runtime.density,
             nodes: snapshot
                 .nodes

@@ -165,42 +165,121 @@ fn exists_check(parent: &OwnedFd, rel: &str, name: &str, overwrite: bool) -> Res
 /// Writes `bytes` to `rel` inside `root` atomically (a temp file in the same folder, fsync,
 /// rename, folder fsync). Without `overwrite`, an existing file is refused.
 pub fn write_confined(root: &Path, rel: &str, bytes: &[u8], overwrite: bool) -> Result<(), String> {
-    let (parent, name) = parent_and_name(root, rel)?;
-    exists_check(&parent, rel, &name, overwrite)?;
-    let temp = format!(".lomi-tmp.{}.{name}", std::process::id());
-    let fd = rustix::fs::openat(
-        &parent,
-        temp.as_str(),
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o644),
-    )
-    .map_err(|e| why(rel, e))?;
-    let mut file = File::from(fd);
-    let remove_temp = || {
-        if let Err(error) = rustix::fs::unlinkat(&parent, temp.as_str(), AtFlags::empty()) {
-            tracing::warn!("could not remove {temp}: {error}");
-        }
-    };
-    if let Err(error) = file.write_all(bytes).and_then(|()| file.sync_all()) {
-        remove_temp();
-        return Err(format!("cannot write {rel:?}: {error}"));
-    }
-    let renamed = if overwrite {
-        rustix::fs::renameat(&parent, temp.as_str(), &parent, name.as_str())
-    } else {
-        rustix::fs::renameat_with(
+    let mut pending = PendingFile::create(root, rel, overwrite)?;
+    pending
+        .write_all(bytes)
+        .map_err(|error| format!("cannot write {rel:?}: {error}"))?;
+    pending.commit()
+}
+
+/// How many written bytes may wait before their writeback is started, so the disk works while
+/// the rest still arrives and the final fsync has little left to do.
+const WRITEBACK_STEP: u64 = 1 << 20;
+
+/// A file being written into the project as its bytes arrive: a temp file beside `rel`
+/// until [`PendingFile::commit`] makes it `rel` (fsync, rename, folder fsync). Dropped without
+/// a commit, the temp file is removed and the project is as it was.
+pub struct PendingFile {
+    parent: OwnedFd,
+    temp: String,
+    name: String,
+    rel: String,
+    overwrite: bool,
+    file: File,
+    written: u64,
+    flushed: u64,
+    committed: bool,
+}
+
+impl PendingFile {
+    /// Checks `rel` as [`check_writable`] does and creates the temp file.
+    pub fn create(root: &Path, rel: &str, overwrite: bool) -> Result<PendingFile, String> {
+        let (parent, name) = parent_and_name(root, rel)?;
+        exists_check(&parent, rel, &name, overwrite)?;
+        let temp = format!(".lomi-tmp.{}.{name}", std::process::id());
+        let fd = rustix::fs::openat(
             &parent,
             temp.as_str(),
-            &parent,
-            name.as_str(),
-            RenameFlags::NOREPLACE,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
         )
-    };
-    if let Err(error) = renamed {
-        remove_temp();
-        return Err(why(rel, error));
+        .map_err(|e| why(rel, e))?;
+        Ok(PendingFile {
+            parent,
+            temp,
+            name,
+            rel: rel.to_owned(),
+            overwrite,
+            file: File::from(fd),
+            written: 0,
+            flushed: 0,
+            committed: false,
+        })
     }
-    rustix::fs::fsync(&parent).map_err(|e| why(rel, e))
+
+    /// Makes the written bytes the file `rel`, durably.
+    pub fn commit(mut self) -> Result<(), String> {
+        let rel = self.rel.clone();
+        self.file
+            .sync_all()
+            .map_err(|error| format!("cannot write {rel:?}: {error}"))?;
+        let renamed = if self.overwrite {
+            rustix::fs::renameat(
+                &self.parent,
+                self.temp.as_str(),
+                &self.parent,
+                self.name.as_str(),
+            )
+        } else {
+            rustix::fs::renameat_with(
+                &self.parent,
+                self.temp.as_str(),
+                &self.parent,
+                self.name.as_str(),
+                RenameFlags::NOREPLACE,
+            )
+        };
+        renamed.map_err(|e| why(&rel, e))?;
+        self.committed = true;
+        rustix::fs::fsync(&self.parent).map_err(|e| why(&rel, e))
+    }
+}
+
+impl Write for PendingFile {
+    fn write(&mut self, buffer: &[u8]) -> std::io::Result<usize> {
+        let written = self.file.write(buffer)?;
+        self.written += written as u64;
+        if self.written - self.flushed >= WRITEBACK_STEP {
+            // On Linux, DONTNEED starts writeback of the range's dirty pages without waiting
+            // for it (and then lets their cache go, which this file does not read again).
+            let (from, length) = (self.flushed, self.written - self.flushed);
+            if let Err(error) = rustix::fs::fadvise(
+                &self.file,
+                from,
+                std::num::NonZeroU64::new(length),
+                rustix::fs::Advice::DontNeed,
+            ) {
+                tracing::debug!("starting writeback of {}: {error}", self.rel);
+            }
+            self.flushed = self.written;
+        }
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for PendingFile {
+    fn drop(&mut self) {
+        if !self.committed
+            && let Err(error) =
+                rustix::fs::unlinkat(&self.parent, self.temp.as_str(), AtFlags::empty())
+        {
+            tracing::warn!("could not remove {}: {error}", self.temp);
+        }
+    }
 }
 
 /// Writes a file into the project from an operation's effect, off the async threads
@@ -250,6 +329,38 @@ mod tests {
             Some(b"new".to_vec())
         );
         assert!(!dir.path().join("out.txt").exists());
+    }
+
+    #[test]
+    fn a_pending_file_appears_only_when_committed() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let root = dir.path();
+        let names = || {
+            let mut names: Vec<String> = std::fs::read_dir(root)
+                .map(|entries| {
+                    entries
+                        .filter_map(|entry| entry.ok())
+                        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort();
+            names
+        };
+        let mut dropped = PendingFile::create(root, "a.bin", false).expect("a pending file");
+        dropped.write_all(b"part").expect("written");
+        drop(dropped);
+        assert!(names().is_empty(), "{:?}", names());
+
+        let mut pending = PendingFile::create(root, "a.bin", false).expect("a pending file");
+        let big = vec![7u8; (WRITEBACK_STEP as usize) * 2 + 5];
+        pending.write_all(&big).expect("written");
+        assert!(!root.join("a.bin").exists());
+        pending.commit().expect("committed");
+        assert_eq!(std::fs::read(root.join("a.bin")).ok(), Some(big));
+        assert_eq!(names(), ["a.bin"]);
+        assert!(PendingFile::create(root, "a.bin", false).is_err());
+        assert!(PendingFile::create(root, "../a.bin", true).is_err());
     }
 
     #[test]

@@ -22,9 +22,9 @@ use super::{
 };
 use crate::AndroidError;
 use crate::apk::read_manifest;
-use crate::packages::{MAX_PULL_BYTES, check_package, sha256_hex};
+use crate::packages::{MAX_PULL_BYTES, check_package};
 use crate::sync::Cancel;
-use lomi_files::confine::{check_writable, open_confined, write_into};
+use lomi_files::confine::{PendingFile, check_writable, open_confined};
 
 /// The largest APK Lomi reads into memory to install.
 const MAX_APK_BYTES: u64 = 1 << 30;
@@ -312,13 +312,19 @@ impl AndroidPanels {
                 Ok(root)
             },
             move |device, root, context| async move {
-                let source = device_path.clone();
+                let (source, target) = (device_path.clone(), path.clone());
+                // The bytes go into a temp file beside the target as they arrive; it becomes
+                // the target (fsync, rename) only once both ends' SHA-256 agree.
                 let pulled = cancellable(&context, move |cancel| {
-                    device.pull(&source, MAX_PULL_BYTES, cancel)
+                    let mut file = PendingFile::create(&root, &target, overwrite)
+                        .map_err(AndroidError::InvalidInput)?;
+                    let pulled = device.pull(&source, MAX_PULL_BYTES, &mut file, cancel)?;
+                    file.commit().map_err(AndroidError::InvalidInput)?;
+                    Ok(pulled)
                 })
                 .await;
-                let bytes = match pulled {
-                    Ok(bytes) => bytes,
+                let (bytes, sha256) = match pulled {
+                    Ok(pulled) => pulled,
                     // Nothing was written into the project.
                     Err(AndroidError::Cancelled) => {
                         return EffectOutcome::Cancelled {
@@ -333,14 +339,13 @@ impl AndroidPanels {
                         };
                     }
                 };
-                let transferred = to_value(&AndroidTransferred {
+                EffectOutcome::Succeeded(to_value(&AndroidTransferred {
                     panel_id,
-                    path: path.clone(),
+                    path,
                     device_path,
-                    bytes: bytes.len() as u64,
-                    sha256: sha256_hex(&bytes),
-                });
-                write_into(root, path, bytes, overwrite, transferred).await
+                    bytes,
+                    sha256,
+                }))
             },
         )
         .await
@@ -552,16 +557,20 @@ impl AndroidPanels {
             })
             .await;
             match set {
-                Ok((read, false)) if read == rotation => EffectOutcome::Succeeded(to_value(&orientation_view(
-                    panel_id, read, false,
-                ))),
-                Ok((read, auto)) => EffectOutcome::Unknown {
-                    effect: EffectState::Unknown,
-                    message: format!(
-                        "the device took the settings but reads back rotation {read} with auto-rotate {}; look at the device",
-                        if auto { "on" } else { "off" }
-                    ),
-                },
+                Ok((read, false)) if read == rotation => {
+                    panels.note_rotation(&panel_id, &generation, Some(read));
+                    EffectOutcome::Succeeded(to_value(&orientation_view(panel_id, read, false)))
+                }
+                Ok((read, auto)) => {
+                    panels.note_rotation(&panel_id, &generation, (!auto).then_some(read));
+                    EffectOutcome::Unknown {
+                        effect: EffectState::Unknown,
+                        message: format!(
+                            "the device took the settings but reads back rotation {read} with auto-rotate {}; look at the device",
+                            if auto { "on" } else { "off" }
+                        ),
+                    }
+                }
                 Err(error) => panels.failed_device(&panel_id, &generation, &error),
             }
         })
@@ -630,6 +639,7 @@ impl AndroidPanels {
         let (rotation, auto) = self
             .read(&input.panel_id, &generation, move || device.rotation())
             .await?;
+        self.note_rotation(&input.panel_id, &generation, (!auto).then_some(rotation));
         Ok(orientation_view(input.panel_id, rotation, auto))
     }
 
