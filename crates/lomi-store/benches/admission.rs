@@ -289,7 +289,7 @@ fn retire_round(data_dir: &std::path::Path, round: usize) -> anyhow::Result<Reti
             let mut index = 0;
             while !stop.load(Ordering::Relaxed) {
                 let started = Instant::now();
-                admit(&store, &epoch, index)?;
+                admit(&store, &epoch, index, false)?;
                 spans.push((started, Instant::now()));
                 index += 1;
             }
@@ -331,8 +331,9 @@ fn retire_round(data_dir: &std::path::Path, round: usize) -> anyhow::Result<Reti
     })
 }
 
-/// One admitted operation: reserve, running, succeeded (three durable commits).
-fn admit(store: &Store, epoch: &RetryEpoch, index: usize) -> anyhow::Result<()> {
+/// One admitted operation: reserve, running, succeeded (three durable commits); or, `folded`,
+/// reserved running, succeeded (two), the broker's path when the permit is free at admission.
+fn admit(store: &Store, epoch: &RetryEpoch, index: usize, folded: bool) -> anyhow::Result<()> {
     let payload = serde_json::json!({"title": "Tests", "index": index});
     let request = ReservationRequest {
         key: ReceiptKey {
@@ -346,14 +347,19 @@ fn admit(store: &Store, epoch: &RetryEpoch, index: usize) -> anyhow::Result<()> 
         workspace_id: None,
         fingerprint: fingerprint(&payload, Some("g1"), Some("1")),
     };
-    let id = store.reserve(&request)?.receipt.operation_id;
-    store.transition(
-        &id,
-        OperationState::Queued,
-        OperationState::Running,
-        EffectState::None,
-        None,
-    )?;
+    let id = if folded {
+        store.reserve_running(&request)?.receipt.operation_id
+    } else {
+        let id = store.reserve(&request)?.receipt.operation_id;
+        store.transition(
+            &id,
+            OperationState::Queued,
+            OperationState::Running,
+            EffectState::None,
+            None,
+        )?;
+        id
+    };
     store.transition(
         &id,
         OperationState::Running,
@@ -398,44 +404,7 @@ fn store_round(data_dir: &std::path::Path, round: usize, folded: bool) -> anyhow
     })?;
     let started = Instant::now();
     for index in 0..OPERATIONS_PER_ROUND {
-        let payload = serde_json::json!({"title": "Tests", "index": index});
-        let request = ReservationRequest {
-            key: ReceiptKey {
-                pairing_id: PairingId::parse("pr_bench").map_err(anyhow::Error::msg)?,
-                retry_epoch: epoch.clone(),
-                project_id: None,
-                tool: ToolName("lomi_terminal_create".into()),
-                request_key: RequestKey::parse(format!("rk_{index}"))
-                    .map_err(anyhow::Error::msg)?,
-            },
-            operation_id: OperationId::from_random(rand::random()),
-            workspace_id: None,
-            fingerprint: fingerprint(&payload, Some("g1"), Some("1")),
-        };
-        let id = if folded {
-            store.reserve_running(&request)?.receipt.operation_id
-        } else {
-            let id = store.reserve(&request)?.receipt.operation_id;
-            store.transition(
-                &id,
-                OperationState::Queued,
-                OperationState::Running,
-                EffectState::None,
-                None,
-            )?;
-            id
-        };
-        let outcome = Outcome {
-            result: Some(payload),
-            error: None,
-        };
-        store.transition(
-            &id,
-            OperationState::Running,
-            OperationState::Succeeded,
-            EffectState::Complete,
-            Some(outcome),
-        )?;
+        admit(&store, &epoch, index, folded)?;
     }
     Ok(OPERATIONS_PER_ROUND as f64 / started.elapsed().as_secs_f64())
 }
