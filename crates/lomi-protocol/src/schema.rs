@@ -67,7 +67,6 @@ pub fn operation_schema<R: JsonSchema>() -> Map<String, Value> {
         "type": "object",
         "properties": {"details": {}},
         "required": ["details"],
-        "additionalProperties": false,
     });
     if let Some(slot) = operation.pointer_mut("/properties/result") {
         *slot = json!({"anyOf": [compacted::<R>(), failure, {"type": "null"}]});
@@ -116,7 +115,8 @@ fn envelope(data: Value) -> Map<String, Value> {
     map
 }
 
-/// Keywords an output schema leaves out: annotations and input-only limits.
+/// Keywords an output schema leaves out: annotations and input-only limits (and, below, the
+/// closing of nested objects).
 const OUTPUT_OMITS: &[&str] = &[
     "description",
     "title",
@@ -133,6 +133,12 @@ fn compact_output(schema: &mut Value) {
     let Value::Object(map) = schema else { return };
     for keyword in OUTPUT_OMITS {
         map.remove(*keyword);
+    }
+    // Lomi writes its own answers: `additionalProperties: false` on each object of an output
+    // only forbids what Lomi never sends, and repeated on every object of every tool it was a
+    // twentieth of `tools/list`. The envelope's root keeps it.
+    if map.get("additionalProperties") == Some(&Value::Bool(false)) {
+        map.remove("additionalProperties");
     }
     for (keyword, value) in map.iter_mut() {
         match keyword.as_str() {
