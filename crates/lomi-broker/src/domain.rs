@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use lomi_protocol::tools::session::{PairingState, ProjectView, WorkspaceView};
-use lomi_protocol::{DomainRevision, PairingId, PanelId, ProjectId, Timestamp, Tool, WorkspaceId};
+use lomi_protocol::{
+    DomainRevision, Family, PairingId, PanelId, ProjectId, Timestamp, Tool, WorkspaceId,
+};
 use serde::{Deserialize, Serialize};
 
 /// Everything in `domain.json`.
@@ -67,6 +69,13 @@ pub struct Pairing {
     /// connection (the person chose "approve for this session").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub session_only: bool,
+    /// The tool families it sees; `None` is every family, including ones a later Lomi adds.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "known_families"
+    )]
+    pub families: Option<BTreeSet<Family>>,
 }
 
 impl Pairing {
@@ -88,6 +97,28 @@ pub struct Policy {
     /// stays off.
     #[serde(default = "defaults_before_tracking", deserialize_with = "known_tools")]
     pub applied_defaults: BTreeSet<Tool>,
+}
+
+/// The families named in `domain.json` that this Lomi has (a later Lomi's unknown family is
+/// dropped: the pairing sees less, never more, and the domain still loads).
+fn known_families<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<BTreeSet<Family>>, D::Error> {
+    let names = Option::<Vec<String>>::deserialize(deserializer)?;
+    Ok(names.map(|names| {
+        names
+            .iter()
+            .filter_map(|name| {
+                let family = Family::from_name(name);
+                if family.is_none() {
+                    tracing::warn!(
+                        "domain.json names a tool family this Lomi does not have: {name}"
+                    );
+                }
+                family
+            })
+            .collect()
+    }))
 }
 
 /// The tools named in `domain.json` that this Lomi has; a name an older or newer Lomi wrote

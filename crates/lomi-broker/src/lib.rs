@@ -108,6 +108,9 @@ struct Inner {
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Each pairing's last authorized call on this instance, for the person's list.
     activity: Mutex<HashMap<lomi_protocol::PairingId, lomi_protocol::Timestamp>>,
+    /// Moves each time a pairing's tool families change, so each MCP session can tell its
+    /// client that its tool list changed.
+    families_changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Broker {
@@ -158,6 +161,7 @@ impl Broker {
                 stopping: tokio_util::sync::CancellationToken::new(),
                 tasks: Mutex::new(Vec::new()),
                 activity: Mutex::new(HashMap::new()),
+                families_changed: tokio::sync::watch::Sender::new(0),
             }),
         })
     }

@@ -2,7 +2,9 @@
 //! workspaces it may use; deny and revoke cut access at once.
 
 use lomi_protocol::tools::session::{PairingState, PairingStatus};
-use lomi_protocol::{ErrorCode, PairingId, Timestamp, ToolError, WorkspaceId};
+use std::collections::BTreeSet;
+
+use lomi_protocol::{ErrorCode, Family, PairingId, Timestamp, Tool, ToolError, WorkspaceId};
 use serde::Serialize;
 
 use crate::Broker;
@@ -25,6 +27,8 @@ pub struct PairingSummary {
     pub decided_at: Option<Timestamp>,
     /// The last call this pairing made on this broker instance (not kept across restarts).
     pub last_active_at: Option<Timestamp>,
+    /// The tool families it sees; null is every family.
+    pub families: Option<BTreeSet<Family>>,
 }
 
 /// At most this many pairings wait for the person's decision at once.
@@ -94,6 +98,7 @@ impl Broker {
             created_at: self.now(),
             decided_at: None,
             session_only: false,
+            families: None,
         };
         let id = pairing.id.clone();
         let mut domain = self.domain();
@@ -252,6 +257,7 @@ impl Broker {
                 created_at: p.created_at,
                 decided_at: p.decided_at,
                 last_active_at: activity.get(&p.id).copied(),
+                families: p.families.clone(),
             })
             .collect()
     }
@@ -267,7 +273,62 @@ impl Broker {
 
     /// Approves a pending pairing with explicit grants (none is allowed: it then sees nothing).
     pub fn pairing_approve(&self, id: &PairingId, grants: &[WorkspaceId]) -> Result<(), ToolError> {
-        self.approve(id, grants, false)
+        self.approve(id, grants, false, None)
+    }
+
+    /// Approves a pending pairing, for good or for its session, seeing only `families` of tools
+    /// (`None`: every family).
+    pub fn pairing_approve_families(
+        &self,
+        id: &PairingId,
+        grants: &[WorkspaceId],
+        session_only: bool,
+        families: Option<BTreeSet<Family>>,
+    ) -> Result<(), ToolError> {
+        self.approve(id, grants, session_only, families)
+    }
+
+    /// Changes which tool families an approved or pending pairing sees (`None`: every family);
+    /// its open sessions are told their tool list changed.
+    pub fn pairing_set_families(
+        &self,
+        id: &PairingId,
+        families: Option<BTreeSet<Family>>,
+    ) -> Result<(), ToolError> {
+        self.update_domain(|domain| {
+            let pairing = find_pairing(domain, id)?;
+            if matches!(pairing.state, PairingState::Denied | PairingState::Revoked) {
+                return Err(ToolError::invalid(format!(
+                    "pairing {id} is {}; it sees no tools",
+                    state_name(pairing.state)
+                )));
+            }
+            pairing.families = families;
+            Ok(())
+        })?;
+        self.inner.families_changed.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    /// The tool families the pairing sees (`None`: every family). An unknown pairing (a
+    /// client before its first call) sees every family: what it may use is decided when the
+    /// person approves it.
+    pub fn pairing_families(&self, id: &PairingId) -> Option<BTreeSet<Family>> {
+        self.domain()
+            .pairings
+            .iter()
+            .find(|p| &p.id == id)
+            .and_then(|p| p.families.clone())
+    }
+
+    /// Whether the pairing sees `tool` in its tool list (and may call it).
+    pub fn pairing_sees(&self, id: &PairingId, tool: Tool) -> bool {
+        lomi_protocol::catalog::sees(self.pairing_families(id).as_ref(), tool)
+    }
+
+    /// A receiver that wakes each time any pairing's families change.
+    pub fn families_changed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.families_changed.subscribe()
     }
 
     /// Approves a pending pairing for its current session only: it ends when that connection
@@ -278,7 +339,7 @@ impl Broker {
         id: &PairingId,
         grants: &[WorkspaceId],
     ) -> Result<(), ToolError> {
-        self.approve(id, grants, true)
+        self.approve(id, grants, true, None)
     }
 
     fn approve(
@@ -286,8 +347,10 @@ impl Broker {
         id: &PairingId,
         grants: &[WorkspaceId],
         session_only: bool,
+        families: Option<BTreeSet<Family>>,
     ) -> Result<(), ToolError> {
         let now = self.now();
+        let narrowed = families.is_some();
         self.update_domain(|domain| {
             check_grants(domain, grants)?;
             let pairing = find_pairing(domain, id)?;
@@ -301,8 +364,13 @@ impl Broker {
             pairing.grants = grants.to_vec();
             pairing.decided_at = Some(now);
             pairing.session_only = session_only;
+            pairing.families = families;
             Ok(())
-        })
+        })?;
+        if narrowed {
+            self.inner.families_changed.send_modify(|n| *n += 1);
+        }
+        Ok(())
     }
 
     pub fn pairing_deny(&self, id: &PairingId) -> Result<(), ToolError> {
@@ -344,6 +412,7 @@ impl Broker {
         &self,
         client_name: &str,
         grants: &[WorkspaceId],
+        families: Option<BTreeSet<Family>>,
     ) -> Result<CreatedPairing, ToolError> {
         check_name("the client name", client_name).map_err(ToolError::invalid)?;
         let token = bearer_token(self.inner.entropy.as_ref());
@@ -358,6 +427,7 @@ impl Broker {
             created_at: now,
             decided_at: Some(now),
             session_only: false,
+            families,
         };
         let id = pairing.id.clone();
         self.update_domain(|domain| {

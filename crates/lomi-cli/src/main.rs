@@ -351,15 +351,34 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                 pairing_id,
                 workspaces,
                 session,
+                families,
                 json,
             } => (
                 ControlRequest::PairingApprove {
                     pairing_id,
                     workspaces,
                     session,
+                    families: person::chosen_families(families),
                 },
                 json,
                 person::render_decision,
+            ),
+            PairingCommand::Families {
+                pairing_id,
+                families,
+                all,
+                json,
+            } => (
+                ControlRequest::PairingFamilies {
+                    pairing_id,
+                    families: if all {
+                        None
+                    } else {
+                        person::chosen_families(families)
+                    },
+                },
+                json,
+                person::render_families,
             ),
             PairingCommand::Deny { pairing_id, json } => (
                 ControlRequest::PairingDeny { pairing_id },
@@ -374,9 +393,14 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
             PairingCommand::Create {
                 name,
                 workspaces,
+                families,
                 json,
             } => (
-                ControlRequest::PairingCreate { name, workspaces },
+                ControlRequest::PairingCreate {
+                    name,
+                    workspaces,
+                    families: person::chosen_families(families),
+                },
                 json,
                 person::render_created,
             ),

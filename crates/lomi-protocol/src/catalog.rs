@@ -169,6 +169,168 @@ tool_table! {
     SettingsUpdate => "lomi_settings_update",
 }
 
+/// A family of tools the person lets a pairing see. `tools/list` shows a pairing its families'
+/// tools and the session tools (those of no family: pairing status, workspace and panel lists,
+/// connect, operations, events, store status); a tool of a family it was not given answers as
+/// unknown.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    Workspace,
+    Terminal,
+    Files,
+    Editor,
+    Git,
+    Browser,
+    Android,
+    Chat,
+}
+
+impl Family {
+    pub const ALL: &'static [Family] = &[
+        Family::Workspace,
+        Family::Terminal,
+        Family::Files,
+        Family::Editor,
+        Family::Git,
+        Family::Browser,
+        Family::Android,
+        Family::Chat,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Family::Workspace => "workspace",
+            Family::Terminal => "terminal",
+            Family::Files => "files",
+            Family::Editor => "editor",
+            Family::Git => "git",
+            Family::Browser => "browser",
+            Family::Android => "android",
+            Family::Chat => "chat",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Family> {
+        Family::ALL.iter().copied().find(|f| f.name() == name)
+    }
+}
+
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Tool {
+    /// The family the tool belongs to, or `None` for a session tool every pairing sees. The
+    /// match is exhaustive: a new tool must say where it belongs.
+    pub const fn family(self) -> Option<Family> {
+        use Family::*;
+        match self {
+            Tool::PairingStatus
+            | Tool::WorkspaceList
+            | Tool::PanelList
+            | Tool::Connect
+            | Tool::OperationGet
+            | Tool::OperationCancel
+            | Tool::EventsRead
+            | Tool::StoreStatus => None,
+            Tool::WorkspaceUpdate
+            | Tool::WorkspaceClose
+            | Tool::SettingsGet
+            | Tool::SettingsUpdate => Some(Workspace),
+            Tool::TerminalCreate
+            | Tool::LeaseAcquire
+            | Tool::LeaseRelease
+            | Tool::TerminalInput
+            | Tool::TerminalRead
+            | Tool::TerminalInterrupt
+            | Tool::TerminalClose => Some(Terminal),
+            Tool::FileRead
+            | Tool::FileWrite
+            | Tool::FileCreate
+            | Tool::FileRename
+            | Tool::FileDelete
+            | Tool::DirCreate
+            | Tool::DirList => Some(Files),
+            Tool::EditorOpen | Tool::EditorEdit | Tool::EditorSave | Tool::EditorClose => {
+                Some(Editor)
+            }
+            Tool::GitStatus
+            | Tool::GitDiff
+            | Tool::GitStage
+            | Tool::GitCommit
+            | Tool::GitBranch => Some(Git),
+            Tool::AndroidDevices
+            | Tool::AndroidAttach
+            | Tool::AndroidDetach
+            | Tool::AndroidLaunch
+            | Tool::AndroidInput
+            | Tool::AndroidUiSnapshot
+            | Tool::AndroidCapture
+            | Tool::AndroidShell
+            | Tool::AndroidPush
+            | Tool::AndroidPull
+            | Tool::AndroidInstall
+            | Tool::AndroidUninstall
+            | Tool::AndroidApps
+            | Tool::AndroidStop
+            | Tool::AndroidOpenUrl
+            | Tool::AndroidLogcat
+            | Tool::AndroidOrientation
+            | Tool::AndroidRotate => Some(Android),
+            Tool::BrowserCreate
+            | Tool::BrowserNavigate
+            | Tool::BrowserSnapshot
+            | Tool::BrowserWait
+            | Tool::BrowserClick
+            | Tool::BrowserType
+            | Tool::BrowserPress
+            | Tool::BrowserSelect
+            | Tool::BrowserHover
+            | Tool::BrowserScroll
+            | Tool::BrowserUpload
+            | Tool::BrowserDialog
+            | Tool::BrowserTabList
+            | Tool::BrowserTabOpen
+            | Tool::BrowserTabSwitch
+            | Tool::BrowserTabClose
+            | Tool::BrowserConsole
+            | Tool::BrowserNetwork
+            | Tool::BrowserEvaluate
+            | Tool::BrowserCapture
+            | Tool::BrowserDrag
+            | Tool::BrowserFill
+            | Tool::BrowserEmulate
+            | Tool::BrowserPdf
+            | Tool::BrowserNetworkBody
+            | Tool::BrowserClose => Some(Browser),
+        }
+    }
+}
+
+/// The families a pairing sees: every family (`None`, including families a later Lomi adds), or
+/// the ones the person chose.
+pub fn sees(families: Option<&std::collections::BTreeSet<Family>>, tool: Tool) -> bool {
+    match (tool.family(), families) {
+        (None, _) | (_, None) => true,
+        (Some(family), Some(chosen)) => chosen.contains(&family),
+    }
+}
+
 /// MCP tool annotations (hints for clients; Lomi enforces the real rules itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
