@@ -257,7 +257,10 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
             let dir = data_dir::resolve(cli_data_dir)?;
             // The keyring is asked before the async runtime starts: its client runs its own
             // executor and must not be nested inside tokio's.
-            let secret = bridge::secret(&dir)?;
+            let (secret, kept) = bridge::secret(&dir)?;
+            if let Some(note) = bridge::kept_note(&kept) {
+                eprintln!("{note}");
+            }
             runtime()?.block_on(bridge::relay(&dir, name, secret))
         }
         // The history is read through the running broker or, when none runs, from the store.
