@@ -20,6 +20,9 @@ pub struct Domain {
     /// The person's settings sections (`settings.rs`).
     #[serde(default)]
     pub settings: crate::settings::Settings,
+    /// Clients registered with Lomi's OAuth authorization server.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oauth_clients: Vec<crate::oauth::OAuthClient>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -52,6 +55,9 @@ pub enum Credential {
     Session,
     /// A secret whose SHA-256 Lomi keeps: a bearer token or the stdio bridge's keyring secret.
     SecretHash(String),
+    /// Authorized through Lomi's OAuth flow: short-lived access tokens and a rotated refresh
+    /// token, each kept as its SHA-256.
+    OAuth(crate::oauth::OAuthGrant),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -82,7 +88,10 @@ impl Pairing {
     /// Session-bound pairings (and those approved for one session) die with their transport
     /// session and are not written to disk.
     pub fn is_durable(&self) -> bool {
-        matches!(self.credential, Credential::SecretHash(_)) && !self.session_only
+        matches!(
+            self.credential,
+            Credential::SecretHash(_) | Credential::OAuth(_)
+        ) && !self.session_only
     }
 }
 

@@ -5,6 +5,7 @@
 mod domain;
 mod engine;
 mod entropy;
+pub mod oauth;
 mod pairings;
 mod panels;
 pub mod persist;
@@ -111,6 +112,8 @@ struct Inner {
     /// Moves each time a pairing's tool families change, so each MCP session can tell its
     /// client that its tool list changed.
     families_changed: tokio::sync::watch::Sender<u64>,
+    /// OAuth requests, codes and access tokens in flight (`oauth.rs`).
+    oauth: Mutex<oauth::OAuthState>,
 }
 
 impl Broker {
@@ -162,6 +165,7 @@ impl Broker {
                 tasks: Mutex::new(Vec::new()),
                 activity: Mutex::new(HashMap::new()),
                 families_changed: tokio::sync::watch::Sender::new(0),
+                oauth: Mutex::new(oauth::OAuthState::default()),
             }),
         })
     }

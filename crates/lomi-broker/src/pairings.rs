@@ -20,7 +20,8 @@ pub struct PairingSummary {
     pub verification_code: String,
     pub state: PairingState,
     pub grants: Vec<WorkspaceId>,
-    /// `session` (ends with its MCP session) or `token` (survives reconnects and restarts).
+    /// `session` (ends with its MCP session), `token` (survives reconnects and restarts) or
+    /// `oauth` (authorized through Lomi's OAuth flow; survives too, its client refreshes).
     pub credential: &'static str,
     pub created_at: Timestamp,
     /// When the person approved, denied or revoked it.
@@ -75,6 +76,19 @@ impl Broker {
         client_name: &str,
         secret: Option<&str>,
     ) -> Result<PairingId, ToolError> {
+        let credential = match secret {
+            Some(secret) => Credential::SecretHash(secret_hash(secret)),
+            None => Credential::Session,
+        };
+        self.pairing_begin_with(client_name, credential)
+    }
+
+    /// A new pending pairing proven by `credential`.
+    pub(crate) fn pairing_begin_with(
+        &self,
+        client_name: &str,
+        credential: Credential,
+    ) -> Result<PairingId, ToolError> {
         let name: String = client_name
             .chars()
             .filter(|c| !c.is_control())
@@ -90,10 +104,7 @@ impl Broker {
             client_name: name,
             verification_code: verification_code(self.inner.entropy.as_ref()),
             state: PairingState::Pending,
-            credential: match secret {
-                Some(secret) => Credential::SecretHash(secret_hash(secret)),
-                None => Credential::Session,
-            },
+            credential,
             grants: Vec::new(),
             created_at: self.now(),
             decided_at: None,
@@ -146,6 +157,9 @@ impl Broker {
     pub fn pairing_by_secret(&self, secret: &str) -> Option<PairingId> {
         use subtle::ConstantTimeEq;
         let hash = secret_hash(secret);
+        if let Some(pairing) = self.pairing_by_access_token(&hash) {
+            return Some(pairing);
+        }
         let mut holder = None;
         for pairing in &self.domain().pairings {
             if let Credential::SecretHash(stored) = &pairing.credential
@@ -253,7 +267,11 @@ impl Broker {
                 verification_code: p.verification_code.clone(),
                 state: p.state,
                 grants: p.grants.clone(),
-                credential: if p.is_durable() { "token" } else { "session" },
+                credential: match (&p.credential, p.is_durable()) {
+                    (Credential::OAuth(_), true) => "oauth",
+                    (_, true) => "token",
+                    (_, false) => "session",
+                },
                 created_at: p.created_at,
                 decided_at: p.decided_at,
                 last_active_at: activity.get(&p.id).copied(),
@@ -402,6 +420,11 @@ impl Broker {
             }
             pairing.state = PairingState::Revoked;
             pairing.grants.clear();
+            // Its refresh token dies; its access tokens still name it, so its client's next
+            // call is told the person revoked it (PAIRING_REVOKED), not asked to sign in again.
+            if let Credential::OAuth(grant) = &mut pairing.credential {
+                grant.refresh_hash = None;
+            }
             pairing.decided_at = Some(now);
             Ok(())
         })

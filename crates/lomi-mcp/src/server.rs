@@ -310,10 +310,11 @@ impl ServerHandler for LomiServer {
         })
     }
 
-    /// Sessions carry pairings of clients without a token, so Lomi speaks the protocol
-    /// versions that have sessions (2025-11-25 and older).
+    /// The stateless revision (2026-07-28) beside the handshake-era ones: a stateless request
+    /// reaches this handler only with a token (`oauth::challenge` answers 401 to one without),
+    /// while a handshake-era client without a token pairs through its session.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
@@ -387,7 +388,11 @@ impl ServerHandler for LomiServer {
             Err(error) => crate::tools::refused(error),
         };
         serde_json::from_value::<CallToolResult>(answer.into_result())
-            .map(CallToolResponse::from)
+            .map(|mut result| {
+                // Required in the stateless revision; the library drops it for older peers.
+                result.result_type = Some(rmcp::model::ResultType::COMPLETE);
+                CallToolResponse::from(result)
+            })
             .map_err(|error| {
                 ErrorData::internal_error(format!("could not encode the result: {error}"), None)
             })
