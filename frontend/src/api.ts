@@ -24,7 +24,8 @@ export interface Pairing {
   verificationCode: string;
   state: "pending" | "approved" | "denied" | "revoked";
   grants: string[];
-  credential: "session" | "token";
+  /** `oauth`: authorized through the client's sign-in flow; lasting, like `token`. */
+  credential: "session" | "token" | "oauth";
   createdAt: string;
   decidedAt: string | null;
   lastActiveAt: string | null;

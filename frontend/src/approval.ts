@@ -94,7 +94,7 @@ export function pairingDialog(
       "p",
       { class: "hint" },
       "Approve only if the agent showed you this same code. ",
-      pairing.credential === "token"
+      pairing.credential !== "session"
         ? "Approved, it stays paired across restarts until you revoke it."
         : "It is paired for its current session.",
     ),

@@ -223,7 +223,7 @@ export function settingsView(state: SettingsState, actions: SettingsActions): HT
                 h("td", { class: "pairing-state" }, p.state),
                 h("td", { class: "pairing-grants" }, workspaceNames(p, state.workspaces)),
                 h("td", { class: "pairing-families" }, familiesCell(p, actions)),
-                h("td", {}, p.credential === "token" ? "lasting" : "this session"),
+                h("td", {}, p.credential === "oauth" ? "lasting (signed in)" : p.credential === "token" ? "lasting" : "this session"),
                 h("td", { class: "last-active" }, ago(p.lastActiveAt, now)),
                 h(
                   "td",
