@@ -341,6 +341,18 @@ pub struct Annotations {
     pub open_world_hint: bool,
 }
 
+impl Annotations {
+    /// The hints as listed: `destructiveHint` and `idempotentHint` mean something only for a
+    /// tool that is not read-only (MCP's tool annotations), so a read tool lists neither.
+    pub fn to_json(self) -> Value {
+        if self.read_only_hint {
+            serde_json::json!({"readOnlyHint": true, "openWorldHint": self.open_world_hint})
+        } else {
+            serde_json::json!(self)
+        }
+    }
+}
+
 const READ: Annotations = Annotations {
     read_only_hint: true,
     destructive_hint: false,
@@ -434,7 +446,7 @@ impl ToolSpec {
             "description": self.description,
             "inputSchema": self.input_schema,
             "outputSchema": self.output_schema,
-            "annotations": self.annotations,
+            "annotations": self.annotations.to_json(),
         })
     }
 }

@@ -167,6 +167,18 @@ fn compact_output(schema: &mut Value) {
     }
     collapse_constant_choices(map);
     forget_error_codes(map);
+    untype_string_enums(map);
+}
+
+/// Drops `type: string` beside an `enum` of strings only (the values say it already).
+fn untype_string_enums(map: &mut Map<String, Value>) {
+    let all_strings = matches!(
+        map.get("enum"),
+        Some(Value::Array(values)) if !values.is_empty() && values.iter().all(Value::is_string)
+    );
+    if all_strings && map.get("type") == Some(&Value::String("string".to_owned())) {
+        map.remove("type");
+    }
 }
 
 /// Drops the `type` beside every `const` (a constant has its type already).
@@ -318,7 +330,7 @@ mod tests {
                 "title": {"type": "string"},
                 "description": {"type": ["string", "null"]},
                 "pattern": {"type": "string"},
-                "state": {"enum": ["calm", "stormy"], "type": "string"},
+                "state": {"enum": ["calm", "stormy"]},
             })
         );
         assert!(data.get("description").is_none());
