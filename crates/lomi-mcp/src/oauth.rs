@@ -581,7 +581,87 @@ pub async fn challenge(
         }
         None => {}
     }
-    next.run(request).await
+    if !is_stateless(request.headers()) {
+        return next.run(request).await;
+    }
+    // The body was read whole by the body limit in front of this layer.
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, crate::http::MAX_BODY_BYTES).await else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "the request body could not be read",
+        )
+            .into_response();
+    };
+    if let Some(mismatch) = header_mismatch(&parts.headers, &bytes) {
+        return mismatch;
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
+}
+
+/// The stateless revision's standard headers (SEP-2243) say what the body does: `Mcp-Method`
+/// is the request's method and, for a call naming a tool, prompt or resource, `Mcp-Name` is that
+/// name (values compared exactly, around whitespace trimmed). A request whose headers say
+/// otherwise is refused 400 with HeaderMismatch (-32020) before anything runs, so a proxy that
+/// routes or filters by the headers sees what Lomi does.
+fn header_mismatch(headers: &HeaderMap, body: &[u8]) -> Option<Response> {
+    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let method = message.get("method")?.as_str()?;
+    let id = message
+        .get("id")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim_matches([' ', '\t']).to_owned())
+    };
+    let refuse = |what: String| {
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": -32020, "message": what},
+        });
+        Some(json_response(StatusCode::BAD_REQUEST, body))
+    };
+    match header("mcp-method") {
+        None => {
+            return refuse(format!(
+                "the Mcp-Method header is missing; it must be {method:?}"
+            ));
+        }
+        Some(said) if said != method => {
+            return refuse(format!(
+                "the Mcp-Method header says {said:?} but the body's method is {method:?}"
+            ));
+        }
+        Some(_) => {}
+    }
+    let params = message.get("params");
+    let named = match method {
+        "tools/call" | "prompts/get" => params.and_then(|p| p.get("name")),
+        "resources/read" => params.and_then(|p| p.get("uri")),
+        _ => None,
+    }
+    .and_then(|v| v.as_str());
+    if let Some(name) = named {
+        match header("mcp-name") {
+            None => {
+                return refuse(format!(
+                    "the Mcp-Name header is missing; it must be {name:?}"
+                ));
+            }
+            Some(said) if said != name => {
+                return refuse(format!(
+                    "the Mcp-Name header says {said:?} but the body names {name:?}"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    None
 }
 
 /// Whether the request speaks the stateless revision (it names it in `MCP-Protocol-Version`).
