@@ -350,3 +350,29 @@ def test_redirects_and_origins_are_checked(lomi, workspaces):
     # A foreign Host (DNS rebinding) too.
     rebinding = httpx.get(f"{base}/.well-known/oauth-authorization-server", headers={"Host": f"evil.example:{lomi.port}"})
     assert rebinding.status_code == 403
+
+
+async def test_a_stateless_client_works_with_a_token_the_person_created(lomi, workspaces):
+    """The SDK pinned to 2026-07-28 (no handshake, no session), with a `lomi pairing create`
+    token: every request stands alone, its identity is the token."""
+    a, _ = workspaces
+    token = lomi.create_token(a["workspaceId"], name="stateless")["token"]
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with Client(streamable_http_client(lomi.url, http_client=http), mode="2026-07-28") as client:
+        listed = structured(await client.call_tool("lomi_workspace_list", {}))
+        assert [w["workspaceId"] for w in listed["data"]["workspaces"]] == [a["workspaceId"]], dump(listed)
+        connection = structured(await client.call_tool("lomi_connect", {"workspaceId": a["workspaceId"]}))
+        assert connection["status"] == "ok", dump(connection)
+    # A request whose standard headers contradict its body is refused before anything runs.
+    answer = httpx.post(
+        lomi.url,
+        json={"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "lomi_workspace_list", "arguments": {}}},
+        headers={
+            "Authorization": f"Bearer {token}",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "lomi_store_status",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == -32020, answer.text
