@@ -261,7 +261,14 @@ impl Device {
             command: command.to_owned(),
             detail,
         };
-        match transport_state(self.server, &self.serial) {
+        let mut state = transport_state(self.server, &self.serial);
+        // A server being killed can accept the question and die before it answers (a reset,
+        // an early end): asked again a moment later, a gone server refuses the connection.
+        if matches!(&state, Err(error) if error.kind() != io::ErrorKind::ConnectionRefused) {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            state = transport_state(self.server, &self.serial);
+        }
+        match state {
             Ok(Some(DeviceState::Ready)) => Ok(()),
             Ok(Some(state)) => Err(unknown(format!("the device is {state} now"))),
             Ok(None) => Err(unknown("the adb server no longer lists the device".into())),
@@ -336,6 +343,19 @@ impl Device {
         Ok((collected.bytes, collected.overflowed))
     }
 
+    /// Whether the adb server is gone: a moment after a broken stream (a killed server's
+    /// last accepted connections break first), a new connection to it is refused.
+    fn server_gone(&self) -> bool {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        matches!(
+            std::net::TcpStream::connect_timeout(
+                &std::net::SocketAddr::V4(self.server),
+                std::time::Duration::from_millis(500),
+            ),
+            Err(error) if error.kind() == io::ErrorKind::ConnectionRefused
+        )
+    }
+
     pub(crate) fn adb_error(&self, command: &str, error: RustADBError) -> AndroidError {
         match error {
             RustADBError::ADBRequestFailed(detail) => {
@@ -366,6 +386,14 @@ impl Device {
                     detail: error.to_string(),
                 }
             }
+            // The stream broke: the device went away, or the adb server itself did (killed
+            // under the command). A server that is gone refuses a new connection.
+            RustADBError::IOError(error) if self.server_gone() => AndroidError::ServerLost {
+                address: self.server,
+                serial: self.serial.clone(),
+                command: command.to_owned(),
+                detail: error.to_string(),
+            },
             RustADBError::IOError(error) if error.kind() == io::ErrorKind::UnexpectedEof => {
                 AndroidError::DeviceLost {
                     serial: self.serial.clone(),
