@@ -31,6 +31,8 @@ export interface Pairing {
   lastActiveAt: string | null;
   /** The tool families it sees; null: every family. */
   families?: string[] | null;
+  /** The families its client asked for (OAuth scopes); null: it did not say. */
+  requestedFamilies?: string[] | null;
 }
 
 /** The tool families a person can give a pairing, as the broker names them. */

@@ -21,6 +21,8 @@ const workspaces: Workspace[] = [
   },
 ];
 
+const ALL = ["workspace", "terminal", "files", "editor", "git", "browser", "android", "chat"];
+
 const pairing: Pairing = {
   pairingId: "pa_1",
   clientName: "Claude Code",
@@ -63,7 +65,7 @@ describe("pairing approval dialog", () => {
     beta.click();
     expect(dialog.querySelector(".grant-summary")!.textContent).toContain("1 workspace and nothing else");
     click(dialog, "#approve");
-    expect(approve).toHaveBeenCalledWith("pa_1", ["ws_b"], false, null);
+    expect(approve).toHaveBeenCalledWith("pa_1", ["ws_b"], false, ALL);
   });
 
   it("approves for this session only", () => {
@@ -71,14 +73,14 @@ describe("pairing approval dialog", () => {
     const dialog = pairingDialog(pairing, workspaces, { approve, deny: vi.fn() });
     dialog.querySelector<HTMLInputElement>('input[data-workspace-id="ws_a"]')!.click();
     click(dialog, "#approve-session");
-    expect(approve).toHaveBeenCalledWith("pa_1", ["ws_a"], true, null);
+    expect(approve).toHaveBeenCalledWith("pa_1", ["ws_a"], true, ALL);
   });
 
   it("approving with nothing ticked grants nothing", () => {
     const approve = vi.fn();
     const dialog = pairingDialog(pairing, workspaces, { approve, deny: vi.fn() });
     click(dialog, "#approve");
-    expect(approve).toHaveBeenCalledWith("pa_1", [], false, null);
+    expect(approve).toHaveBeenCalledWith("pa_1", [], false, ALL);
   });
 
   it("offers every tool family ticked, and approves with only the ones left ticked", () => {
@@ -93,6 +95,18 @@ describe("pairing approval dialog", () => {
     for (const box of families) if (box.dataset.family !== "browser") box.click();
     click(dialog, "#approve");
     expect(approve).toHaveBeenCalledWith("pa_1", [], false, ["browser"]);
+  });
+
+  it("ticks only the families the client asked for", () => {
+    const approve = vi.fn();
+    const dialog = pairingDialog({ ...pairing, requestedFamilies: ["browser", "files"] }, workspaces, {
+      approve,
+      deny: vi.fn(),
+    });
+    const ticked = [...dialog.querySelectorAll<HTMLInputElement>("input.family")].filter((b) => b.checked);
+    expect(ticked.map((b) => b.dataset.family)).toEqual(["files", "browser"]);
+    click(dialog, "#approve");
+    expect(approve).toHaveBeenCalledWith("pa_1", [], false, ["files", "browser"]);
   });
 
   it("denies", () => {

@@ -6,8 +6,8 @@ import { FAMILIES, type Decision, type Pairing, type Workspace } from "./api";
 import { h } from "./dom";
 
 export interface PairingActions {
-  /** `families` null: every family of tools. */
-  approve(pairingId: string, workspaces: string[], session: boolean, families: string[] | null): void;
+  /** `families`: the ticked tool families (all of them is every family, later ones too). */
+  approve(pairingId: string, workspaces: string[], session: boolean, families: string[]): void;
   deny(pairingId: string): void;
 }
 
@@ -37,25 +37,26 @@ export function pairingDialog(
     };
   });
   const chosen = () => boxes.filter((b) => b.box.checked).map((b) => b.box.dataset.workspaceId!);
+  // What the client asked for (an OAuth client's scopes) is ticked; a client that did not say
+  // gets every family ticked.
+  const asked = pairing.requestedFamilies ?? null;
   const familyBoxes = FAMILIES.map((family) => {
+    const ticked = asked === null || asked.includes(family.name);
     const box = h("input", {
       type: "checkbox",
       class: "family",
       "data-family": family.name,
       id: `family-${family.name}`,
-      checked: true,
+      checked: ticked,
     }) as HTMLInputElement;
-    box.checked = true;
+    box.checked = ticked;
     return {
       box,
       row: h("label", { class: "family-row", for: `family-${family.name}` }, box, h("span", {}, family.label)),
     };
   });
-  // Every family ticked is "all": it also covers families a later Lomi adds.
-  const families = () => {
-    const ticked = familyBoxes.filter((b) => b.box.checked).map((b) => b.box.dataset.family!);
-    return ticked.length === FAMILIES.length ? null : ticked;
-  };
+  // Every family ticked is "all": Lomi then also shows families a later version adds.
+  const families = () => familyBoxes.filter((b) => b.box.checked).map((b) => b.box.dataset.family!);
   const summary = h("p", { class: "grant-summary" });
   const refresh = () => {
     const count = chosen().length;

@@ -238,23 +238,26 @@ def register(base: str, name: str, redirect: str = REDIRECT) -> str:
     return answer.json()["client_id"]
 
 
-def authorized_code(lomi: Lomi, workspace: str, client_id: str, challenge: str) -> str:
+def authorized_code(lomi: Lomi, workspace: str, client_id: str, challenge: str, scope: str | None = None) -> str:
     base = lomi.url.removesuffix("/mcp")
-    query = urlencode(
-        {
-            "response_type": "code",
-            "client_id": client_id,
-            "redirect_uri": REDIRECT,
-            "code_challenge": challenge,
-            "code_challenge_method": "S256",
-            "state": "s1",
-            "resource": lomi.url,
-        }
-    )
-    page = httpx.get(f"{base}/authorize?{query}")
+    params = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "state": "s1",
+        "resource": lomi.url,
+    }
+    if scope is not None:
+        params["scope"] = scope
+    page = httpx.get(f"{base}/authorize?{urlencode(params)}")
     assert page.status_code == 200, page.text
     pairing = re.search(r"lomi pairing approve (pr_[0-9a-f]+)", page.text).group(1)
     request = re.search(r'data-request="([0-9a-f]+)"', page.text).group(1)
+    if scope is not None:
+        asked = [f"lomi:{f}" for f in (lomi.pairing(pairing)["requestedFamilies"] or [])]
+        assert asked == [s for s in scope.split() if s.startswith("lomi:")], (asked, scope)
     lomi.cli("pairing", "approve", pairing, "--workspace", workspace)
     back = httpx.get(f"{base}/authorize/continue?request={request}")
     assert back.status_code == 302, back.text
@@ -376,3 +379,21 @@ async def test_a_stateless_client_works_with_a_token_the_person_created(lomi, wo
         },
     )
     assert answer.status_code == 400 and answer.json()["error"]["code"] == -32020, answer.text
+
+
+async def test_a_client_asking_for_one_family_is_approved_for_it(lomi, workspaces, mcp):
+    """Scopes name tool families: a client asking for `lomi:browser` is offered the browser
+    at approval, and the person's plain approval grants exactly that."""
+    a, _ = workspaces
+    base = lomi.url.removesuffix("/mcp")
+    prm = httpx.get(f"{base}/.well-known/oauth-protected-resource/mcp").json()
+    assert "lomi:browser" in prm["scopes_supported"] and len(prm["scopes_supported"]) == 8, prm
+    client = register(base, "browser-only")
+    verifier, challenge = pkce()
+    code = authorized_code(lomi, a["workspaceId"], client, challenge, scope="lomi:browser offline_access")
+    tokens = exchange(base, client, code, verifier).json()
+    assert tokens["scope"] == "lomi:browser", tokens
+    async with mcp.session(token=tokens["access_token"]) as agent:
+        names = {tool.name for tool in (await agent.session.list_tools()).tools}
+    assert "lomi_browser_navigate" in names and "lomi_connect" in names, names
+    assert not any(n.startswith("lomi_terminal_") for n in names), names

@@ -82,6 +82,14 @@ pub struct Pairing {
         deserialize_with = "known_families"
     )]
     pub families: Option<BTreeSet<Family>>,
+    /// The families its client asked for (an OAuth client's scopes), which the person's
+    /// approval starts from; `None`: it did not say.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "known_families"
+    )]
+    pub requested_families: Option<BTreeSet<Family>>,
 }
 
 impl Pairing {

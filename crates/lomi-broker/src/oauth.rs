@@ -104,6 +104,8 @@ pub struct AuthorizeRequest {
     pub code_challenge: String,
     pub state: Option<String>,
     pub resource: String,
+    /// The tool families its `scope` asked for (`lomi:browser` …); `None`: it named none.
+    pub families: Option<std::collections::BTreeSet<lomi_protocol::Family>>,
 }
 
 /// A started authorization: the pending pairing the person decides.
@@ -142,6 +144,8 @@ pub struct TokenSet {
     pub token_type: &'static str,
     pub expires_in: u64,
     pub refresh_token: String,
+    /// The tool families granted, as scopes (`lomi:browser lomi:files`).
+    pub scope: String,
 }
 
 /// In-memory authorization state: requests waiting for the person and codes waiting for their
@@ -276,6 +280,7 @@ impl Broker {
                     retired: Vec::new(),
                     access: Vec::new(),
                 }),
+                request.families.clone(),
             )
             .map_err(|e| OAuthError::new("temporarily_unavailable", e.message))?;
         let request_id = random_token(self, "")[..32].to_owned();
@@ -491,42 +496,51 @@ impl Broker {
         };
         let refresh = random_token(self, "lomi_rt_");
         let refresh_hash = secret_hash(&refresh);
-        self.update_domain(|domain| {
-            let Some(p) = domain.pairings.iter_mut().find(|p| &p.id == pairing) else {
-                return Err(lomi_protocol::ToolError::not_found("the pairing is gone"));
-            };
-            if p.state != PairingState::Approved {
-                return Err(lomi_protocol::ToolError::invalid(
-                    "the pairing is not approved",
-                ));
-            }
-            let Credential::OAuth(grant) = &mut p.credential else {
-                return Err(lomi_protocol::ToolError::invalid("not an OAuth pairing"));
-            };
-            if grant.refresh_hash != rotating && rotating.is_some() {
-                return Err(lomi_protocol::ToolError::invalid(
-                    "the refresh token was just rotated",
-                ));
-            }
-            if let Some(old) = grant.refresh_hash.take() {
-                grant.retired.push(old);
-                let excess = grant.retired.len().saturating_sub(RETIRED_REFRESH_KEPT);
-                grant.retired.drain(..excess);
-            }
-            grant.refresh_hash = Some(refresh_hash.clone());
-            grant.refresh_expires_at = Some(now.plus_millis(millis(REFRESH_TOKEN_LIFETIME)));
-            grant.access.retain(|a| a.expires_at > now);
-            grant.access.push(access_hash.clone());
-            let excess = grant.access.len().saturating_sub(ACCESS_KEPT);
-            grant.access.drain(..excess);
-            Ok(())
-        })
-        .map_err(|e| OAuthError::new("invalid_grant", e.message))?;
+        let granted = self
+            .update_domain(|domain| {
+                let Some(p) = domain.pairings.iter_mut().find(|p| &p.id == pairing) else {
+                    return Err(lomi_protocol::ToolError::not_found("the pairing is gone"));
+                };
+                if p.state != PairingState::Approved {
+                    return Err(lomi_protocol::ToolError::invalid(
+                        "the pairing is not approved",
+                    ));
+                }
+                let Credential::OAuth(grant) = &mut p.credential else {
+                    return Err(lomi_protocol::ToolError::invalid("not an OAuth pairing"));
+                };
+                if grant.refresh_hash != rotating && rotating.is_some() {
+                    return Err(lomi_protocol::ToolError::invalid(
+                        "the refresh token was just rotated",
+                    ));
+                }
+                if let Some(old) = grant.refresh_hash.take() {
+                    grant.retired.push(old);
+                    let excess = grant.retired.len().saturating_sub(RETIRED_REFRESH_KEPT);
+                    grant.retired.drain(..excess);
+                }
+                grant.refresh_hash = Some(refresh_hash.clone());
+                grant.refresh_expires_at = Some(now.plus_millis(millis(REFRESH_TOKEN_LIFETIME)));
+                grant.access.retain(|a| a.expires_at > now);
+                grant.access.push(access_hash.clone());
+                let excess = grant.access.len().saturating_sub(ACCESS_KEPT);
+                grant.access.drain(..excess);
+                Ok(p.families.clone())
+            })
+            .map_err(|e| OAuthError::new("invalid_grant", e.message))?;
         Ok(TokenSet {
             access_token: access,
             token_type: "Bearer",
             expires_in: lifetime.as_secs(),
             refresh_token: refresh,
+            scope: match granted {
+                Some(families) => families.iter().map(|f| f.scope()).collect::<Vec<_>>(),
+                None => lomi_protocol::Family::ALL
+                    .iter()
+                    .map(|f| f.scope())
+                    .collect(),
+            }
+            .join(" "),
         })
     }
 

@@ -30,6 +30,8 @@ pub struct PairingSummary {
     pub last_active_at: Option<Timestamp>,
     /// The tool families it sees; null is every family.
     pub families: Option<BTreeSet<Family>>,
+    /// The families its client asked for, if it said (the approval starts from them).
+    pub requested_families: Option<BTreeSet<Family>>,
 }
 
 /// At most this many pairings wait for the person's decision at once.
@@ -80,7 +82,7 @@ impl Broker {
             Some(secret) => Credential::SecretHash(secret_hash(secret)),
             None => Credential::Session,
         };
-        self.pairing_begin_with(client_name, credential)
+        self.pairing_begin_with(client_name, credential, None)
     }
 
     /// A new pending pairing proven by `credential`.
@@ -88,6 +90,7 @@ impl Broker {
         &self,
         client_name: &str,
         credential: Credential,
+        requested_families: Option<BTreeSet<Family>>,
     ) -> Result<PairingId, ToolError> {
         let name: String = client_name
             .chars()
@@ -110,6 +113,7 @@ impl Broker {
             decided_at: None,
             session_only: false,
             families: None,
+            requested_families: requested_families.and_then(every_family_is_none),
         };
         let id = pairing.id.clone();
         let mut domain = self.domain();
@@ -276,6 +280,7 @@ impl Broker {
                 decided_at: p.decided_at,
                 last_active_at: activity.get(&p.id).copied(),
                 families: p.families.clone(),
+                requested_families: p.requested_families.clone(),
             })
             .collect()
     }
@@ -295,7 +300,7 @@ impl Broker {
     }
 
     /// Approves a pending pairing, for good or for its session, seeing only `families` of tools
-    /// (`None`: every family).
+    /// (`None`: what its client asked for, or every family if it did not say).
     pub fn pairing_approve_families(
         &self,
         id: &PairingId,
@@ -321,7 +326,7 @@ impl Broker {
                     state_name(pairing.state)
                 )));
             }
-            pairing.families = families;
+            pairing.families = families.and_then(every_family_is_none);
             Ok(())
         })?;
         self.inner.families_changed.send_modify(|n| *n += 1);
@@ -368,8 +373,8 @@ impl Broker {
         families: Option<BTreeSet<Family>>,
     ) -> Result<(), ToolError> {
         let now = self.now();
-        let narrowed = families.is_some();
-        self.update_domain(|domain| {
+        let families = families.and_then(every_family_is_none);
+        let narrowed = self.update_domain(|domain| {
             check_grants(domain, grants)?;
             let pairing = find_pairing(domain, id)?;
             if pairing.state != PairingState::Pending {
@@ -382,8 +387,8 @@ impl Broker {
             pairing.grants = grants.to_vec();
             pairing.decided_at = Some(now);
             pairing.session_only = session_only;
-            pairing.families = families;
-            Ok(())
+            pairing.families = families.or_else(|| pairing.requested_families.clone());
+            Ok(pairing.families.is_some())
         })?;
         if narrowed {
             self.inner.families_changed.send_modify(|n| *n += 1);
@@ -450,7 +455,8 @@ impl Broker {
             created_at: now,
             decided_at: Some(now),
             session_only: false,
-            families,
+            families: families.and_then(every_family_is_none),
+            requested_families: None,
         };
         let id = pairing.id.clone();
         self.update_domain(|domain| {
@@ -464,6 +470,11 @@ impl Broker {
             grants: grants.to_vec(),
         })
     }
+}
+
+/// A choice of every family is "every family", which also covers families a later Lomi adds.
+fn every_family_is_none(families: BTreeSet<Family>) -> Option<BTreeSet<Family>> {
+    (families.len() < Family::ALL.len()).then_some(families)
 }
 
 fn find_pairing<'a>(domain: &'a mut Domain, id: &PairingId) -> Result<&'a mut Pairing, ToolError> {

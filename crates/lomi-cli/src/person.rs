@@ -64,7 +64,7 @@ pub enum PairingCommand {
         #[arg(long)]
         session: bool,
         /// Show it only this family of tools (repeat; workspace, terminal, files, editor, git,
-        /// browser, android, chat). Default: every family.
+        /// browser, android, chat). Default: the families its client asked for, or every family.
         #[arg(long = "family", value_parser = family)]
         families: Vec<Family>,
         #[arg(long)]
@@ -241,6 +241,17 @@ pub fn render_pairings(list: &Value) {
             .filter_map(Value::as_str)
             .collect();
         let families = match p["families"].as_array() {
+            None if p["state"] == "pending" => match p["requestedFamilies"].as_array() {
+                Some(asked) => format!(
+                    "asks for {}",
+                    asked
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => "all".to_owned(),
+            },
             None => "all".to_owned(),
             Some(list) => list
                 .iter()

@@ -116,6 +116,7 @@ async fn resource_metadata(State(state): State<OAuthState>, headers: HeaderMap) 
             "authorization_servers": [issuer(&headers, state.port)],
             "bearer_methods_supported": ["header"],
             "resource_name": "Lomi",
+            "scopes_supported": scopes(),
         }),
     )
 }
@@ -136,9 +137,19 @@ async fn server_metadata(State(state): State<OAuthState>, headers: HeaderMap) ->
             "token_endpoint_auth_methods_supported": ["none"],
             "revocation_endpoint_auth_methods_supported": ["none"],
             "authorization_response_iss_parameter_supported": true,
+            "scopes_supported": scopes(),
             "client_id_metadata_document_supported": false,
         }),
     )
+}
+
+/// One scope per tool family (`lomi:browser` …): a client that asks for some is offered
+/// those at approval; asking for none (or all) offers every family.
+fn scopes() -> Vec<String> {
+    lomi_protocol::Family::ALL
+        .iter()
+        .map(|f| f.scope())
+        .collect()
 }
 
 fn json_response(status: StatusCode, body: serde_json::Value) -> Response {
@@ -353,12 +364,19 @@ async fn authorize(
         Some(asked) => asked.to_owned(),
         None => resource(&headers, state.port),
     };
+    // Scopes name tool families; other scopes (offline_access, …) ask for nothing more.
+    let families: std::collections::BTreeSet<lomi_protocol::Family> = get("scope")
+        .unwrap_or("")
+        .split_ascii_whitespace()
+        .filter_map(lomi_protocol::Family::from_scope)
+        .collect();
     let started = state.lomi.broker.oauth_authorize(AuthorizeRequest {
         client_id: client.client_id.clone(),
         redirect_uri: redirect_uri.to_owned(),
         code_challenge: challenge.to_owned(),
         state: client_state.map(str::to_owned),
         resource,
+        families: (!families.is_empty()).then_some(families),
     });
     let started = match started {
         Ok(started) => started,

@@ -226,6 +226,16 @@ impl Family {
     pub fn from_name(name: &str) -> Option<Family> {
         Family::ALL.iter().copied().find(|f| f.name() == name)
     }
+
+    /// The OAuth scope that asks for the family: `lomi:browser`.
+    pub fn scope(self) -> String {
+        format!("lomi:{}", self.name())
+    }
+
+    /// The family an OAuth scope asks for, if it is one of Lomi's.
+    pub fn from_scope(scope: &str) -> Option<Family> {
+        scope.strip_prefix("lomi:").and_then(Family::from_name)
+    }
 }
 
 impl std::fmt::Display for Family {
