@@ -318,7 +318,8 @@ fn a_comparison_marks_exactly_the_changed_pixels() {
     assert_eq!(marked, [(3, 4), (10, 20), (39, 29)]);
 
     // A taller capture: the rows the old one lacks are all changed.
-    let taller = lomi_capture::compare(&encode(&before), &encode(&sample(40, 31))).expect("compare");
+    let taller =
+        lomi_capture::compare(&encode(&before), &encode(&sample(40, 31))).expect("compare");
     assert_eq!(taller.total, 40 * 31);
     assert!(taller.changed >= 40, "{taller:?}");
 }
