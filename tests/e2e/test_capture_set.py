@@ -10,6 +10,8 @@ import hashlib
 import http.server
 import json
 import struct
+import subprocess
+import sys
 import threading
 import time
 import zlib
@@ -446,3 +448,34 @@ async def test_an_android_capture_set_against_the_device_fixture(lomi, workspace
         await android.agent.error("lomi_android_capture_set", dict(
             args, requestKey="screens-4", screens=[{"name": "both", "component": "a/.B", "url": "x://y"}],
         ), "INVALID_ARGUMENT")
+
+
+# ---- the recipe in docs/ ----
+
+
+async def test_the_docs_recipe_captures_a_local_site_and_reports_what_changed(lomi, workspaces, pages, tmp_path):
+    a, _ = workspaces
+    (tmp_path / "project-a" / "docs" / "screenshots").mkdir(parents=True)
+    token = lomi.create_token(a["workspaceId"])["token"]
+    recipe = Path(__file__).resolve().parents[2] / "docs" / "recipes" / "capture_docs.py"
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(recipe), "--endpoint", lomi.url, "--token", token,
+             "--site", pages.url(""), "--viewport", "800x300", "words", "moving"],
+            capture_output=True, text=True, timeout=120,
+        )
+
+    first = await anyio.to_thread.run_sync(run)
+    assert first.returncode == 1, (first.stdout, first.stderr)
+    assert first.stdout.splitlines()[:2] == ["docs/screenshots/words.png: new", "docs/screenshots/moving.png: new"], first.stdout
+    again = await anyio.to_thread.run_sync(run)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert all("unchanged" in line for line in again.stdout.splitlines()[:2]), again.stdout
+    pages.word = "dog"
+    changed = await anyio.to_thread.run_sync(run)
+    assert changed.returncode == 1, (changed.stdout, changed.stderr)
+    lines = changed.stdout.splitlines()
+    assert lines[0].startswith("docs/screenshots/words.png: changed ") and "words.diff.png" in lines[0], changed.stdout
+    assert "unchanged" in lines[1], changed.stdout
+    print(first.stdout + again.stdout + changed.stdout)

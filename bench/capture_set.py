@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Capture sets, Lomi beside Playwright: 10 pages of Python's documentation (python3.11-doc,
+served on 127.0.0.1) at 2 viewports, full page, 20 PNGs written each run.
+
+Lomi: one `lomi_browser_capture_set` call in a browser panel created beforehand, followed with
+`lomi_operation_get` until it settles (the PNGs, their comparison with the files they replace
+and the manifest are in the project then). Playwright: playwright-core driving the same
+Chromium in one browser launched beforehand, `setViewportSize` + `goto` + `screenshot
+({fullPage: true})` + a file write per capture (bench/capture_set_playwright.mjs). Each run
+writes into a fresh folder, so Lomi compares with nothing and writes every file.
+
+Usage: capture_set.py --lomi BIN --datadir DIR --token TOKEN --project DIR [--repeat 5]
+Prints min / median / max seconds of each, the bytes written and the ratio of the medians.
+"""
+
+import argparse
+import asyncio
+import functools
+import http.server
+import json
+import os
+import socket
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+DOCS = Path("/usr/share/doc/python3.11-doc/html")
+PAGES = [
+    "library/os.path.html", "library/json.html", "library/glob.html", "library/string.html",
+    "library/time.html", "library/random.html", "library/shutil.html", "library/tempfile.html",
+    "tutorial/index.html", "tutorial/controlflow.html",
+]
+VIEWPORTS = [{"width": 1280, "height": 800}, {"width": 390, "height": 844}]
+HERE = Path(__file__).resolve().parent
+
+
+def serve_docs() -> http.server.ThreadingHTTPServer:
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(DOCS)))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def call(session: ClientSession, tool: str, args: dict) -> dict:
+    result = await session.call_tool(tool, args)
+    envelope = result.structured_content or {}
+    if envelope.get("status") != "ok":
+        raise RuntimeError(f"{tool}: {json.dumps(envelope)[:2000]}")
+    return envelope["data"]
+
+
+async def lomi_runs(args, urls: list[str]) -> tuple[list[float], int]:
+    port = free_port()
+    server = subprocess.Popen(
+        [args.lomi, "serve", "--headless", "--http", f"127.0.0.1:{port}", "--data-dir", args.datadir],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, LOMI_LOG="warn"),
+    )
+    try:
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        headers = {"Authorization": f"Bearer {args.token}"}
+        async with create_mcp_http_client(headers=headers) as http, \
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            workspace = (await call(session, "lomi_workspace_list", {}))["workspaces"][0]["workspaceId"]
+            epoch = (await call(session, "lomi_connect", {"workspaceId": workspace}))["retryEpoch"]
+            revision = (await call(session, "lomi_panel_list", {"workspaceId": workspace}))["domainRevision"]
+            created = await call(session, "lomi_browser_create", {
+                "workspaceId": workspace, "title": "Bench", "expectedRevision": revision,
+                "retryEpoch": epoch, "requestKey": "bench-create",
+            })
+            while created["state"] not in ("succeeded", "failed"):
+                created = await call(session, "lomi_operation_get", {"operationId": created["operationId"]})
+            panel, generation = created["result"]["panelId"], created["result"]["browserGeneration"]
+            targets = [
+                {"name": f"page-{i}-{v['width']}", "url": url, "viewport": v, "fullPage": True}
+                for i, url in enumerate(urls) for v in VIEWPORTS
+            ]
+            times, written = [], 0
+            for run in range(args.repeat):
+                folder = f"lomi-run-{run}"
+                (Path(args.project) / folder).mkdir()
+                started = time.perf_counter()
+                op = await call(session, "lomi_browser_capture_set", {
+                    "panelId": panel, "browserGeneration": generation, "folder": folder,
+                    "targets": targets, "retryEpoch": epoch, "requestKey": f"bench-set-{run}",
+                })
+                while op["state"] not in ("succeeded", "failed", "cancelled", "outcome_unknown"):
+                    await asyncio.sleep(0.01)
+                    op = await call(session, "lomi_operation_get", {"operationId": op["operationId"]})
+                times.append(time.perf_counter() - started)
+                if op["state"] != "succeeded":
+                    raise RuntimeError(json.dumps(op)[:2000])
+                written = sum(c["bytes"] for c in op["result"]["captures"])
+            return times, written
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def playwright_runs(args, urls: list[str]) -> tuple[list[float], int]:
+    with tempfile.TemporaryDirectory(prefix="capture-set-playwright-") as work:
+        config = Path(work) / "config.json"
+        config.write_text(json.dumps({
+            "urls": urls, "viewports": VIEWPORTS, "outdir": work, "repeat": args.repeat,
+            "chromium": os.environ.get("CHROMIUM", "/usr/bin/chromium"),
+        }))
+        env = dict(os.environ, NODE_PATH=str(Path(args.peers) / "node_modules"))
+        out = subprocess.run(
+            ["node", str(HERE / "capture_set_playwright.mjs"), str(config)],
+            check=True, capture_output=True, text=True, env=env, cwd=str(Path(args.peers)),
+        ).stdout
+        figures = json.loads(out.strip().splitlines()[-1])
+        return [ms / 1000 for ms in figures["ms"]], figures["bytes"]
+
+
+def line(label: str, times: list[float], written: int) -> str:
+    return (f"{label:<11} min {min(times):6.2f} s  median {statistics.median(times):6.2f} s  "
+            f"max {max(times):6.2f} s  ({len(times)} runs, {written / 1e6:.1f} MB in 20 PNGs)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lomi", required=True)
+    parser.add_argument("--datadir", required=True)
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--project", required=True)
+    parser.add_argument("--peers", default=os.environ.get("PEERS_ENV", str(Path.home() / ".cache" / "mcp-peers")))
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    docs = serve_docs()
+    urls = [f"http://127.0.0.1:{docs.server_address[1]}/{page}" for page in PAGES]
+    try:
+        lomi, lomi_bytes = asyncio.run(lomi_runs(args, urls))
+        peer, peer_bytes = playwright_runs(args, urls)
+    finally:
+        docs.shutdown()
+    print(line("Lomi", lomi, lomi_bytes))
+    print(line("Playwright", peer, peer_bytes))
+    ratio = statistics.median(lomi) / statistics.median(peer)
+    print(f"capture set (10 pages x 2 viewports, full page): Lomi / Playwright = {ratio:.2f}x (target <= 0.70x)")
+
+
+if __name__ == "__main__":
+    main()
