@@ -260,6 +260,101 @@ fn rounded(ratio: f64) -> f64 {
     (ratio * 1e9).round() / 1e9
 }
 
+/// A set's folder while the set runs: each capture is compared and written on a blocking
+/// thread while the next one is taken, one at a time and in order.
+pub struct Writing {
+    folder: Option<CaptureFolder>,
+    pending: Option<tokio::task::JoinHandle<(CaptureFolder, Result<(), String>)>>,
+    /// The set as it stood when the last capture was written.
+    so_far: CaptureSetResult,
+    /// How many captures the operation's progress has shown.
+    reported: u32,
+}
+
+impl Writing {
+    pub fn new(folder: CaptureFolder) -> Writing {
+        Writing {
+            so_far: folder.result().clone(),
+            folder: Some(folder),
+            pending: None,
+            reported: 0,
+        }
+    }
+
+    /// Shows the captures written since the last report as the operation's progress.
+    pub fn report(&mut self, context: &lomi_broker::EffectContext) {
+        let result = &self.so_far;
+        if result.done > self.reported {
+            self.reported = result.done;
+            let last = result.captures.last().map_or("", |c| c.name.as_str());
+            context.progress(
+                u64::from(result.done),
+                u64::from(result.total),
+                format!("captured {last}"),
+                serde_json::to_value(result).unwrap_or_default(),
+            );
+        }
+    }
+
+    /// The set as it stood when the last capture was written (one may be being written now).
+    pub fn so_far(&self) -> &CaptureSetResult {
+        &self.so_far
+    }
+
+    /// Waits until the capture being written is in the project; answers the set so far.
+    pub async fn written(&mut self) -> Result<&CaptureSetResult, String> {
+        if let Some(pending) = self.pending.take() {
+            let (folder, added) = match pending.await {
+                Ok(done) => done,
+                // A panic there is the effect's own (the engine settles it outcome_unknown).
+                Err(stopped) => match stopped.try_into_panic() {
+                    Ok(panic) => std::panic::resume_unwind(panic),
+                    Err(stopped) => return Err(format!("writing a capture stopped: {stopped}")),
+                },
+            };
+            self.so_far = folder.result().clone();
+            self.folder = Some(folder);
+            added?;
+        }
+        self.folder
+            .as_ref()
+            .map(CaptureFolder::result)
+            .ok_or_else(|| "the capture set's folder was lost".to_owned())
+    }
+
+    /// Starts comparing and writing `shot`, once the capture before it is written (whose
+    /// failure this answers).
+    pub async fn add(&mut self, shot: Shot) -> Result<(), String> {
+        self.written().await?;
+        let Some(mut folder) = self.folder.take() else {
+            return Err("the capture set's folder was lost".to_owned());
+        };
+        self.pending = Some(tokio::task::spawn_blocking(move || {
+            let added = folder.add(shot);
+            (folder, added)
+        }));
+        Ok(())
+    }
+
+    /// Waits for the last capture, then writes the manifest and settles the set
+    /// ([`CaptureFolder::settle`]).
+    pub async fn settle(mut self, halt: Option<Halt>) -> EffectOutcome {
+        let halt = match (self.written().await, halt) {
+            (Err(why), None | Some(Halt::Cancelled)) => Some(Halt::Failed(ToolError::invalid(why))),
+            (_, halt) => halt,
+        };
+        match self.folder {
+            Some(folder) => lomi_broker::off_thread(move || folder.settle(halt)).await,
+            None => EffectOutcome::Unknown {
+                effect: EffectState::Unknown,
+                message:
+                    "the capture set's folder was lost; list the folder to see what was written"
+                        .to_owned(),
+            },
+        }
+    }
+}
+
 fn join(folder: &str, name: &str) -> String {
     if folder.is_empty() || folder == "." {
         name.to_owned()

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use lomi_broker::{EffectContext, EffectOutcome, off_thread};
-use lomi_files::capture_set::{CaptureFolder, Halt, Shot, check_set};
+use lomi_broker::{EffectContext, EffectOutcome};
+use lomi_files::capture_set::{CaptureFolder, Halt, Shot, Writing, check_set};
 use lomi_protocol::tools::capture::{AndroidCaptureSetInput, ScreenTarget};
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::{PairingId, Tool, ToolError};
 
-use super::{AndroidPanels, blocking, to_value};
+use super::{AndroidPanels, blocking};
 use crate::AndroidError;
 use crate::device::Device;
 
@@ -112,10 +112,10 @@ fn plan(screen: &ScreenTarget) -> Result<(String, Reach, Duration), ToolError> {
 async fn run_set(
     device: Device,
     screens: Vec<(String, Reach, Duration)>,
-    mut folder: CaptureFolder,
+    folder: CaptureFolder,
     context: EffectContext,
 ) -> (EffectOutcome, Option<AndroidError>) {
-    let total = screens.len() as u64;
+    let mut writing = Writing::new(folder);
     let mut halt = None;
     let mut failure = None;
     for (name, reach, settle) in screens {
@@ -169,23 +169,18 @@ async fn run_set(
             png,
             captured_at: context.broker.clock_now(),
         };
-        let (back, added) = off_thread(move || {
-            let added = folder.add(shot);
-            (folder, added)
-        })
-        .await;
-        folder = back;
-        if let Err(why) = added {
-            halt = Some(Halt::Failed(ToolError::invalid(format!("{name}: {why}"))));
+        // The screen before is written meanwhile; this one while the next is launched.
+        if let Err(why) = writing.add(shot).await {
+            halt = Some(Halt::Failed(ToolError::invalid(why)));
             break;
         }
-        let result = folder.result();
-        context.progress(
-            u64::from(result.done),
-            total,
-            format!("captured {name}"),
-            to_value(result),
-        );
+        writing.report(&context);
     }
-    (off_thread(move || folder.settle(halt)).await, failure)
+    if let Err(why) = writing.written().await
+        && !matches!(halt, Some(Halt::Failed(_)))
+    {
+        halt = Some(Halt::Failed(ToolError::invalid(why)));
+    }
+    writing.report(&context);
+    (writing.settle(halt).await, failure)
 }

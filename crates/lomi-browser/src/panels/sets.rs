@@ -2,8 +2,8 @@
 //! written into a project folder by `lomi_files::capture_set` with a manifest. Progress goes
 //! to the operation's result as each capture lands; a cancel stops between captures.
 
-use lomi_broker::{EffectContext, off_thread};
-use lomi_files::capture_set::{CaptureFolder, Halt, Shot, check_set};
+use lomi_broker::EffectContext;
+use lomi_files::capture_set::{CaptureFolder, Halt, Shot, Writing, check_set};
 use lomi_protocol::tools::capture::{BrowserCaptureSetInput, PageTarget};
 
 use super::*;
@@ -149,59 +149,66 @@ fn plan(target: &PageTarget, root: &std::path::Path) -> Result<Planned, ToolErro
 async fn run_set(
     tab: Tab,
     planned: Vec<Planned>,
-    mut folder: CaptureFolder,
+    folder: CaptureFolder,
     deterministic: bool,
     steady_limit: Duration,
     context: EffectContext,
 ) -> EffectOutcome {
-    let total = planned.len() as u64;
     let browser = tab.browser();
     let usual = browser.emulation();
     let mut halt = None;
+    let mut writing = Writing::new(folder);
+    // What the tab emulates now: set again only when a target asks for something else.
+    let mut applied = None;
     for each in planned {
         if context.cancel.is_cancelled() {
             halt = Some(Halt::Cancelled);
             break;
         }
         let name = each.name.clone();
-        let shot =
-            match capture_one(&tab, &usual, each, deterministic, steady_limit, &context).await {
-                Ok(Some(shot)) => shot,
-                Ok(None) => {
-                    halt = Some(Halt::Cancelled);
-                    break;
-                }
-                Err(error) => {
-                    halt = Some(Halt::Failed(ToolError::new(
-                        error.code,
-                        format!("{name}: {}", error.message),
-                    )));
-                    break;
-                }
-            };
-        let (back, added) = off_thread(move || {
-            let added = folder.add(shot);
-            (folder, added)
-        })
-        .await;
-        folder = back;
-        if let Err(why) = added {
-            halt = Some(Halt::Failed(ToolError::invalid(format!("{name}: {why}"))));
+        let shot = match capture_one(
+            &tab,
+            &usual,
+            &mut applied,
+            each,
+            deterministic,
+            steady_limit,
+            &context,
+        )
+        .await
+        {
+            Ok(Some(shot)) => shot,
+            Ok(None) => {
+                halt = Some(Halt::Cancelled);
+                break;
+            }
+            Err(error) => {
+                halt = Some(Halt::Failed(ToolError::new(
+                    error.code,
+                    format!("{name}: {}", error.message),
+                )));
+                break;
+            }
+        };
+        // The capture before this one is written meanwhile; this one is written while the
+        // next is taken.
+        if let Err(why) = writing.add(shot).await {
+            halt = Some(Halt::Failed(ToolError::invalid(why)));
             break;
         }
-        let result = folder.result();
-        context.progress(
-            u64::from(result.done),
-            total,
-            format!("captured {name}"),
-            to_value(result),
-        );
+        writing.report(&context);
     }
     // The tab goes back to the browser's own emulation, whatever happened.
     if let Err(error) = tab.emulate(&usual).await {
         tracing::debug!("restoring the emulation after a capture set: {error}");
     }
-    off_thread(move || folder.settle(halt)).await
+    if let Err(why) = writing.written().await
+        && !matches!(halt, Some(Halt::Failed(_)))
+    {
+        halt = Some(Halt::Failed(ToolError::invalid(why)));
+    }
+    writing.report(&context);
+    writing.settle(halt).await
 }
 
 /// Takes one capture: emulation, navigation, the steady page, the PNG. `None`: cancelled
@@ -209,6 +216,7 @@ async fn run_set(
 async fn capture_one(
     tab: &Tab,
     usual: &Emulation,
+    applied: &mut Option<Emulation>,
     each: Planned,
     deterministic: bool,
     steady_limit: Duration,
@@ -224,7 +232,10 @@ async fn capture_one(
         // A fixed device scale factor: the same pixels on any display.
         emulation.scale = 1.0;
     }
-    tab.emulate(&emulation).await.map_err(tool_error)?;
+    if applied.as_ref() != Some(&emulation) {
+        tab.emulate(&emulation).await.map_err(tool_error)?;
+        *applied = Some(emulation.clone());
+    }
     if let Some(url) = &each.url {
         let navigated = tab
             .navigate_unless_cancelled(
