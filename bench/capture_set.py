@@ -6,7 +6,8 @@ Lomi: one `lomi_browser_capture_set` call in a browser panel created beforehand,
 `lomi_operation_get` until it settles (the PNGs, their comparison with the files they replace
 and the manifest are in the project then). Playwright: playwright-core driving the same
 Chromium in one browser launched beforehand, `setViewportSize` + `goto` + `screenshot
-({fullPage: true})` + a file write per capture (bench/capture_set_playwright.mjs). Each run
+({fullPage: true})` + a file write per capture (bench/capture_set_playwright.mjs). Runs
+alternate (Lomi, Playwright, Lomi, …) so both meet the same load on the machine. Each run
 writes into a fresh folder, so Lomi compares with nothing and writes every file.
 
 Usage: capture_set.py --lomi BIN --datadir DIR --token TOKEN --project DIR [--repeat 5]
@@ -19,9 +20,11 @@ import functools
 import http.server
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -66,12 +69,44 @@ async def call(session: ClientSession, tool: str, args: dict) -> dict:
     return envelope["data"]
 
 
-async def lomi_runs(args, urls: list[str]) -> tuple[list[float], int]:
+class Playwright:
+    """The peer's node process: one browser, one set per `run`."""
+
+    def __init__(self, args, urls: list[str], work: Path) -> None:
+        config = work / "config.json"
+        config.write_text(json.dumps({
+            "urls": urls, "viewports": VIEWPORTS,
+            "chromium": os.environ.get("CHROMIUM", "/usr/bin/chromium"),
+        }))
+        env = dict(os.environ, NODE_PATH=str(Path(args.peers) / "node_modules"))
+        self.proc = subprocess.Popen(
+            ["node", str(HERE / "capture_set_playwright.mjs"), str(config)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=str(Path(args.peers)),
+        )
+        self.work = work
+        assert json.loads(self.proc.stdout.readline())["ready"]
+
+    def run(self, run: int) -> tuple[float, int]:
+        self.proc.stdin.write(f"{self.work / f'playwright-run-{run}'}\n")
+        self.proc.stdin.flush()
+        figures = json.loads(self.proc.stdout.readline())
+        assert figures["files"] == len(PAGES) * len(VIEWPORTS), figures
+        return figures["ms"] / 1000, figures["bytes"]
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+async def runs(args, urls: list[str]) -> tuple[list[float], int, list[float], int]:
+    """Lomi's runs and Playwright's, alternating."""
     port = free_port()
     server = subprocess.Popen(
         [args.lomi, "serve", "--headless", "--http", f"127.0.0.1:{port}", "--data-dir", args.datadir],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, LOMI_LOG="warn"),
     )
+    work = Path(tempfile.mkdtemp(prefix="capture-set-playwright-"))
+    peer = Playwright(args, urls, work)
     try:
         for _ in range(300):
             try:
@@ -98,7 +133,7 @@ async def lomi_runs(args, urls: list[str]) -> tuple[list[float], int]:
                 {"name": f"page-{i}-{v['width']}", "url": url, "viewport": v, "fullPage": True}
                 for i, url in enumerate(urls) for v in VIEWPORTS
             ]
-            times, written = [], 0
+            lomi, lomi_bytes, playwright, playwright_bytes = [], 0, [], 0
             for run in range(args.repeat):
                 folder = f"lomi-run-{run}"
                 (Path(args.project) / folder).mkdir()
@@ -110,30 +145,19 @@ async def lomi_runs(args, urls: list[str]) -> tuple[list[float], int]:
                 while op["state"] not in ("succeeded", "failed", "cancelled", "outcome_unknown"):
                     await asyncio.sleep(0.01)
                     op = await call(session, "lomi_operation_get", {"operationId": op["operationId"]})
-                times.append(time.perf_counter() - started)
+                lomi.append(time.perf_counter() - started)
                 if op["state"] != "succeeded":
                     raise RuntimeError(json.dumps(op)[:2000])
-                written = sum(c["bytes"] for c in op["result"]["captures"])
-            return times, written
+                lomi_bytes = sum(c["bytes"] for c in op["result"]["captures"])
+                seconds, playwright_bytes = await asyncio.to_thread(peer.run, run)
+                playwright.append(seconds)
+                print(f"run {run}: Lomi {lomi[-1]:.2f} s, Playwright {seconds:.2f} s", file=sys.stderr)
+            return lomi, lomi_bytes, playwright, playwright_bytes
     finally:
+        peer.close()
+        shutil.rmtree(work, ignore_errors=True)
         server.terminate()
         server.wait(timeout=30)
-
-
-def playwright_runs(args, urls: list[str]) -> tuple[list[float], int]:
-    with tempfile.TemporaryDirectory(prefix="capture-set-playwright-") as work:
-        config = Path(work) / "config.json"
-        config.write_text(json.dumps({
-            "urls": urls, "viewports": VIEWPORTS, "outdir": work, "repeat": args.repeat,
-            "chromium": os.environ.get("CHROMIUM", "/usr/bin/chromium"),
-        }))
-        env = dict(os.environ, NODE_PATH=str(Path(args.peers) / "node_modules"))
-        out = subprocess.run(
-            ["node", str(HERE / "capture_set_playwright.mjs"), str(config)],
-            check=True, capture_output=True, text=True, env=env, cwd=str(Path(args.peers)),
-        ).stdout
-        figures = json.loads(out.strip().splitlines()[-1])
-        return [ms / 1000 for ms in figures["ms"]], figures["bytes"]
 
 
 def line(label: str, times: list[float], written: int) -> str:
@@ -153,8 +177,7 @@ def main() -> None:
     docs = serve_docs()
     urls = [f"http://127.0.0.1:{docs.server_address[1]}/{page}" for page in PAGES]
     try:
-        lomi, lomi_bytes = asyncio.run(lomi_runs(args, urls))
-        peer, peer_bytes = playwright_runs(args, urls)
+        lomi, lomi_bytes, peer, peer_bytes = asyncio.run(runs(args, urls))
     finally:
         docs.shutdown()
     print(line("Lomi", lomi, lomi_bytes))

@@ -1,10 +1,13 @@
 // The capture-set benchmark's peer: the same pages and viewports captured full page with
 // playwright-core driving Debian's Chromium, each PNG written to a folder, the set timed.
-// Usage: node capture_set_playwright.mjs CONFIG.json — {urls, viewports, outdir, repeat,
-// chromium}; prints one JSON line: {"ms": [...], "bytes": N, "files": N}.
+// Usage: node capture_set_playwright.mjs CONFIG.json — {urls, viewports, chromium}. It launches
+// the browser once, then for each line read on stdin (a folder to write into) runs the set
+// and prints one JSON line: {"ms": N, "bytes": N, "files": N}. Runs alternate with Lomi's
+// (bench/capture_set.py), so both meet the same machine.
 import { createRequire } from "node:module";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
@@ -16,15 +19,13 @@ const browser = await chromium.launch({
     "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
 const page = await browser.newPage();
-const times = [];
-let bytes = 0;
-let files = 0;
-for (let run = 0; run < config.repeat; run++) {
-  const outdir = join(config.outdir, `run-${run}`);
+console.log(JSON.stringify({ ready: true }));
+for await (const outdir of createInterface({ input: process.stdin })) {
+  if (!outdir.trim()) break;
   mkdirSync(outdir, { recursive: true });
   const started = performance.now();
-  bytes = 0;
-  files = 0;
+  let bytes = 0;
+  let files = 0;
   for (const [i, url] of config.urls.entries()) {
     for (const viewport of config.viewports) {
       await page.setViewportSize(viewport);
@@ -35,7 +36,6 @@ for (let run = 0; run < config.repeat; run++) {
       files += 1;
     }
   }
-  times.push(performance.now() - started);
+  console.log(JSON.stringify({ ms: performance.now() - started, bytes, files }));
 }
 await browser.close();
-console.log(JSON.stringify({ ms: times, bytes, files }));

@@ -226,10 +226,17 @@ async def test_deterministic_captures_of_a_moving_page_are_identical(lomi, works
         await agent.navigate(pages.url("/moving"))
         project = tmp_path / "project-a"
         (project / "shots").mkdir()
-        started = await capture_set(agent, "moving-set", "shots", [{"name": "moving", "url": pages.url("/moving")}])
+        # Two targets are taken at once, in two tabs: the same bytes in both.
+        started = await capture_set(agent, "moving-set", "shots", [
+            {"name": "moving", "url": pages.url("/moving")}, {"name": "moving-again", "url": pages.url("/moving")},
+        ])
         done = await session.settle(started["operationId"])
         assert done["state"] == "succeeded", dump(done)
-        assert done["result"]["deterministic"] is True and done["result"]["captures"][0]["sha256"] == steady[0], dump(done)
+        assert done["result"]["deterministic"] is True, dump(done)
+        assert [c["sha256"] for c in done["result"]["captures"]] == [steady[0]] * 2, dump(done)
+        # The set's extra tab is gone again.
+        tabs = await session.ok("lomi_browser_tab_list", {"panelId": agent.panel})
+        assert len(tabs["tabs"]) == 1, dump(tabs)
         await agent.close()
         await wait_gone(agent.pid)
 
@@ -468,7 +475,7 @@ async def test_the_docs_recipe_captures_a_local_site_and_reports_what_changed(lo
 
     first = await anyio.to_thread.run_sync(run)
     assert first.returncode == 1, (first.stdout, first.stderr)
-    assert first.stdout.splitlines()[:2] == ["docs/screenshots/words.png: new", "docs/screenshots/moving.png: new"], first.stdout
+    assert first.stdout.splitlines()[:2] == ["docs/screenshots/words.png: new", "docs/screenshots/moving.png: new"], (first.stdout, first.stderr)
     again = await anyio.to_thread.run_sync(run)
     assert again.returncode == 0, (again.stdout, again.stderr)
     assert all("unchanged" in line for line in again.stdout.splitlines()[:2]), again.stdout

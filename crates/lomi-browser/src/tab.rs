@@ -2398,13 +2398,20 @@ impl Tab {
 
     /// Holds the page still for a deterministic capture, waiting at most `limit`: CSS
     /// animations and transitions off and Web Animations finished (or cancelled when endless),
-    /// caret and scrollbars hidden, web fonts loaded, and the network quiet. Answers what did
+    /// caret and scrollbars hidden, the page focused, web fonts loaded, and the network quiet. Answers what did
     /// not settle within `limit` (empty: all did). [`Tab::release`] undoes it.
     pub async fn steady(&self, limit: Duration) -> Result<Vec<String>, BrowserError> {
         self.no_dialog()?;
         let deadline = tokio::time::Instant::now() + limit;
         self.raw("Emulation.setScrollbarsHidden", json!({ "hidden": true }))
             .await?;
+        // Focused whether or not its window is in front: focus rings and `:focus` styles the
+        // same in any tab.
+        self.raw(
+            "Emulation.setFocusEmulationEnabled",
+            json!({ "enabled": true }),
+        )
+        .await?;
         let mut missing = Vec::new();
         if !self.network_quiet(deadline, STEADY_QUIET).await {
             missing.push(format!(
@@ -2440,6 +2447,11 @@ impl Tab {
         .await?;
         self.raw("Emulation.setScrollbarsHidden", json!({ "hidden": false }))
             .await?;
+        self.raw(
+            "Emulation.setFocusEmulationEnabled",
+            json!({ "enabled": false }),
+        )
+        .await?;
         Ok(())
     }
 

@@ -2,6 +2,7 @@
 //! written into a project folder by `lomi_files::capture_set` with a manifest. Progress goes
 //! to the operation's result as each capture lands; a cancel stops between captures.
 
+use futures_util::StreamExt;
 use lomi_broker::EffectContext;
 use lomi_files::capture_set::{CaptureFolder, Halt, Shot, Writing, check_set};
 use lomi_protocol::tools::capture::{BrowserCaptureSetInput, PageTarget};
@@ -156,52 +157,61 @@ async fn run_set(
 ) -> EffectOutcome {
     let browser = tab.browser();
     let usual = browser.emulation();
+    let lanes = open_lanes(&tab, &planned).await;
     let mut halt = None;
     let mut writing = Writing::new(folder);
-    // What the tab emulates now: set again only when a target asks for something else.
-    let mut applied = None;
-    for each in planned {
-        if context.cancel.is_cancelled() {
-            halt = Some(Halt::Cancelled);
-            break;
-        }
-        let name = each.name.clone();
-        let shot = match capture_one(
-            &tab,
-            &usual,
-            &mut applied,
-            each,
-            deterministic,
-            steady_limit,
-            &context,
-        )
-        .await
-        {
-            Ok(Some(shot)) => shot,
-            Ok(None) => {
+    {
+        let (lanes, usual, context) = (&lanes, &usual, &context);
+        // Captures are taken in the lanes' tabs at once (target i in lane i mod lanes, at
+        // most one per lane, since `buffered` starts target i + lanes only after target i was
+        // handed on) and handed on in order.
+        let mut taken = futures_util::stream::iter(planned.into_iter().enumerate())
+            .map(|(i, each)| async move {
+                let lane = &lanes[i % lanes.len()];
+                let mut applied = lane.applied.lock().await;
+                let name = each.name.clone();
+                let shot = capture_one(
+                    &lane.tab,
+                    usual,
+                    &mut applied,
+                    each,
+                    deterministic,
+                    steady_limit,
+                    context,
+                )
+                .await;
+                (name, shot)
+            })
+            .buffered(lanes.len());
+        while let Some((name, shot)) = taken.next().await {
+            if context.cancel.is_cancelled() {
                 halt = Some(Halt::Cancelled);
                 break;
             }
-            Err(error) => {
-                halt = Some(Halt::Failed(ToolError::new(
-                    error.code,
-                    format!("{name}: {}", error.message),
-                )));
+            let shot = match shot {
+                Ok(Some(shot)) => shot,
+                Ok(None) => {
+                    halt = Some(Halt::Cancelled);
+                    break;
+                }
+                Err(error) => {
+                    halt = Some(Halt::Failed(ToolError::new(
+                        error.code,
+                        format!("{name}: {}", error.message),
+                    )));
+                    break;
+                }
+            };
+            // The capture before this one is written meanwhile; this one is written while
+            // the next are taken.
+            if let Err(why) = writing.add(shot).await {
+                halt = Some(Halt::Failed(ToolError::invalid(why)));
                 break;
             }
-        };
-        // The capture before this one is written meanwhile; this one is written while the
-        // next is taken.
-        if let Err(why) = writing.add(shot).await {
-            halt = Some(Halt::Failed(ToolError::invalid(why)));
-            break;
+            writing.report(context);
         }
-        writing.report(&context);
     }
-    // The tab goes back to the browser's own emulation, whatever happened.
-    if let Err(error) = tab.emulate(&usual).await {
-        tracing::debug!("restoring the emulation after a capture set: {error}");
-    }
+    close_lanes(&tab, lanes).await;
     if let Err(why) = writing.written().await
         && !matches!(halt, Some(Halt::Failed(_)))
     {
@@ -209,6 +219,55 @@ async fn run_set(
     }
     writing.report(&context);
     writing.settle(halt).await
+}
+
+/// How many tabs a set captures in at once: while one page loads, lays out or is encoded in
+/// its renderer, another is in its own.
+const LANES: usize = 2;
+
+/// One tab of a set, and what it emulates now (set again only when a target asks for
+/// something else).
+struct Lane {
+    tab: Tab,
+    applied: tokio::sync::Mutex<Option<Emulation>>,
+}
+
+/// The active tab, and when every target loads a URL, more tabs of the same browser opened
+/// for the set, each in a window of its own (the active tab stays active). A tab that does not open leaves fewer lanes.
+async fn open_lanes(tab: &Tab, planned: &[Planned]) -> Vec<Lane> {
+    let lane = |tab: Tab| Lane {
+        tab,
+        applied: tokio::sync::Mutex::new(None),
+    };
+    let mut lanes = vec![lane(tab.clone())];
+    // A target without a URL is the page shown, which only the active tab has.
+    if planned.iter().any(|each| each.url.is_none()) {
+        return lanes;
+    }
+    let browser = tab.browser();
+    while lanes.len() < LANES.min(planned.len()) {
+        match browser.open_window().await {
+            Ok(opened) => lanes.push(lane(opened)),
+            Err(error) => {
+                tracing::debug!("a capture set runs in fewer tabs: {error}");
+                break;
+            }
+        }
+    }
+    lanes
+}
+
+/// Closes the tabs a set opened; the active tab goes back to the browser's own emulation.
+async fn close_lanes(tab: &Tab, lanes: Vec<Lane>) {
+    let browser = tab.browser();
+    for lane in lanes.into_iter().skip(1) {
+        if let Err(error) = browser.close_tab(&lane.tab.id).await {
+            tracing::debug!("closing a capture set's tab: {error}");
+        }
+    }
+    if let Err(error) = tab.emulate(&browser.emulation()).await {
+        tracing::debug!("restoring the emulation after a capture set: {error}");
+    }
 }
 
 /// Takes one capture: emulation, navigation, the steady page, the PNG. `None`: cancelled
