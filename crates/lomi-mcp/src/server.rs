@@ -309,13 +309,6 @@ impl ServerHandler for LomiServer {
     }
 }
 
-/// The request identity a mutation's arguments carry, to know its operation's progress.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Keyed {
-    request_key: lomi_protocol::RequestKey,
-}
-
 /// While a call runs, sends the client a progress notification (with its `progressToken`)
 /// for each progress note of the operation this call is: the caller's, of this tool, with
 /// this call's requestKey. Ends when the returned task is aborted (the call answered).
@@ -329,9 +322,7 @@ fn forward_progress(
 ) -> tokio::task::JoinHandle<()> {
     let mut notes = broker.progress_notes();
     let tool = lomi_protocol::Tool::from_name(name);
-    let key = arguments
-        .and_then(|arguments| serde_json::from_value::<Keyed>(arguments.clone()).ok())
-        .map(|keyed| keyed.request_key);
+    let key = arguments.and_then(lomi_protocol::strict::request_key);
     let caller = caller.clone();
     tokio::spawn(async move {
         let (Some(tool), Some(key)) = (tool, key) else {

@@ -107,3 +107,16 @@ mod tests {
         assert!(decode::<Sample>("t", Some(json!([1]))).is_err());
     }
 }
+
+/// The `requestKey` a mutation's arguments carry, if they carry a valid one (nothing else is
+/// checked): how a front door matches a call to its operation's progress.
+pub fn request_key(arguments: &Value) -> Option<crate::ids::RequestKey> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Keyed {
+        request_key: crate::ids::RequestKey,
+    }
+    serde_json::from_value::<Keyed>(arguments.clone())
+        .ok()
+        .map(|keyed| keyed.request_key)
+}
