@@ -49,6 +49,8 @@ TEST_PACKAGES+=(xvfb xauth x11-utils webkit2gtk-driver)
 # Real pages Lomi did not write, for the browser tests: Python's HTML documentation (Sphinx,
 # with a search page whose script fills in its results after load).
 TEST_PACKAGES+=(python3.11-doc)
+# A real font file the capture tests serve as a late web font.
+TEST_PACKAGES+=(fonts-dejavu-core)
 # A real APK for the Android tests: Debian's aapt compiles a manifest to binary XML against
 # Android's framework resources.
 TEST_PACKAGES+=(aapt android-framework-res)

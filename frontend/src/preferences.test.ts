@@ -10,6 +10,7 @@ const sections: SettingsSections = {
     viewport: { width: 1280, height: 720 },
     defaultWaitMs: 10000,
     persistentProfileDefault: false,
+    deterministicCaptures: false,
   },
   editor: { settingsRevision: "1", tabWidth: 4, lineEndings: "lf" },
   chat: { settingsRevision: "2", defaultProvider: "", defaultModel: "", systemPrompt: "" },

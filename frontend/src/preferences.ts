@@ -34,6 +34,7 @@ export const SECTIONS: { section: string; title: string; fields: Field[] }[] = [
       { key: "viewport", label: "Viewport (width×height)", kind: "viewport" },
       { key: "defaultWaitMs", label: "Default wait (ms)", kind: "int" },
       { key: "persistentProfileDefault", label: "New workspaces keep browser sign-ins", kind: "bool" },
+      { key: "deterministicCaptures", label: "Hold pages still for captures", kind: "bool" },
     ],
   },
   {

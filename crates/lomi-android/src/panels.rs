@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod device_tools;
+mod sets;
 
 use crate::screen::Screen;
 use crate::shell::input_text_argument;

@@ -71,6 +71,9 @@ pub enum EffectOutcome {
     },
     /// It stopped because cancellation was asked for, having reached `effect`.
     Cancelled { effect: EffectState },
+    /// It stopped because cancellation was asked for, part-way: `result` (the tool's result
+    /// type) says exactly which part was done. Settles `cancelled` with effect `partial`.
+    Stopped(Value),
     /// Lomi cannot tell what happened.
     Unknown {
         effect: EffectState,
@@ -109,6 +112,46 @@ pub struct EffectContext {
     pub cancel: CancellationToken,
 }
 
+/// Where a running operation has got to, as `EffectContext::progress` reported it: `done` of
+/// `total` steps. The MCP front door turns these into progress notifications.
+#[derive(Clone, Debug)]
+pub struct ProgressNote {
+    pub operation_id: OperationId,
+    pub pairing: PairingId,
+    pub tool: Tool,
+    pub request_key: RequestKey,
+    pub done: u64,
+    pub total: u64,
+    pub message: String,
+}
+
+impl EffectContext {
+    /// Reports progress: `so_far` (the tool's result type, listing what is done) is the
+    /// operation's `result` while it runs, and a [`ProgressNote`] goes to whoever listens.
+    /// In memory only: a restart forgets it, like the operation's live state.
+    pub fn progress(&self, done: u64, total: u64, message: String, so_far: Value) {
+        let note = {
+            let mut live = self.broker.live();
+            let Some(operation) = live.get_mut(&self.operation_id) else {
+                return;
+            };
+            operation.progress = Some(so_far);
+            let (pairing, tool, request_key) = operation.owner.clone();
+            ProgressNote {
+                operation_id: self.operation_id.clone(),
+                pairing,
+                tool,
+                request_key,
+                done,
+                total,
+                message,
+            }
+        };
+        // No one listening is fine: the operation's result still shows it.
+        let _listeners = self.broker.inner.progress.send(note);
+    }
+}
+
 type Effect =
     Box<dyn FnOnce(EffectContext) -> Pin<Box<dyn Future<Output = EffectOutcome> + Send>> + Send>;
 
@@ -126,6 +169,10 @@ pub(crate) struct LiveOperation {
     settled: watch::Receiver<bool>,
     /// What the person is asked to decide, while the operation waits for them.
     request: Option<AwaitingDecision>,
+    /// Whose request it is: its pairing, tool and request key (for progress notes).
+    owner: (PairingId, Tool, RequestKey),
+    /// The result so far of a running operation that reports progress.
+    pub(crate) progress: Option<Value>,
 }
 
 /// An operation waiting for the person's decision, with exactly what it will do.
@@ -270,6 +317,8 @@ impl Broker {
                 decision,
                 settled: settled_rx,
                 request,
+                owner: (caller.clone(), mutation.tool, mutation.request_key.clone()),
+                progress: None,
             },
         );
         let broker = self.clone();
@@ -702,6 +751,14 @@ fn settlement(outcome: EffectOutcome) -> (OperationState, EffectState, Outcome) 
         EffectOutcome::Cancelled { effect } => {
             (OperationState::Cancelled, effect, Outcome::default())
         }
+        EffectOutcome::Stopped(result) => (
+            OperationState::Cancelled,
+            EffectState::Partial,
+            Outcome {
+                result: Some(result),
+                error: None,
+            },
+        ),
         EffectOutcome::Unknown { effect, message } => (
             OperationState::OutcomeUnknown,
             if effect == EffectState::Partial {

@@ -29,8 +29,8 @@ pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
     domain::check_name(what, name).map_err(ToolError::invalid)
 }
 pub use engine::{
-    AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Permit, Remember,
-    off_thread, unless_cancelled,
+    AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Permit, ProgressNote,
+    Remember, off_thread, unless_cancelled,
 };
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};
@@ -43,6 +43,9 @@ pub use tokio_util::sync::CancellationToken;
 
 /// The file in the data dir that holds the person's domain.
 pub const DOMAIN_FILE: &str = "domain.json";
+
+/// How many progress notes a listener may fall behind before it skips the oldest.
+pub const PROGRESS_NOTES_KEPT: usize = 256;
 
 /// A retry epoch is valid this long after `lomi_connect`.
 pub const RETRY_EPOCH_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
@@ -105,6 +108,8 @@ struct Inner {
     panels: Mutex<panels::Panels>,
     /// Fired by `shutdown`: operations waiting for a decision or a permit stop waiting.
     stopping: tokio_util::sync::CancellationToken,
+    /// Progress that running operations report (`EffectContext::progress`).
+    progress: tokio::sync::broadcast::Sender<engine::ProgressNote>,
     /// The tasks of operations this instance dispatched, so `shutdown` can wait for them.
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Each pairing's last authorized call on this instance, for the person's list.
@@ -162,6 +167,7 @@ impl Broker {
                 permits: Mutex::new(HashMap::new()),
                 panels: Mutex::new(panels::Panels::default()),
                 stopping: tokio_util::sync::CancellationToken::new(),
+                progress: tokio::sync::broadcast::Sender::new(PROGRESS_NOTES_KEPT),
                 tasks: Mutex::new(Vec::new()),
                 activity: Mutex::new(HashMap::new()),
                 families_changed: tokio::sync::watch::Sender::new(0),
@@ -200,6 +206,17 @@ impl Broker {
 
     pub(crate) fn now(&self) -> lomi_protocol::Timestamp {
         self.inner.clock.now()
+    }
+
+    /// The time on the broker's clock, for results that record when something happened.
+    pub fn clock_now(&self) -> lomi_protocol::Timestamp {
+        self.now()
+    }
+
+    /// Progress notes of running operations from now on; a listener that falls more than
+    /// [`PROGRESS_NOTES_KEPT`] behind skips the oldest.
+    pub fn progress_notes(&self) -> tokio::sync::broadcast::Receiver<engine::ProgressNote> {
+        self.inner.progress.subscribe()
     }
 
     fn domain(&self) -> MutexGuard<'_, Domain> {

@@ -349,7 +349,18 @@ impl Broker {
             .ok_or_else(|| {
                 ToolError::internal(format!("operation {id} vanished from the store"))
             })?;
-        Ok(view(&receipt))
+        Ok(self.live_view(&receipt))
+    }
+
+    /// A receipt's view, with the result so far of a running operation that reports progress.
+    fn live_view(&self, receipt: &lomi_store::Receipt) -> OperationView {
+        let mut view = view(receipt);
+        if view.result.is_none()
+            && let Some(live) = self.live().get(&receipt.operation_id)
+        {
+            view.result = live.progress.clone();
+        }
+        view
     }
 
     /// A receipt the caller may see: its own pairing, through a retry epoch that is still
@@ -425,7 +436,8 @@ impl Broker {
         caller: &PairingId,
         input: &OperationGetInput,
     ) -> Result<OperationView, ToolError> {
-        self.visible_receipt(caller, input).map(|r| view(&r))
+        self.visible_receipt(caller, input)
+            .map(|r| self.live_view(&r))
     }
 
     pub async fn operation_cancel(
@@ -708,7 +720,7 @@ impl Broker {
             .store
             .get(id)
             .map_err(store_error)?
-            .map(|r| view(&r))
+            .map(|r| self.live_view(&r))
             .ok_or_else(|| ToolError::not_found(format!("no operation {id}")))
     }
 

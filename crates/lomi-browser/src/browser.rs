@@ -411,18 +411,35 @@ impl Browser {
 
     /// Opens a new tab on about:blank and makes it active.
     pub async fn open_tab(&self) -> Result<Tab, BrowserError> {
+        let tab = self
+            .open_page(CreateTargetParams::new("about:blank"))
+            .await?;
+        self.activate(&tab.id).await?;
+        Ok(tab)
+    }
+
+    /// Opens a tab on about:blank in a window of its own, leaving the active tab as it is: a
+    /// tab behind the active one in the same window draws no frames, so it could not be
+    /// captured while the active one is (a capture set's second lane).
+    pub async fn open_window(&self) -> Result<Tab, BrowserError> {
+        let mut params = CreateTargetParams::new("about:blank");
+        params.new_window = Some(true);
+        params.background = Some(true);
+        self.open_page(params).await
+    }
+
+    async fn open_page(&self, params: CreateTargetParams) -> Result<Tab, BrowserError> {
         if let Some(gone) = self.gone() {
             return Err(gone);
         }
         let page = self
             .inner
             .cdp
-            .new_page(CreateTargetParams::new("about:blank"))
+            .new_page(params)
             .await
             .map_err(|e| self.failure(cdp_error(e)))?;
         let tab = Tab::attach(self.clone(), page, None).await?;
         self.tabs_lock().push(tab.clone());
-        self.activate(&tab.id).await?;
         Ok(tab)
     }
 

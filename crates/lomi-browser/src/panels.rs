@@ -69,6 +69,7 @@ const MAX_SAVED_FILE: usize = 64 * 1024 * 1024;
 
 mod actions;
 mod saves;
+mod sets;
 
 /// One browser panel's runtime.
 #[derive(Clone)]
@@ -178,6 +179,7 @@ browser_requests!(
     BrowserDragInput,
     BrowserFillInput,
     BrowserEmulateInput,
+    lomi_protocol::tools::capture::BrowserCaptureSetInput,
 );
 
 /// The active tab an effect acts on, or the outcome of having none (nothing happened).

@@ -44,6 +44,27 @@ const ACK_LIMIT: Duration = Duration::from_secs(5);
 const DIALOG_ACK_GRACE: Duration = Duration::from_millis(500);
 /// How long the network stays quiet before a wait calls it idle.
 const NETWORK_QUIET: Duration = Duration::from_millis(500);
+/// How long the network must be quiet before a deterministic capture: shorter than a wait's
+/// idle, since the capture follows a finished load and only needs nothing in flight.
+const STEADY_QUIET: Duration = Duration::from_millis(100);
+/// Run in the page by [`Tab::steady`] with its time limit in ms; true once fonts loaded.
+const STEADY_SCRIPT: &str = r#"async (limit) => {
+  if (!document.getElementById('__lomi_steady')) {
+    const style = document.createElement('style');
+    style.id = '__lomi_steady';
+    style.textContent = '*,*::before,*::after{animation:none!important;transition:none!important;caret-color:transparent!important}';
+    (document.head || document.documentElement).appendChild(style);
+  }
+  for (const a of document.getAnimations()) {
+    try { a.effect.getComputedTiming().endTime === Infinity ? a.cancel() : a.finish(); } catch (e) { a.cancel(); }
+  }
+  const late = (ms) => new Promise((done) => setTimeout(() => done(false), ms));
+  const fonts = document.fonts
+    ? await Promise.race([document.fonts.ready.then(() => document.fonts.status === 'loaded'), late(limit)])
+    : true;
+  await Promise.race([new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))), late(200)]);
+  return fonts;
+}"#;
 /// How long a click aims again at an element the page keeps moving away from its press.
 const AIM_LIMIT: Duration = Duration::from_secs(5);
 /// How long a cancelled navigation's own answer is awaited after its load was stopped (one that
@@ -2222,6 +2243,11 @@ impl Tab {
 
     /// Waits until no request of the tab has been in flight for [`NETWORK_QUIET`].
     async fn network_idle(&self, deadline: tokio::time::Instant) -> bool {
+        self.network_quiet(deadline, NETWORK_QUIET).await
+    }
+
+    /// Waits until no request of the tab has been in flight for `quiet`.
+    async fn network_quiet(&self, deadline: tokio::time::Instant, quiet: Duration) -> bool {
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             if !self
@@ -2231,12 +2257,12 @@ impl Tab {
                 return false;
             }
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if left < NETWORK_QUIET {
+            if left < quiet {
                 return false;
             }
             // Quiet long enough unless a request starts meanwhile.
             if !self
-                .wait_until(NETWORK_QUIET, |state| !state.in_flight.is_empty())
+                .wait_until(quiet, |state| !state.in_flight.is_empty())
                 .await
             {
                 return true;
@@ -2368,6 +2394,100 @@ impl Tab {
             .decode(data)
             .map_err(|e| BrowserError::Cdp(format!("Chromium's image is not base64: {e}")))?;
         Ok((png, scale))
+    }
+
+    /// Holds the page still for a deterministic capture, waiting at most `limit`: CSS
+    /// animations and transitions off and Web Animations finished (or cancelled when endless),
+    /// caret and scrollbars hidden, the page focused, web fonts loaded, and the network quiet. Answers what did
+    /// not settle within `limit` (empty: all did). [`Tab::release`] undoes it.
+    pub async fn steady(&self, limit: Duration) -> Result<Vec<String>, BrowserError> {
+        self.no_dialog()?;
+        let deadline = tokio::time::Instant::now() + limit;
+        self.raw("Emulation.setScrollbarsHidden", json!({ "hidden": true }))
+            .await?;
+        // Focused whether or not its window is in front: focus rings and `:focus` styles the
+        // same in any tab.
+        self.raw(
+            "Emulation.setFocusEmulationEnabled",
+            json!({ "enabled": true }),
+        )
+        .await?;
+        let mut missing = Vec::new();
+        if !self.network_quiet(deadline, STEADY_QUIET).await {
+            missing.push(format!(
+                "{} network requests were still in flight",
+                self.lock().in_flight.len()
+            ));
+        }
+        let left = deadline
+            .saturating_duration_since(tokio::time::Instant::now())
+            .as_millis()
+            .max(1);
+        let answer = self
+            .raw(
+                "Runtime.evaluate",
+                json!({
+                    "expression": format!("({STEADY_SCRIPT})({left})"),
+                    "awaitPromise": true, "returnByValue": true,
+                }),
+            )
+            .await?;
+        if answer["result"]["value"] != json!(true) {
+            missing.push("web fonts were still loading".to_owned());
+        }
+        Ok(missing)
+    }
+
+    /// Lets the page move again after [`Tab::steady`].
+    pub async fn release(&self) -> Result<(), BrowserError> {
+        self.raw(
+            "Runtime.evaluate",
+            json!({ "expression": "document.getElementById('__lomi_steady')?.remove()" }),
+        )
+        .await?;
+        self.raw("Emulation.setScrollbarsHidden", json!({ "hidden": false }))
+            .await?;
+        self.raw(
+            "Emulation.setFocusEmulationEnabled",
+            json!({ "enabled": false }),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// The page rectangle (CSS pixels) of the first element `selector` matches, scrolled into
+    /// view; `None` when nothing matches or it has no box.
+    pub async fn selector_rect(&self, selector: &str) -> Result<Option<ClipRect>, BrowserError> {
+        self.no_dialog()?;
+        let selector = serde_json::to_string(selector).unwrap_or_default();
+        let answer = self
+            .raw(
+                "Runtime.evaluate",
+                json!({
+                    "expression": format!(
+                        "(() => {{ let e; try {{ e = document.querySelector({selector}); }} catch (x) {{ return 'bad'; }} if (!e) return null; \
+                         e.scrollIntoView({{block: 'nearest', inline: 'nearest'}}); const r = e.getBoundingClientRect(); \
+                         return r.width && r.height ? [r.left + scrollX, r.top + scrollY, r.width, r.height] : null; }})()"
+                    ),
+                    "returnByValue": true,
+                }),
+            )
+            .await?;
+        let value = &answer["result"]["value"];
+        if value == "bad" {
+            return Err(BrowserError::Invalid(format!(
+                "{selector} is not a CSS selector this page accepts"
+            )));
+        }
+        Ok(value.as_array().and_then(|v| {
+            let side = |i: usize| v.get(i).and_then(Value::as_f64);
+            Some(ClipRect {
+                x: side(0)?,
+                y: side(1)?,
+                width: side(2)?,
+                height: side(3)?,
+            })
+        }))
     }
 
     /// A JPEG of the viewport for the person's live view, base64 as Chromium sends it (the

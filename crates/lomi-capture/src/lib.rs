@@ -189,6 +189,57 @@ pub fn process(png: &[u8], options: &CaptureOptions) -> Result<Capture, CaptureE
     }
 }
 
+/// How a capture differs from an earlier one of the same thing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Difference {
+    /// Pixels whose RGBA differ, plus every pixel outside the overlap when the sizes differ.
+    pub changed: u64,
+    /// Pixels of the larger width by the larger height.
+    pub total: u64,
+    /// That area as a PNG: changed pixels opaque red, the rest transparent. `None` when no
+    /// pixel changed.
+    pub diff_png: Option<Vec<u8>>,
+}
+
+impl Difference {
+    /// The share of pixels that changed, 0 to 1.
+    pub fn ratio(&self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.changed as f64 / self.total as f64
+        }
+    }
+}
+
+/// Compares two PNGs pixel by pixel (exact RGBA; decoding with the guards of [`decode_png`]).
+pub fn compare(old: &[u8], new: &[u8]) -> Result<Difference, CaptureError> {
+    let (old, new) = (decode_png(old)?, decode_png(new)?);
+    let width = old.width().max(new.width());
+    let height = old.height().max(new.height());
+    let mut diff = RgbaImage::new(width, height);
+    let mut changed = 0u64;
+    for (x, y, pixel) in diff.enumerate_pixels_mut() {
+        let before = old.get_pixel_checked(x, y);
+        let after = new.get_pixel_checked(x, y);
+        let same = matches!((before, after), (Some(a), Some(b)) if a == b);
+        if !same {
+            changed += 1;
+            *pixel = image::Rgba([255, 0, 0, 255]);
+        }
+    }
+    let diff_png = if changed == 0 {
+        None
+    } else {
+        Some(encode(&diff)?)
+    };
+    Ok(Difference {
+        changed,
+        total: u64::from(width) * u64::from(height),
+        diff_png,
+    })
+}
+
 fn clipped(image: &RgbaImage, clip: Rect) -> Result<RgbaImage, CaptureError> {
     let inside = |start: u32, length: u32, limit: u32| {
         length > 0 && start.checked_add(length).is_some_and(|end| end <= limit)

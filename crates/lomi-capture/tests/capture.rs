@@ -295,3 +295,31 @@ fn absurd_dimensions_are_refused() {
     );
     assert_eq!(error.code(), ErrorCode::Internal);
 }
+
+#[test]
+fn a_comparison_marks_exactly_the_changed_pixels() {
+    let before = sample(40, 30);
+    let mut after = before.clone();
+    for (x, y) in [(3, 4), (10, 20), (39, 29)] {
+        after.put_pixel(x, y, Rgba([1, 2, 3, 255]));
+    }
+    let same = lomi_capture::compare(&encode(&before), &encode(&before)).expect("compare");
+    assert_eq!((same.changed, same.total, same.diff_png), (0, 1200, None));
+
+    let difference = lomi_capture::compare(&encode(&before), &encode(&after)).expect("compare");
+    assert_eq!((difference.changed, difference.total), (3, 1200));
+    assert!((difference.ratio() - 3.0 / 1200.0).abs() < 1e-12);
+    let diff = decode_png(&difference.diff_png.expect("a diff")).expect("a PNG");
+    let marked: Vec<(u32, u32)> = diff
+        .enumerate_pixels()
+        .filter(|(_, _, pixel)| pixel.0[3] != 0)
+        .map(|(x, y, _)| (x, y))
+        .collect();
+    assert_eq!(marked, [(3, 4), (10, 20), (39, 29)]);
+
+    // A taller capture: the rows the old one lacks are all changed.
+    let taller =
+        lomi_capture::compare(&encode(&before), &encode(&sample(40, 31))).expect("compare");
+    assert_eq!(taller.total, 40 * 31);
+    assert!(taller.changed >= 40, "{taller:?}");
+}

@@ -13,6 +13,7 @@
 //! - `directory_revision`: SHA-256 of the sorted `(name, kind, entry_revision)` list of every
 //!   entry (not just the page), so it changes exactly when the listing changes.
 
+pub mod capture_set;
 pub mod confine;
 mod content;
 pub mod documents;

@@ -1024,3 +1024,123 @@ fn a_persons_edit_makes_a_stale_agent_edit_fail() {
         b"\xEF\xBB\xBFONE\r\nTWO\r\n"
     );
 }
+
+// ---- capture sets ----
+
+fn png(width: u32, height: u32, mark: Option<(u32, u32)>) -> Vec<u8> {
+    let mut image = image::RgbaImage::from_pixel(width, height, image::Rgba([250, 250, 250, 255]));
+    if let Some((x, y)) = mark {
+        image.put_pixel(x, y, image::Rgba([0, 0, 0, 255]));
+    }
+    let mut bytes = Vec::new();
+    image
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Png,
+        )
+        .expect("encode");
+    bytes
+}
+
+fn shot(name: &str, png: Vec<u8>) -> lomi_files::capture_set::Shot {
+    lomi_files::capture_set::Shot {
+        name: name.to_owned(),
+        target: format!("http://127.0.0.1/{name}"),
+        viewport: None,
+        scale: 1.0,
+        png,
+        captured_at: lomi_protocol::Timestamp::from_millis(0),
+    }
+}
+
+#[test]
+fn a_capture_set_compares_keeps_writes_and_its_manifest_lists_what_is_there() {
+    use lomi_files::capture_set::CaptureFolder;
+    let setup = setup();
+    std::fs::create_dir(setup.project().join("shots")).expect("mkdir");
+    let open = |threshold| {
+        CaptureFolder::open(setup.project(), "shots", None, threshold, 3, true).expect("open")
+    };
+    let mut first = open(None);
+    first.add(shot("a", png(10, 10, None))).expect("add");
+    let entry = &first.result().captures[0];
+    assert!(entry.written && entry.comparison.is_none(), "{entry:?}");
+    assert_eq!(
+        entry.sha256,
+        sha(&std::fs::read(setup.project().join("shots/a.png")).expect("read"))
+    );
+
+    // The same pixels: kept, compared, no diff.
+    let mut again = open(None);
+    again.add(shot("a", png(10, 10, None))).expect("add");
+    let entry = &again.result().captures[0];
+    let comparison = entry.comparison.as_ref().expect("compared");
+    assert!(!entry.written && comparison.changed_pixels == 0 && comparison.diff.is_none());
+
+    // One pixel: written, with a diff of exactly it; under a threshold of 2 %, kept.
+    let mut kept = open(Some(0.02));
+    kept.add(shot("a", png(10, 10, Some((3, 4))))).expect("add");
+    assert!(!kept.result().captures[0].written);
+    let mut changed = open(None);
+    changed
+        .add(shot("a", png(10, 10, Some((3, 4)))))
+        .expect("add");
+    let entry = &changed.result().captures[0];
+    let comparison = entry.comparison.as_ref().expect("compared");
+    assert_eq!(
+        (
+            entry.written,
+            comparison.changed_pixels,
+            comparison.changed_ratio
+        ),
+        (true, 1, 0.01)
+    );
+    assert_eq!(comparison.diff.as_deref(), Some("shots/a.diff.png"));
+    let diff = lomi_capture::decode_png(
+        &std::fs::read(setup.project().join("shots/a.diff.png")).expect("diff"),
+    )
+    .expect("a PNG");
+    let marked: Vec<_> = diff
+        .enumerate_pixels()
+        .filter(|(_, _, p)| p.0[3] != 0)
+        .map(|(x, y, _)| (x, y))
+        .collect();
+    assert_eq!(marked, [(3, 4)]);
+    changed.write_manifest().expect("manifest");
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(setup.project().join("shots/manifest.json")).expect("read"),
+    )
+    .expect("json");
+    assert_eq!(
+        manifest,
+        serde_json::to_value(changed.result()).expect("json")
+    );
+
+    // Folders outside the project, or missing, are refused.
+    for (folder, baseline) in [
+        ("../outside", None),
+        ("missing", None),
+        ("shots", Some("../outside")),
+    ] {
+        assert!(
+            CaptureFolder::open(setup.project(), folder, baseline, None, 1, false).is_err(),
+            "{folder} {baseline:?}"
+        );
+    }
+    let check = |names: &[&str], threshold| {
+        lomi_files::capture_set::check_set("shots", None, threshold, names.iter().copied()).is_ok()
+    };
+    assert!(check(&["a", "b-1", "c.d_e"], Some(0.5)));
+    for names in [
+        &[][..],
+        &["a", "a"],
+        &["../a"],
+        &[".hidden"],
+        &["manifest"],
+        &["x.diff"],
+        &["a b"],
+    ] {
+        assert!(!check(names, None), "{names:?}");
+    }
+    assert!(!check(&["a"], Some(1.5)));
+}

@@ -368,6 +368,13 @@ impl ServerHandler for LomiServer {
         else {
             return Err(unknown());
         };
+        // rmcp moves a request's `_meta` into the context; look in both.
+        let token = context.meta.get_progress_token().or_else(|| {
+            request
+                .meta
+                .as_ref()
+                .and_then(|meta| meta.get_progress_token())
+        });
         let answer = match self.caller(&context).await {
             // A tool of a family the person did not give this pairing is not there for it.
             Ok(caller) if !self.broker.pairing_sees(&caller, tool) => return Err(unknown()),
@@ -383,7 +390,22 @@ impl ServerHandler for LomiServer {
                     }
                 }
                 let arguments = request.arguments.map(serde_json::Value::Object);
-                crate::tools::call(&self.lomi, &caller, &request.name, arguments).await
+                let forwarding = token.map(|token| {
+                    forward_progress(
+                        &self.lomi.broker,
+                        token,
+                        &caller,
+                        &request.name,
+                        arguments.as_ref(),
+                        context.peer.clone(),
+                    )
+                });
+                let answer =
+                    crate::tools::call(&self.lomi, &caller, &request.name, arguments).await;
+                if let Some(forwarding) = forwarding {
+                    forwarding.abort();
+                }
+                answer
             }
             Err(error) => crate::tools::refused(error),
         };
@@ -397,6 +419,46 @@ impl ServerHandler for LomiServer {
                 ErrorData::internal_error(format!("could not encode the result: {error}"), None)
             })
     }
+}
+
+/// While a call runs, sends the client a progress notification (with its `progressToken`)
+/// for each progress note of the operation this call is: the caller's, of this tool, with
+/// this call's requestKey. Ends when the returned task is aborted (the call answered).
+fn forward_progress(
+    broker: &Broker,
+    token: rmcp::model::ProgressToken,
+    caller: &PairingId,
+    name: &str,
+    arguments: Option<&serde_json::Value>,
+    peer: rmcp::Peer<RoleServer>,
+) -> tokio::task::JoinHandle<()> {
+    let mut notes = broker.progress_notes();
+    let tool = lomi_protocol::Tool::from_name(name);
+    let key = arguments.and_then(lomi_protocol::strict::request_key);
+    let caller = caller.clone();
+    tokio::spawn(async move {
+        let (Some(tool), Some(key)) = (tool, key) else {
+            return;
+        };
+        loop {
+            let note = match notes.recv().await {
+                Ok(note) => note,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            if note.pairing != caller || note.tool != tool || note.request_key != key {
+                continue;
+            }
+            let mut progress =
+                rmcp::model::ProgressNotificationParam::new(token.clone(), note.done as f64);
+            progress.total = Some(note.total as f64);
+            progress.message = Some(note.message);
+            if let Err(error) = peer.notify_progress(progress).await {
+                tracing::debug!("a progress notification was not sent: {error}");
+                return;
+            }
+        }
+    })
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use lomi_protocol::tools::browser::{
     BrowserDragInput, BrowserEmulateInput, BrowserFillInput, BrowserNetworkBodyInput,
     BrowserPdfInput,
 };
+use lomi_protocol::tools::capture::{AndroidCaptureSetInput, BrowserCaptureSetInput};
 use lomi_protocol::tools::editor::{
     EditorCloseInput, EditorEditInput, EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
 };
@@ -431,6 +432,12 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
             Ok(input) => answer(android.rotate(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
+        LomiTool::AndroidCaptureSet => {
+            match strict::decode::<AndroidCaptureSetInput>(name, arguments) {
+                Ok(input) => answer(android.capture_set(caller, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
         LomiTool::BrowserCreate => match strict::decode::<BrowserCreateInput>(name, arguments) {
             Ok(input) => answer(browsers.create(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
@@ -523,6 +530,12 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
             Ok(input) => answer(browsers.emulate(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
+        LomiTool::BrowserCaptureSet => {
+            match strict::decode::<BrowserCaptureSetInput>(name, arguments) {
+                Ok(input) => answer(browsers.capture_set(caller, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
         LomiTool::BrowserPdf => match strict::decode::<BrowserPdfInput>(name, arguments) {
             Ok(input) => answer(browsers.pdf(caller, input).await),
             Err(error) => answer::<()>(Err(error)),

@@ -138,6 +138,7 @@ tool_table! {
     AndroidLogcat => "lomi_android_logcat",
     AndroidOrientation => "lomi_android_orientation",
     AndroidRotate => "lomi_android_rotate",
+    AndroidCaptureSet => "lomi_android_capture_set",
     BrowserCreate => "lomi_browser_create",
     BrowserNavigate => "lomi_browser_navigate",
     BrowserSnapshot => "lomi_browser_snapshot",
@@ -163,6 +164,7 @@ tool_table! {
     BrowserEmulate => "lomi_browser_emulate",
     BrowserPdf => "lomi_browser_pdf",
     BrowserNetworkBody => "lomi_browser_network_body",
+    BrowserCaptureSet => "lomi_browser_capture_set",
     BrowserClose => "lomi_browser_close",
     StoreStatus => "lomi_store_status",
     SettingsGet => "lomi_settings_get",
@@ -301,7 +303,8 @@ impl Tool {
             | Tool::AndroidOpenUrl
             | Tool::AndroidLogcat
             | Tool::AndroidOrientation
-            | Tool::AndroidRotate => Some(Android),
+            | Tool::AndroidRotate
+            | Tool::AndroidCaptureSet => Some(Android),
             Tool::BrowserCreate
             | Tool::BrowserNavigate
             | Tool::BrowserSnapshot
@@ -327,7 +330,8 @@ impl Tool {
             | Tool::BrowserEmulate
             | Tool::BrowserPdf
             | Tool::BrowserNetworkBody
-            | Tool::BrowserClose => Some(Browser),
+            | Tool::BrowserClose
+            | Tool::BrowserCaptureSet => Some(Browser),
         }
     }
 }
@@ -1002,6 +1006,16 @@ impl Tool {
              lease; succeeds when the settings read back as asked. Coordinates for input stay those of \
              the screen size read at attach: attach again after rotating to have them checked anew.",
             ),
+            Tool::AndroidCaptureSet => ToolSpec::operation::<
+                crate::tools::capture::AndroidCaptureSetInput,
+                crate::tools::capture::CaptureSetResult,
+            >(
+                tool,
+                "Capture a set of Android screens",
+                MUTATION,
+                "Under a lease, launches each screen (component or deep link) and writes its capture into \
+             folder like lomi_browser_capture_set.",
+            ),
             Tool::BrowserCreate => {
                 ToolSpec::operation::<BrowserCreateInput, crate::tools::browser::BrowserCreated>(
                     tool,
@@ -1221,6 +1235,17 @@ impl Tool {
                 "Save a page as PDF",
                 MUTATION,
                 "Prints the active tab to a PDF file in the project (refusing an existing file unless overwrite).",
+            ),
+            Tool::BrowserCaptureSet => ToolSpec::operation::<
+                crate::tools::capture::BrowserCaptureSetInput,
+                crate::tools::capture::CaptureSetResult,
+            >(
+                tool,
+                "Capture a set of pages",
+                MUTATION,
+                "Captures each target in the active tab and writes NAME.png, NAME.diff.png (changes against \
+             the file replaced or baseline) and manifest.json into folder. result lists the captures so far \
+             while it runs; a cancel stops between captures.",
             ),
             Tool::BrowserNetworkBody => ToolSpec::new::<
                 crate::tools::browser::BrowserNetworkBodyInput,

@@ -48,6 +48,19 @@ pub fn decode<T: DeserializeOwned>(tool: &str, arguments: Option<Value>) -> Resu
         .map_err(|e| ToolError::invalid(format!("{tool}: invalid arguments: {e}")))
 }
 
+/// The `requestKey` a mutation's arguments carry, if they carry a valid one (nothing else is
+/// checked): how a front door matches a call to its operation's progress.
+pub fn request_key(arguments: &Value) -> Option<crate::ids::RequestKey> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Keyed {
+        request_key: crate::ids::RequestKey,
+    }
+    serde_json::from_value::<Keyed>(arguments.clone())
+        .ok()
+        .map(|keyed| keyed.request_key)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

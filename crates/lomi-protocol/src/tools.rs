@@ -3,6 +3,7 @@
 
 pub mod android;
 pub mod browser;
+pub mod capture;
 pub mod editor;
 pub mod files;
 pub mod git;

@@ -62,7 +62,8 @@ lease_guarded!(
     AndroidInstallInput,
     AndroidPackageInput,
     AndroidOpenUrlInput,
-    AndroidRotateInput
+    AndroidRotateInput,
+    lomi_protocol::tools::capture::AndroidCaptureSetInput
 );
 
 /// Runs blocking device work that checks `cancel` as it goes; the token sets the flag, and
@@ -219,7 +220,7 @@ fn log_page(
 }
 
 impl AndroidPanels {
-    fn root(
+    pub(super) fn root(
         &self,
         caller: &PairingId,
         runtime: &super::Runtime,

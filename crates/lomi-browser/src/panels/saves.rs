@@ -103,10 +103,25 @@ impl BrowserPanels {
         let tab = runtime.browser.active_tab().map_err(tool_error)?;
         // A capture kept in the project is compressed as far as Chromium goes; one only looked
         // at is compressed for speed (an image costs an agent by its pixels, not its bytes).
-        let (png, taken_scale) = tab
-            .capture(&area, f64::from(scale), input.save.is_none())
-            .await
-            .map_err(tool_error)?;
+        let settings = self.broker.browser_settings();
+        let deterministic = input
+            .deterministic
+            .unwrap_or(settings.deterministic_captures);
+        if deterministic {
+            let limit = Duration::from_millis(u64::from(settings.default_wait_ms));
+            tab.steady(limit).await.map_err(tool_error)?;
+        }
+        let taken = tab
+            .capture(
+                &area,
+                f64::from(scale),
+                input.save.is_none() && !deterministic,
+            )
+            .await;
+        if deterministic && let Err(error) = tab.release().await {
+            tracing::debug!("releasing the page after a capture: {error}");
+        }
+        let (png, taken_scale) = taken.map_err(tool_error)?;
         let taken_width = lomi_capture::inspect_png(&png)
             .map_err(|e| ToolError::new(e.code(), e.to_string()))?
             .0;

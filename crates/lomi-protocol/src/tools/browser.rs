@@ -700,6 +700,9 @@ pub struct BrowserCaptureInput {
     /// Scale down until the PNG fits: 1,024 to 700,000 (the default) for a capture sent in the
     /// answer, up to 16,777,216 with `save`.
     pub max_bytes: Option<u32>,
+    /// Pause animations, hide caret and scrollbars, wait for fonts and network idle first
+    /// (default: settings browser.deterministicCaptures).
+    pub deterministic: Option<bool>,
     pub save: Option<CaptureSave>,
 }
 

@@ -179,6 +179,8 @@ pub struct BrowserSettings {
     pub default_wait_ms: u32,
     /// Whether a new workspace keeps one persistent browser profile (person-only).
     pub persistent_profile_default: bool,
+    /// Whether captures are deterministic unless a call says otherwise.
+    pub deterministic_captures: bool,
 }
 
 impl Default for BrowserSettings {
@@ -191,6 +193,7 @@ impl Default for BrowserSettings {
             },
             default_wait_ms: 10_000,
             persistent_profile_default: false,
+            deterministic_captures: false,
         }
     }
 }
