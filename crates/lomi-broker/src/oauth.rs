@@ -417,6 +417,26 @@ impl Broker {
         self.issue_tokens(&issued.pairing, None)
     }
 
+    /// The OAuth pairing whose refresh token has this hash: its current one (`false`) or one it
+    /// rotated out (`true`).
+    fn pairing_by_refresh(
+        &self,
+        hash: &str,
+    ) -> Option<(PairingId, PairingState, OAuthGrant, bool)> {
+        self.domain()
+            .pairings
+            .iter()
+            .find_map(|p| match &p.credential {
+                Credential::OAuth(grant) if grant.refresh_hash.as_deref() == Some(hash) => {
+                    Some((p.id.clone(), p.state, grant.clone(), false))
+                }
+                Credential::OAuth(grant) if grant.retired.iter().any(|r| r == hash) => {
+                    Some((p.id.clone(), p.state, grant.clone(), true))
+                }
+                _ => None,
+            })
+    }
+
     /// Rotates a refresh token: the old one stops working, and presenting a rotated-out one
     /// again revokes the pairing.
     pub fn oauth_refresh(
@@ -426,21 +446,7 @@ impl Broker {
     ) -> Result<TokenSet, OAuthError> {
         let hash = secret_hash(refresh_token);
         let now = self.now();
-        let found = self
-            .domain()
-            .pairings
-            .iter()
-            .find_map(|p| match &p.credential {
-                Credential::OAuth(grant)
-                    if grant.refresh_hash.as_deref() == Some(hash.as_str()) =>
-                {
-                    Some((p.id.clone(), p.state, grant.clone(), false))
-                }
-                Credential::OAuth(grant) if grant.retired.contains(&hash) => {
-                    Some((p.id.clone(), p.state, grant.clone(), true))
-                }
-                _ => None,
-            });
+        let found = self.pairing_by_refresh(&hash);
         let Some((pairing, state, grant, replayed)) = found else {
             return Err(OAuthError::new(
                 "invalid_grant",
@@ -585,17 +591,8 @@ impl Broker {
             return;
         }
         let pairing = self
-            .domain()
-            .pairings
-            .iter()
-            .find_map(|p| match &p.credential {
-                Credential::OAuth(grant)
-                    if grant.refresh_hash.as_deref() == Some(hash.as_str()) =>
-                {
-                    Some(p.id.clone())
-                }
-                _ => None,
-            });
+            .pairing_by_refresh(&hash)
+            .and_then(|(pairing, _, _, replayed)| (!replayed).then_some(pairing));
         if let Some(pairing) = pairing {
             let _revoked = self.pairing_revoke(&pairing);
         }

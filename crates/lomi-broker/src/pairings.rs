@@ -296,19 +296,7 @@ impl Broker {
 
     /// Approves a pending pairing with explicit grants (none is allowed: it then sees nothing).
     pub fn pairing_approve(&self, id: &PairingId, grants: &[WorkspaceId]) -> Result<(), ToolError> {
-        self.approve(id, grants, false, None)
-    }
-
-    /// Approves a pending pairing, for good or for its session, seeing only `families` of tools
-    /// (`None`: what its client asked for, or every family if it did not say).
-    pub fn pairing_approve_families(
-        &self,
-        id: &PairingId,
-        grants: &[WorkspaceId],
-        session_only: bool,
-        families: Option<BTreeSet<Family>>,
-    ) -> Result<(), ToolError> {
-        self.approve(id, grants, session_only, families)
+        self.pairing_approve_families(id, grants, false, None)
     }
 
     /// Changes which tool families an approved or pending pairing sees (`None`: every family);
@@ -362,10 +350,12 @@ impl Broker {
         id: &PairingId,
         grants: &[WorkspaceId],
     ) -> Result<(), ToolError> {
-        self.approve(id, grants, true, None)
+        self.pairing_approve_families(id, grants, true, None)
     }
 
-    fn approve(
+    /// Approves a pending pairing, for good or for its session, seeing only `families` of tools
+    /// (`None`: what its client asked for, or every family if it did not say).
+    pub fn pairing_approve_families(
         &self,
         id: &PairingId,
         grants: &[WorkspaceId],

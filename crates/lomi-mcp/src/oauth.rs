@@ -644,18 +644,18 @@ fn header_mismatch(headers: &HeaderMap, body: &[u8]) -> Option<Response> {
         });
         Some(json_response(StatusCode::BAD_REQUEST, body))
     };
-    match header("mcp-method") {
-        None => {
-            return refuse(format!(
-                "the Mcp-Method header is missing; it must be {method:?}"
-            ));
-        }
-        Some(said) if said != method => {
-            return refuse(format!(
-                "the Mcp-Method header says {said:?} but the body's method is {method:?}"
-            ));
-        }
-        Some(_) => {}
+    // Each standard header must be there and say what the body says.
+    let check = |name: &str, shown: &str, expected: &str| match header(name) {
+        None => refuse(format!(
+            "the {shown} header is missing; it must be {expected:?}"
+        )),
+        Some(said) if said != expected => refuse(format!(
+            "the {shown} header says {said:?} but the body says {expected:?}"
+        )),
+        Some(_) => None,
+    };
+    if let Some(refused) = check("mcp-method", "Mcp-Method", method) {
+        return Some(refused);
     }
     let params = message.get("params");
     let named = match method {
@@ -665,19 +665,7 @@ fn header_mismatch(headers: &HeaderMap, body: &[u8]) -> Option<Response> {
     }
     .and_then(|v| v.as_str());
     if let Some(name) = named {
-        match header("mcp-name") {
-            None => {
-                return refuse(format!(
-                    "the Mcp-Name header is missing; it must be {name:?}"
-                ));
-            }
-            Some(said) if said != name => {
-                return refuse(format!(
-                    "the Mcp-Name header says {said:?} but the body names {name:?}"
-                ));
-            }
-            Some(_) => {}
-        }
+        return check("mcp-name", "Mcp-Name", name);
     }
     None
 }
