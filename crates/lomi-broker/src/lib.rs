@@ -2,6 +2,7 @@
 //! retry epochs and the operation engine every mutation goes through. Front doors (MCP, the
 //! command line, the desktop window) call its API; it knows nothing of their protocols.
 
+mod chat;
 mod domain;
 mod engine;
 mod entropy;
@@ -27,6 +28,7 @@ pub use domain::{Credential, Domain, Pairing, Policy, Project, Workspace};
 pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
     domain::check_name(what, name).map_err(ToolError::invalid)
 }
+pub use chat::{MAX_DRAFT_BYTES, check_title, stale as conversation_stale, summary as conversation_summary};
 pub use engine::{
     AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Permit, Remember,
     off_thread, unless_cancelled,

@@ -24,6 +24,10 @@ use crate::tools::browser::{
     BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput, BrowserUploadInput, BrowserWaitInput,
     CaptureView, ConsolePage, NetworkPage, SnapshotView, TabList,
 };
+use crate::tools::chat::{
+    ChatCreateInput, ChatDraftUpdateInput, ChatGetInput, ChatList, ChatListInput, ChatSendInput,
+    ChatSent, ConversationSummary, ConversationView, DraftUpdated,
+};
 use crate::tools::editor::{
     EditorCloseInput, EditorClosed, EditorDocumentView, EditorEditInput, EditorEdited,
     EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
@@ -167,6 +171,11 @@ tool_table! {
     StoreStatus => "lomi_store_status",
     SettingsGet => "lomi_settings_get",
     SettingsUpdate => "lomi_settings_update",
+    ChatList => "lomi_chat_list",
+    ChatGet => "lomi_chat_get",
+    ChatCreate => "lomi_chat_create",
+    ChatDraftUpdate => "lomi_chat_draft_update",
+    ChatSend => "lomi_chat_send",
 }
 
 /// MCP tool annotations (hints for clients; Lomi enforces the real rules itself).
@@ -1083,6 +1092,45 @@ impl Tool {
                 MUTATION,
                 "Sets fields of the terminal, browser, editor or chat section, compared and swapped by \
              expectedSettingsRevision (REVISION_MISMATCH carries the current one). Returns the operation.",
+            ),
+            Tool::ChatList => ToolSpec::new::<ChatListInput, ChatList>(
+                tool,
+                "List conversations",
+                Read,
+                READ,
+                "A workspace's Chat conversations with their revisions, newest first.",
+            ),
+            Tool::ChatGet => ToolSpec::new::<ChatGetInput, ConversationView>(
+                tool,
+                "Get a conversation",
+                Read,
+                READ,
+                "A conversation's draft and a page of its messages (afterSeq, maxBytes); a reply being \
+             received reads state streaming.",
+            ),
+            Tool::ChatCreate => ToolSpec::operation::<ChatCreateInput, ConversationSummary>(
+                tool,
+                "Create a conversation",
+                MUTATION,
+                "A new, empty conversation in the retry epoch's workspace. Returns the operation.",
+            ),
+            Tool::ChatDraftUpdate => ToolSpec::operation::<ChatDraftUpdateInput, DraftUpdated>(
+                tool,
+                "Update a draft",
+                MUTATION,
+                "Replaces a conversation's draft, compared and swapped by expectedDraftRevision (the \
+             person edits the same draft). Returns the operation.",
+            ),
+            Tool::ChatSend => ToolSpec::operation::<ChatSendInput, ChatSent>(
+                tool,
+                "Send a draft",
+                Annotations {
+                    open_world_hint: true,
+                    ..MUTATION
+                },
+                "Sends the draft to the model provider as the next message, compared by both revisions; \
+             the reply streams into the conversation. Usually awaits the person first. Cannot be undone: \
+             never resend after outcome_unknown. Returns the operation.",
             ),
         }
     }

@@ -3,6 +3,7 @@
 
 pub mod android;
 pub mod browser;
+pub mod chat;
 pub mod editor;
 pub mod files;
 pub mod git;
