@@ -19,9 +19,14 @@ const BROWSER_VIEW_EVERY: std::time::Duration = std::time::Duration::from_millis
 const BROWSER_VIEW_QUALITY: u8 = 70;
 
 /// One control request; the answer is the envelope (`status` ok or error).
+/// (Async, for a Chat send that waits for the provider; an async command that borrows its
+/// state answers a `Result`, whose error never happens.)
 #[tauri::command]
-pub fn control(desktop: State<'_, Desktop>, request: ControlRequest) -> Value {
-    control::handle(desktop.broker(), &desktop.front, request)
+pub async fn control(
+    desktop: State<'_, Desktop>,
+    request: ControlRequest,
+) -> Result<Value, String> {
+    Ok(control::answer(&desktop.lomi, &desktop.front, request).await)
 }
 
 /// Where this Lomi listens and keeps its data (for the client configs in Settings).

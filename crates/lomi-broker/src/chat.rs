@@ -35,7 +35,7 @@ pub fn summary(record: &ConversationRecord) -> ConversationSummary {
         title: record.title.clone(),
         conversation_revision: ConversationRevision(record.revision),
         draft_revision: DraftRevision(record.draft_revision),
-        messages: record.messages,
+        message_count: record.messages,
         updated_at: record.updated_at,
     }
 }
@@ -237,11 +237,8 @@ impl Broker {
         expected: Option<DraftRevision>,
         text: &str,
     ) -> Result<DraftUpdated, ToolError> {
-        match waiting_on_disk(|| {
-            self.store()
-                .chat_set_draft(id, expected.map(|e| e.0), text)
-        })
-        .map_err(store_error)?
+        match waiting_on_disk(|| self.store().chat_set_draft(id, expected.map(|e| e.0), text))
+            .map_err(store_error)?
         {
             Ok(record) => Ok(DraftUpdated {
                 conversation_id: record.conversation_id,

@@ -10,8 +10,8 @@ use futures_util::FutureExt;
 
 use lomi_protocol::tools::operations::{OperationError, OperationView};
 use lomi_protocol::{
-    ConversationId, EffectState, ErrorCode, OperationId, OperationState, PairingId, PanelId, ProjectId, RequestKey,
-    RetryEpoch, Tool, ToolError, WorkspaceId,
+    ConversationId, EffectState, ErrorCode, OperationId, OperationState, PairingId, PanelId,
+    ProjectId, RequestKey, RetryEpoch, Tool, ToolError, WorkspaceId,
 };
 use lomi_store::{Outcome, OutcomeError, Receipt, ReceiptKey, ReservationRequest, StoreError};
 use serde_json::Value;

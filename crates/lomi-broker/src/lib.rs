@@ -28,7 +28,9 @@ pub use domain::{Credential, Domain, Pairing, Policy, Project, Workspace};
 pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
     domain::check_name(what, name).map_err(ToolError::invalid)
 }
-pub use chat::{MAX_DRAFT_BYTES, check_title, stale as conversation_stale, summary as conversation_summary};
+pub use chat::{
+    MAX_DRAFT_BYTES, check_title, stale as conversation_stale, summary as conversation_summary,
+};
 pub use engine::{
     AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Permit, Remember,
     off_thread, unless_cancelled,

@@ -221,6 +221,28 @@ pub fn render_pairings(list: &Value) {
     }
 }
 
+/// Each waiting operation: its id, tool and client, then what it will do.
+pub fn render_decisions(v: &Value) {
+    for d in v.as_array().into_iter().flatten() {
+        println!(
+            "{}  {}  (pairing {}, workspace {})",
+            text(&d["operationId"]),
+            text(&d["tool"]),
+            text(&d["pairingId"]),
+            text(&d["workspaceId"])
+        );
+        if let Some(preview) = d.get("preview").and_then(Value::as_object) {
+            for (field, value) in preview {
+                match value.as_str() {
+                    Some(words) => println!("    {field}: {words}"),
+                    None => println!("    {field}: {value}"),
+                }
+            }
+        }
+        println!("    arguments: {}", d["arguments"]);
+    }
+}
+
 pub fn render_decision(v: &Value) {
     let subject = v
         .get("pairingId")

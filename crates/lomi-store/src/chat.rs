@@ -62,14 +62,18 @@ const MESSAGE_COLUMNS: &str = "seq, role, text, state, provider, model, operatio
     output_tokens, created_at, updated_at";
 
 fn unreadable(what: &str) -> Failure {
-    Failure::Store(StoreError::internal(format!("a stored {what} is unreadable")))
+    Failure::Store(StoreError::internal(format!(
+        "a stored {what} is unreadable"
+    )))
 }
 
 fn count(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
-fn read_conversation(row: &Row<'_>) -> rusqlite::Result<(String, String, String, i64, String, i64, i64, i64, i64)> {
+fn read_conversation(
+    row: &Row<'_>,
+) -> rusqlite::Result<(String, String, String, i64, String, i64, i64, i64, i64)> {
     Ok((
         row.get(0)?,
         row.get(1)?,
@@ -154,8 +158,7 @@ fn read_message(row: &Row<'_>) -> rusqlite::Result<MessageRow> {
 }
 
 fn decode_message(row: MessageRow) -> Result<MessageRecord, Failure> {
-    let (seq, role, text, state, provider, model, operation, input, output, created, updated) =
-        row;
+    let (seq, role, text, state, provider, model, operation, input, output, created, updated) = row;
     Ok(MessageRecord {
         seq: count(seq),
         role: ChatRole::parse(&role).ok_or_else(|| unreadable("message role"))?,
@@ -212,21 +215,30 @@ impl Store {
     }
 
     /// A workspace's conversations, most recently changed first, at most `limit`.
-    pub fn chat_list(&self, workspace: &WorkspaceId, limit: usize) -> Result<Vec<ConversationRecord>> {
+    pub fn chat_list(
+        &self,
+        workspace: &WorkspaceId,
+        limit: usize,
+    ) -> Result<Vec<ConversationRecord>> {
         self.read("listing conversations", |connection| {
             let mut statement = connection.prepare_cached(&format!(
                 "SELECT {CONVERSATION_COLUMNS} FROM conversations c WHERE c.workspace_id = ?1 \
                  ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?2"
             ))?;
             let rows = statement
-                .query_map(params![workspace.as_str(), to_sql_count(limit)], read_conversation)?
+                .query_map(
+                    params![workspace.as_str(), to_sql_count(limit)],
+                    read_conversation,
+                )?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             rows.into_iter().map(decode_conversation).collect()
         })
     }
 
     pub fn chat_conversation(&self, id: &ConversationId) -> Result<Option<ConversationRecord>> {
-        self.read("reading a conversation", |connection| conversation(connection, id))
+        self.read("reading a conversation", |connection| {
+            conversation(connection, id)
+        })
     }
 
     /// Messages with `seq > after_seq`, oldest first, at most `limit`.

@@ -26,7 +26,7 @@ pub struct ConversationSummary {
     pub title: String,
     pub conversation_revision: ConversationRevision,
     pub draft_revision: DraftRevision,
-    pub messages: u64,
+    pub message_count: u64,
     pub updated_at: Timestamp,
 }
 
@@ -56,17 +56,15 @@ pub enum ChatRole {
     Assistant,
 }
 
-/// Where a message stands: a reply is `streaming` while it arrives.
+/// Where a message stands: a reply is `streaming` while it arrives; one `cancelled`, `failed`
+/// (by the provider) or `interrupted` (Lomi stopped; never resent) part-way keeps what arrived.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageState {
     Complete,
     Streaming,
-    /// Cancelled part-way; the text is what arrived.
     Cancelled,
-    /// The provider failed part-way; the text is what arrived.
     Failed,
-    /// Lomi stopped while it arrived; never resent.
     Interrupted,
 }
 
@@ -191,9 +189,9 @@ pub struct ChatSendInput {
     pub conversation_id: ConversationId,
     pub expected_conversation_revision: ConversationRevision,
     pub expected_draft_revision: DraftRevision,
-    /// A provider's name; the chat section's default when absent.
+    /// Default: the chat settings'.
     pub provider: Option<String>,
-    /// The chat section's default, else the provider's first model, when absent.
+    /// Default: the chat settings', else the provider's first.
     pub model: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
