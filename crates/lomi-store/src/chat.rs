@@ -71,9 +71,7 @@ fn count(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
-fn read_conversation(
-    row: &Row<'_>,
-) -> rusqlite::Result<(String, String, String, i64, String, i64, i64, i64, i64)> {
+fn read_conversation(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
     Ok((
         row.get(0)?,
         row.get(1)?,
