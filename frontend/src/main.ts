@@ -208,7 +208,8 @@ function render(): void {
     if (!chat.workspaceId && workspaces.length) chat.workspaceId = workspaces[0].workspaceId;
     const settings = overview.settings ? dataOr<SettingsSections | null>(overview.settings, null) : null;
     const provider = String(settings?.chat?.defaultProvider ?? "");
-    const model = String(settings?.chat?.defaultModel ?? "");
+    const providers = (settings?.providers?.providers ?? []) as { name: string; models: string[] }[];
+    const model = String(settings?.chat?.defaultModel || providers.find((p) => p.name === provider)?.models[0] || "");
     chat.sendsTo = provider ? `Sends to ${provider}${model ? ` (${model})` : ""}` : "No default provider (Settings → Chat)";
     show(content, chatView(chat, chatActions));
   } else {

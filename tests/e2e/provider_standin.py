@@ -11,7 +11,7 @@ The model named in a request chooses what it does, so one stand-in serves every 
 - `missing-model`: 404 (model not found); `busy-model`: 429 with `Retry-After: 7`;
 - `broken-model`: 500.
 
-A request whose key is not `GOOD_KEY` gets 401, as a real provider answers a bad key.
+A request whose key is not `GOOD_KEY` (or the stand-in's own) gets 401, as a real provider answers a bad key.
 `test_provider_standin.py` proves with the official `openai` and `anthropic` SDKs that they
 parse what it sends.
 """
@@ -47,7 +47,9 @@ def pieces(text: str, count: int) -> list[str]:
 class StandIn:
     """Serves both protocols on a thread; `requests` is what arrived, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, key: str | None = GOOD_KEY) -> None:
+        """`key`: the key it takes; None takes none (a local server such as Ollama)."""
+        self.key = key
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.streaming = threading.Event()
@@ -109,7 +111,7 @@ class StandIn:
         key = auth[len("Bearer ") :] if auth.startswith("Bearer ") else None
         if anthropic and handler.headers.get("x-api-key") is not None:
             key = handler.headers.get("x-api-key")
-        if key != GOOD_KEY:
+        if self.key is not None and key != self.key:
             return self.error(handler, anthropic, 401, "authentication_error", "Incorrect API key provided")
         model = body.get("model", "")
         if model == "missing-model":
