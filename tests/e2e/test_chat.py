@@ -214,7 +214,10 @@ async def test_cancel_mid_stream_is_cancelled_with_a_partial_reply(lomi, workspa
         assert seen["body"]["messages"] == [{"role": "user", "content": "tell me a long story"}]
 
 
-async def test_sigkill_mid_stream_is_outcome_unknown_and_never_resent(lomi, workspaces, mcp, standin):
+@pytest.mark.parametrize(("how", "effect"), [("SIGKILL", "unknown"), ("SIGTERM", "partial")])
+async def test_a_stop_mid_stream_is_outcome_unknown_and_never_resent(lomi, workspaces, mcp, standin, how, effect):
+    """SIGKILL: reopen recovery marks the send; SIGTERM: the stopping Lomi ends the stream
+    itself (it does not wait for the reply) and knows part of it was saved."""
     a, _ = workspaces
     add_provider(lomi, "standin", "openai_compatible", standin.openai_url, ["slow-model"])
     lomi.cli("settings", "set", "chat", "defaultProvider", "standin")
@@ -227,9 +230,11 @@ async def test_sigkill_mid_stream_is_outcome_unknown_and_never_resent(lomi, work
             lambda v: len(v["messages"]) == 2 and v["messages"][1]["text"],
             "a streaming reply with text",
         )
-    lomi.restart("SIGKILL")
+    started = time.monotonic()
+    lomi.restart(how)
+    assert time.monotonic() - started < 15, "a stop does not wait for the reply to finish"
     op = lomi.cli("operation", "show", operation)
-    assert op["state"] == "outcome_unknown" and op["effectState"] == "unknown", dump(op)
+    assert op["state"] == "outcome_unknown" and op["effectState"] == effect, dump(op)
     shown = lomi.cli("chat", "show", conversation)
     assert shown["messages"][1]["state"] == "interrupted", dump(shown)
     assert shown["messages"][1]["text"].startswith("Echo: ")

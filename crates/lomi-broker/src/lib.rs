@@ -179,6 +179,12 @@ impl Broker {
         self.inner.entropy.bytes16()
     }
 
+    /// Fires when this instance stops (`shutdown`): long effects (a reply streaming in) end
+    /// then instead of holding the stop up.
+    pub fn stopping(&self) -> CancellationToken {
+        self.inner.stopping.clone()
+    }
+
     pub fn store(&self) -> &Store {
         &self.inner.store
     }

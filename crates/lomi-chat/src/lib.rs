@@ -142,13 +142,22 @@ impl ChatSends {
         })
     }
 
+    /// The provider's key from the keyring (off the async threads), if it has one.
+    async fn key(&self, provider: &Provider) -> Result<Option<String>, ToolError> {
+        if !provider.key_stored {
+            return Ok(None);
+        }
+        let (keys, name) = (self.keys.clone(), provider.name.clone());
+        lomi_broker::off_thread(move || keys(&name)).await.map(Some)
+    }
+
     /// The request for the provider: the conversation's messages with text, then the draft.
-    fn request(&self, target: &Target, draft: String) -> Result<ProviderRequest, ToolError> {
-        let key = if target.provider.key_stored {
-            Some((self.keys)(&target.provider.name)?)
-        } else {
-            None
-        };
+    fn request(
+        &self,
+        target: &Target,
+        key: Option<String>,
+        draft: String,
+    ) -> Result<ProviderRequest, ToolError> {
         let mut messages: Vec<(ChatRole, String)> = Vec::new();
         let mut after = 0;
         loop {
@@ -304,12 +313,16 @@ impl ChatSends {
         operation_id: Option<OperationId>,
         cancel: &CancellationToken,
     ) -> Opened {
+        let key = match self.key(&target.provider).await {
+            Ok(key) => key,
+            Err(error) => return Opened::Refused(error),
+        };
         let prepared = self.client().and_then(|client| {
             let record = self
                 .broker
                 .chat_conversation(None, &target.conversation_id)?;
             check_revisions(&record, expected, expected_draft)?;
-            Ok((client, self.request(target, record.draft_text)?))
+            Ok((client, self.request(target, key, record.draft_text)?))
         });
         let (client, request) = match prepared {
             Ok(prepared) => prepared,
@@ -350,10 +363,12 @@ impl ChatSends {
         let mut tokens = (None, None);
         let mut flushed = Instant::now();
         let mut written = 0;
+        let stopping = self.broker.stopping();
         let end = loop {
             let next = tokio::select! {
                 biased;
                 () = cancel.cancelled() => break End::Cancelled,
+                () = stopping.cancelled() => break End::Stopped,
                 next = reply.next() => next,
             };
             match next {
@@ -378,6 +393,7 @@ impl ChatSends {
         let state = match &end {
             End::Complete => MessageState::Complete,
             End::Cancelled => MessageState::Cancelled,
+            End::Stopped => MessageState::Interrupted,
             End::Failed(_) | End::Store(_) => MessageState::Failed,
         };
         let settled = self.broker.chat_settle_reply(id, seq, state, &text, tokens);
@@ -414,6 +430,11 @@ impl ChatSends {
             }
             End::Cancelled => EffectOutcome::Cancelled {
                 effect: EffectState::Partial,
+            },
+            // As after a crash, but Lomi knows how far the reply got: it is kept, never resent.
+            End::Stopped => EffectOutcome::Unknown {
+                effect: EffectState::Partial,
+                message: "Lomi stopped while the reply arrived; what arrived is kept (state interrupted) and nothing is sent again".to_owned(),
             },
             End::Failed(error) | End::Store(error) => EffectOutcome::Failed {
                 effect: EffectState::Partial,
@@ -518,6 +539,8 @@ enum Opened {
 enum End {
     Complete,
     Cancelled,
+    /// Lomi is stopping.
+    Stopped,
     Failed(ToolError),
     Store(ToolError),
 }
