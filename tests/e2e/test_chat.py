@@ -167,9 +167,12 @@ async def test_list_create_draft_send_approve_stream_and_retry(lomi, workspaces,
         await agent.error("lomi_chat_send", {**args, "requestKey": "send-3", "extra": 1}, "INVALID_ARGUMENT")
         await agent.error("lomi_chat_create", {"title": "", "retryEpoch": epoch, "requestKey": "c2"}, "INVALID_ARGUMENT")
 
-    # The person's CLI shows the same conversation.
+    # The person's CLI shows the same conversation; a rename moves its revision.
     shown = lomi.cli("chat", "show", conversation)
     assert shown["messages"][1]["text"] == "Echo: Please: what is 2+2?"
+    renamed = lomi.cli("chat", "rename", conversation, "Arithmetic")
+    assert renamed["title"] == "Arithmetic"
+    assert int(renamed["conversationRevision"]) == int(shown["conversationRevision"]) + 1, dump(renamed)
 
 
 def lomi_decisions(lomi) -> list[dict[str, Any]]:

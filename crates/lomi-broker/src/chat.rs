@@ -219,6 +219,19 @@ impl Broker {
         Ok(summary(&record))
     }
 
+    /// The person renames a conversation; its revision moves.
+    pub fn chat_rename_for_person(
+        &self,
+        id: &ConversationId,
+        title: &str,
+    ) -> Result<ConversationSummary, ToolError> {
+        check_title(title)?;
+        self.conversation_record(id)?;
+        let record =
+            waiting_on_disk(|| self.store().chat_rename(id, title)).map_err(store_error)?;
+        Ok(summary(&record))
+    }
+
     /// The person's edit of a draft in the window or the CLI, compared with `expected` when
     /// given: the same revision rules as an agent's.
     pub fn chat_draft_for_person(

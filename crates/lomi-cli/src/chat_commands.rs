@@ -1,4 +1,4 @@
-//! `lomi chat list|show|create|draft|send|cancel`: a workspace's Chat from a terminal, through
+//! `lomi chat list|show|create|rename|draft|send|cancel`: a workspace's Chat from a terminal, through
 //! the running Lomi's control socket, the same requests the window's Chat panel sends.
 
 use std::path::Path;
@@ -33,6 +33,13 @@ pub enum ChatCommand {
     /// A new conversation in a workspace.
     Create {
         workspace_id: WorkspaceId,
+        title: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rename a conversation (its revision moves).
+    Rename {
+        conversation_id: ConversationId,
         title: String,
         #[arg(long)]
         json: bool,
@@ -256,6 +263,18 @@ pub fn run(data_dir: &Path, command: ChatCommand) -> anyhow::Result<()> {
         } => (
             ControlRequest::ChatCreate {
                 workspace_id,
+                title,
+            },
+            json,
+            render_summary,
+        ),
+        ChatCommand::Rename {
+            conversation_id,
+            title,
+            json,
+        } => (
+            ControlRequest::ChatRename {
+                conversation_id,
                 title,
             },
             json,

@@ -167,6 +167,11 @@ pub enum ControlRequest {
         workspace_id: WorkspaceId,
         title: String,
     },
+    /// The person renames a conversation (its revision moves).
+    ChatRename {
+        conversation_id: ConversationId,
+        title: String,
+    },
     /// The person's edit of a draft, compared with `expectedDraftRevision` when given.
     ChatDraft {
         conversation_id: ConversationId,
@@ -487,6 +492,9 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
             .map(|view| json!(view)),
         ControlRequest::ChatCreate { workspace_id, title } => {
             broker.chat_create_for_person(&workspace_id, &title).map(|created| json!(created))
+        }
+        ControlRequest::ChatRename { conversation_id, title } => {
+            broker.chat_rename_for_person(&conversation_id, &title).map(|renamed| json!(renamed))
         }
         ControlRequest::ChatDraft { conversation_id, text, expected_draft_revision } => broker
             .chat_draft_for_person(&conversation_id, expected_draft_revision, &text)
