@@ -188,7 +188,7 @@ async def approved_send(lomi, agent, standin, workspace_id: str, model: str, tex
     view = await agent.ok("lomi_chat_get", {"conversationId": conversation})
     answer = await agent.ok("lomi_chat_send", send_args(view, epoch, key, model=model))
     lomi.cli("decide", answer["operationId"], "approve")
-    return conversation, answer["operationId"], view
+    return conversation, answer["operationId"], view, epoch
 
 
 async def test_cancel_mid_stream_is_cancelled_with_a_partial_reply(lomi, workspaces, mcp, standin):
@@ -196,7 +196,7 @@ async def test_cancel_mid_stream_is_cancelled_with_a_partial_reply(lomi, workspa
     add_provider(lomi, "standin", "anthropic", standin.anthropic_url, ["slow-model"])
     lomi.cli("settings", "set", "chat", "defaultProvider", "standin")
     async with agent_for(lomi, mcp, a["workspaceId"], name="cancel-agent") as agent:
-        conversation, operation, _ = await approved_send(
+        conversation, operation, _, epoch = await approved_send(
             lomi, agent, standin, a["workspaceId"], "slow-model", "tell me a long story", "slow"
         )
         streaming = await wait_for(
@@ -205,6 +205,11 @@ async def test_cancel_mid_stream_is_cancelled_with_a_partial_reply(lomi, workspa
             "a streaming reply with text",
         )
         assert streaming["messages"][1]["text"].startswith("Echo"), dump(streaming)
+        # While a reply arrives, a next draft may be written but not sent.
+        await write_draft(agent, conversation, streaming["draft"]["draftRevision"], epoch, "next-draft", "and then?")
+        now = await agent.ok("lomi_chat_get", {"conversationId": conversation})
+        busy = await agent.error("lomi_chat_send", send_args(now, epoch, "too-soon"), "RESOURCE_BUSY")
+        assert "still arriving" in busy["message"], dump(busy)
         await agent.ok("lomi_operation_cancel", {"operationId": operation})
         op = await agent.settle(operation)
         assert op["state"] == "cancelled" and op["effectState"] == "partial", dump(op)
@@ -225,7 +230,7 @@ async def test_a_stop_mid_stream_is_outcome_unknown_and_never_resent(lomi, works
     add_provider(lomi, "standin", "openai_compatible", standin.openai_url, ["slow-model"])
     lomi.cli("settings", "set", "chat", "defaultProvider", "standin")
     async with agent_for(lomi, mcp, a["workspaceId"], name="crash-agent") as agent:
-        conversation, operation, _ = await approved_send(
+        conversation, operation, _, _ = await approved_send(
             lomi, agent, standin, a["workspaceId"], "slow-model", "keep talking", "crash"
         )
         await wait_for(
@@ -262,7 +267,7 @@ async def test_provider_errors_fail_with_clear_codes(lomi, workspaces, mcp, stan
     add_provider(lomi, "standin", "openai_compatible", url, [model], key=key or GOOD_KEY)
     lomi.cli("settings", "set", "chat", "defaultProvider", "standin")
     async with agent_for(lomi, mcp, a["workspaceId"], name="error-agent") as agent:
-        conversation, operation, view = await approved_send(
+        conversation, operation, view, _ = await approved_send(
             lomi, agent, standin, a["workspaceId"], model, "hello", "err"
         )
         op = await agent.settle(operation)

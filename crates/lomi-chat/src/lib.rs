@@ -313,6 +313,25 @@ impl ChatSends {
         operation_id: Option<OperationId>,
         cancel: &CancellationToken,
     ) -> Opened {
+        // The person may have changed or removed the provider while the send waited for
+        // them: it goes where the settings say now, with the key stored for that name now.
+        let (_, providers) = self.broker.chat_settings();
+        let Some(provider) = providers
+            .providers
+            .into_iter()
+            .find(|p| p.name == target.provider.name)
+        else {
+            return Opened::Refused(ToolError::invalid(format!(
+                "provider {} was removed from the settings meanwhile; nothing was sent",
+                target.provider.name
+            )));
+        };
+        let target = &Target {
+            provider,
+            conversation_id: target.conversation_id.clone(),
+            model: target.model.clone(),
+            system: target.system.clone(),
+        };
         let key = match self.key(&target.provider).await {
             Ok(key) => key,
             Err(error) => return Opened::Refused(error),
@@ -552,6 +571,15 @@ fn check_revisions(
 ) -> Result<(), ToolError> {
     if record.revision != expected.0 || record.draft_revision != expected_draft.0 {
         return Err(conversation_stale(record, "this send"));
+    }
+    if record.streaming {
+        return Err(ToolError::new(
+            ErrorCode::ResourceBusy,
+            format!(
+                "a reply is still arriving in conversation {}; wait until it settles (lomi_chat_get), then send with fresh revisions",
+                record.conversation_id
+            ),
+        ));
     }
     if record.draft_text.trim().is_empty() {
         return Err(ToolError::invalid(format!(

@@ -19,6 +19,8 @@ pub struct ConversationRecord {
     pub draft_text: String,
     pub draft_revision: u64,
     pub messages: u64,
+    /// A reply is arriving (a message is `streaming`).
+    pub streaming: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -57,7 +59,8 @@ pub struct NewReply {
 
 const CONVERSATION_COLUMNS: &str = "c.conversation_id, c.workspace_id, c.title, c.revision, c.draft_text, \
     c.draft_revision, (SELECT COUNT(*) FROM chat_messages m WHERE m.conversation_id = c.conversation_id), \
-    c.created_at, c.updated_at";
+    c.created_at, c.updated_at, EXISTS (SELECT 1 FROM chat_messages m WHERE m.conversation_id = c.conversation_id \
+    AND m.state = 'streaming')";
 const MESSAGE_COLUMNS: &str = "seq, role, text, state, provider, model, operation_id, input_tokens, \
     output_tokens, created_at, updated_at";
 
@@ -82,14 +85,36 @@ fn read_conversation(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
         row.get(6)?,
         row.get(7)?,
         row.get(8)?,
+        row.get(9)?,
     ))
 }
 
-type ConversationRow = (String, String, String, i64, String, i64, i64, i64, i64);
+type ConversationRow = (
+    String,
+    String,
+    String,
+    i64,
+    String,
+    i64,
+    i64,
+    i64,
+    i64,
+    bool,
+);
 
 fn decode_conversation(row: ConversationRow) -> Result<ConversationRecord, Failure> {
-    let (id, workspace, title, revision, draft_text, draft_revision, messages, created, updated) =
-        row;
+    let (
+        id,
+        workspace,
+        title,
+        revision,
+        draft_text,
+        draft_revision,
+        messages,
+        created,
+        updated,
+        streaming,
+    ) = row;
     Ok(ConversationRecord {
         conversation_id: ConversationId::parse(id).map_err(|_| unreadable("conversation id"))?,
         workspace_id: WorkspaceId::parse(workspace).map_err(|_| unreadable("workspace id"))?,
@@ -98,6 +123,7 @@ fn decode_conversation(row: ConversationRow) -> Result<ConversationRecord, Failu
         draft_text,
         draft_revision: count(draft_revision),
         messages: count(messages),
+        streaming,
         created_at: Timestamp::from_millis(created),
         updated_at: Timestamp::from_millis(updated),
     })

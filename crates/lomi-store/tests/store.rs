@@ -2451,6 +2451,7 @@ fn chat_drafts_replies_and_reopen() {
         (3, 3, 2, 2)
     );
     assert_eq!(after.draft_text, "");
+    assert!(after.streaming, "a reply is arriving");
     store.chat_reply_text(&id, seq, "Hel").expect("text");
     let messages = store.chat_messages(&id, 0, 10).expect("read");
     assert_eq!(
