@@ -330,7 +330,7 @@ impl Broker {
                 let created =
                     waiting_on_disk(|| broker.store().chat_create(&id, &workspace_id, &title));
                 match created {
-                    Ok(record) => succeeded(&summary(&record)),
+                    Ok(record) => EffectOutcome::succeeded(&summary(&record)),
                     Err(error) => EffectOutcome::Failed {
                         effect: EffectState::None,
                         error: store_error(error),
@@ -385,7 +385,7 @@ impl Broker {
             },
             move |id, context| async move {
                 match context.broker.set_draft(&id, Some(expected), &text) {
-                    Ok(updated) => succeeded(&updated),
+                    Ok(updated) => EffectOutcome::succeeded(&updated),
                     Err(error) => EffectOutcome::Failed {
                         effect: EffectState::None,
                         error,
@@ -411,15 +411,5 @@ impl Broker {
             )));
         }
         Ok(record.conversation_id)
-    }
-}
-
-fn succeeded<T: serde::Serialize>(value: &T) -> EffectOutcome {
-    match serde_json::to_value(value) {
-        Ok(value) => EffectOutcome::Succeeded(value),
-        Err(e) => EffectOutcome::Unknown {
-            effect: EffectState::Complete,
-            message: e.to_string(),
-        },
     }
 }

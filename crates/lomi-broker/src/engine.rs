@@ -90,6 +90,20 @@ pub enum EffectOutcome {
     },
 }
 
+impl EffectOutcome {
+    /// Succeeded with `value` as the typed result; a value that cannot be written as JSON
+    /// (which the tools' result types never are) leaves the effect complete but unknown.
+    pub fn succeeded<T: serde::Serialize>(value: &T) -> EffectOutcome {
+        match serde_json::to_value(value) {
+            Ok(value) => EffectOutcome::Succeeded(value),
+            Err(e) => EffectOutcome::Unknown {
+                effect: EffectState::Complete,
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
 /// Whether an operation waits for the person before it runs.
 pub enum Confirmation {
     /// As the person's policy says for the tool (`lomi confirm TOOL`).

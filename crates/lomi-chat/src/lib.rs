@@ -439,13 +439,7 @@ impl ChatSends {
                     input_tokens: tokens.0,
                     output_tokens: tokens.1,
                 };
-                match serde_json::to_value(sent) {
-                    Ok(value) => EffectOutcome::Succeeded(value),
-                    Err(e) => EffectOutcome::Unknown {
-                        effect: EffectState::Complete,
-                        message: e.to_string(),
-                    },
-                }
+                EffectOutcome::succeeded(&sent)
             }
             End::Cancelled => EffectOutcome::Cancelled {
                 effect: EffectState::Partial,

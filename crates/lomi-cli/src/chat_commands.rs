@@ -2,6 +2,8 @@
 //! the running Lomi's control socket, the same requests the window's Chat panel sends.
 
 use std::path::Path;
+
+use crate::person::ask;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -130,19 +132,6 @@ fn render_draft(d: &Value) {
         text(&d["conversationId"]),
         text(&d["draftRevision"])
     );
-}
-
-async fn ask(data_dir: &Path, request: &ControlRequest) -> anyhow::Result<Value> {
-    let reply = lomi_mcp::local::request(data_dir, request).await?;
-    if reply["status"] == "ok" {
-        Ok(reply["data"].clone())
-    } else {
-        anyhow::bail!(
-            "{}: {}",
-            reply["code"].as_str().unwrap_or("ERROR"),
-            reply["message"].as_str().unwrap_or("unknown error")
-        )
-    }
 }
 
 /// Sends, then prints the reply's text as it grows until it settles.

@@ -125,6 +125,18 @@ pub enum Decision {
     Deny,
 }
 
+/// Sends `request` to the running Lomi; its data, or the envelope's error as one line.
+pub async fn ask(data_dir: &Path, request: &ControlRequest) -> anyhow::Result<Value> {
+    let reply = lomi_mcp::local::request(data_dir, request).await?;
+    if reply["status"] == "ok" {
+        Ok(reply["data"].clone())
+    } else {
+        let code = reply["code"].as_str().unwrap_or("ERROR");
+        let message = reply["message"].as_str().unwrap_or("unknown error");
+        anyhow::bail!("{code}: {message}")
+    }
+}
+
 /// Sends `request` and prints the answer; an error envelope becomes one line and exit 1.
 pub async fn send(
     data_dir: &Path,
@@ -132,19 +144,13 @@ pub async fn send(
     json: bool,
     render: fn(&Value),
 ) -> anyhow::Result<()> {
-    let reply = lomi_mcp::local::request(data_dir, &request).await?;
-    if reply["status"] == "ok" {
-        if json {
-            crate::print_out(&serde_json::to_string_pretty(&reply["data"])?)?;
-        } else {
-            render(&reply["data"]);
-        }
-        Ok(())
+    let data = ask(data_dir, &request).await?;
+    if json {
+        crate::print_out(&serde_json::to_string_pretty(&data)?)?;
     } else {
-        let code = reply["code"].as_str().unwrap_or("ERROR");
-        let message = reply["message"].as_str().unwrap_or("unknown error");
-        anyhow::bail!("{code}: {message}")
+        render(&data);
     }
+    Ok(())
 }
 
 fn text(value: &Value) -> &str {
