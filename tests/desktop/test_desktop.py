@@ -631,5 +631,33 @@ async def test_the_chat_tab_shows_a_streamed_reply_and_the_persons_draft_edit_wi
         assert len(standin.seen()) == 1
         assert standin.seen()[0]["body"]["messages"] == [{"role": "user", "content": "What should I pack?"}]
         desktop.screenshot("chat-stopped.png")
+
+        # An agent's send waits for the person, whose dialog shows the message, the provider
+        # and the model; approved in the window, the reply streams into the same thread.
+        async with mcp.session(token=token) as agent:
+            epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
+            view = await agent.ok("lomi_chat_get", {"conversationId": conversation})
+            drafted = await agent.ok("lomi_chat_draft_update", {
+                "conversationId": conversation, "expectedDraftRevision": view["draft"]["draftRevision"],
+                "text": "Agent asks: and the weather?", "retryEpoch": epoch, "requestKey": "d3",
+            })
+            assert (await agent.settle(drafted["operationId"]))["state"] == "succeeded"
+            view = await agent.ok("lomi_chat_get", {"conversationId": conversation})
+            answer = await agent.ok("lomi_chat_send", {
+                "conversationId": conversation, "expectedConversationRevision": view["conversationRevision"],
+                "expectedDraftRevision": view["draft"]["draftRevision"], "model": "echo-model",
+                "retryEpoch": epoch, "requestKey": "s1",
+            })
+            assert answer["state"] == "awaiting_user", dump(answer)
+            assert window.text_of("#decision-message") == "Agent asks: and the weather?"
+            assert "local (echo-model)" in window.text_of("#decision-dialog .what")
+            desktop.screenshot("chat-decision.png")
+            window.click_on("#decision-approve")
+            op = await agent.settle(answer["operationId"])
+            assert op["state"] == "succeeded", dump(op)
+        window.wait_for(".message.assistant.complete")
+        assert window.text_of(".message.assistant.complete .text") == "Echo: Agent asks: and the weather?"
+        assert len(standin.seen()) == 2
+        desktop.screenshot("chat-agent-reply.png")
     finally:
         standin.close()
