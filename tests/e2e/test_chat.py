@@ -284,3 +284,47 @@ async def test_provider_errors_fail_with_clear_codes(lomi, workspaces, mcp, stan
             assert after["conversationRevision"] == view["conversationRevision"]
         if code == "PROVIDER_RATE_LIMITED":
             assert op["result"]["details"]["retryAfterSeconds"] == 7, dump(op)
+
+
+async def test_an_anthropic_provider_streams_and_its_errors_map_the_same(lomi, workspaces, mcp, standin):
+    """The Anthropic Messages protocol end to end: the system prompt as `system`, the key as
+    `x-api-key`, the reply and its token counts; a bad key and a rate limit answer the same
+    codes as the OpenAI-compatible protocol's."""
+    a, _ = workspaces
+    add_provider(lomi, "claude", "anthropic", standin.anthropic_url, ["echo-model"])
+    lomi.cli("settings", "set", "chat", "defaultProvider", "claude")
+    lomi.cli("settings", "set", "chat", "systemPrompt", "Be kind.")
+    async with agent_for(lomi, mcp, a["workspaceId"], name="anthropic-agent") as agent:
+        conversation, operation, _, epoch = await approved_send(
+            lomi, agent, standin, a["workspaceId"], "echo-model", "hi Claude", "anthropic"
+        )
+        op = await agent.settle(operation)
+        assert op["state"] == "succeeded", dump(op)
+        assert (op["result"]["inputTokens"], op["result"]["model"]) == (13, "echo-model"), dump(op)
+        seen = standin.seen("/v1/messages")
+        assert len(seen) == 1
+        assert seen[0]["headers"]["x-api-key"] == GOOD_KEY
+        assert seen[0]["headers"]["anthropic-version"] == "2023-06-01"
+        body = seen[0]["body"]
+        assert body["system"] == "Be kind." and body["stream"] is True and body["max_tokens"] > 0
+        assert body["messages"] == [{"role": "user", "content": "hi Claude"}], dump(body)
+        view = await agent.ok("lomi_chat_get", {"conversationId": conversation})
+        assert view["messages"][1]["text"] == "Echo: hi Claude", dump(view)
+        assert view["messages"][1]["inputTokens"] == 13
+
+        for i, (model, code) in enumerate([("busy-model", "PROVIDER_RATE_LIMITED"), ("missing-model", "PROVIDER_MODEL_NOT_FOUND")]):
+            await write_draft(agent, conversation, view["draft"]["draftRevision"], epoch, f"a-draft-{i}", "again")
+            view = await agent.ok("lomi_chat_get", {"conversationId": conversation})
+            answer = await agent.ok("lomi_chat_send", send_args(view, epoch, f"a-send-{i}", model=model))
+            lomi.cli("decide", answer["operationId"], "approve")
+            failed = await agent.settle(answer["operationId"])
+            assert (failed["state"], failed["error"]["code"]) == ("failed", code), dump(failed)
+    assert provider_key(lomi, "claude", "sk-wrong").returncode == 0
+    async with agent_for(lomi, mcp, a["workspaceId"], name="anthropic-agent-2") as agent:
+        epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
+        view = await agent.ok("lomi_chat_get", {"conversationId": conversation})
+        answer = await agent.ok("lomi_chat_send", send_args(view, epoch, "a-bad-key"))
+        lomi.cli("decide", answer["operationId"], "approve")
+        failed = await agent.settle(answer["operationId"])
+        assert failed["error"]["code"] == "PROVIDER_AUTH", dump(failed)
+        assert "sk-wrong" not in json.dumps(failed), "a key is never shown"
