@@ -292,7 +292,7 @@ impl ChatSends {
             .open(&target, expected, expected_draft, operation_id, &cancel)
             .await;
         match opened {
-            Opened::Streaming(reply, seq) => self.stream(&target, reply, seq, &cancel).await,
+            Opened::Streaming(reply, seq, _) => self.stream(&target, reply, seq, &cancel).await,
             Opened::Refused(error) => EffectOutcome::Failed {
                 effect: EffectState::None,
                 error,
@@ -363,7 +363,9 @@ impl ChatSends {
             operation_id,
         });
         match begun {
-            Ok((_, seq)) => Opened::Streaming(reply, seq),
+            Ok((record, seq)) => {
+                Opened::Streaming(reply, seq, ConversationRevision(record.revision))
+            }
             Err(error) => Opened::Refused(error),
         }
     }
@@ -486,8 +488,8 @@ impl ChatSends {
         let opened = self
             .open(&target, expected, expected_draft, None, &cancel)
             .await;
-        let (reply, seq) = match opened {
-            Opened::Streaming(reply, seq) => (reply, seq),
+        let (reply, seq, revision) = match opened {
+            Opened::Streaming(reply, seq, revision) => (reply, seq, revision),
             Opened::Refused(error) => {
                 self.person_done(conversation_id);
                 return Err(error);
@@ -500,7 +502,7 @@ impl ChatSends {
         let answer = PersonSend {
             conversation_id: conversation_id.clone(),
             reply_seq: seq,
-            conversation_revision: ConversationRevision(expected.0 + 2),
+            conversation_revision: revision,
             provider: target.provider.name.clone(),
             model: target.model.clone(),
         };
@@ -544,7 +546,8 @@ impl ChatSends {
 }
 
 enum Opened {
-    Streaming(Reply, u64),
+    /// The reply, its seq, and the conversation's revision with the two new messages.
+    Streaming(Reply, u64, ConversationRevision),
     Refused(ToolError),
     Cancelled,
 }
