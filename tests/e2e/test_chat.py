@@ -191,7 +191,8 @@ async def approved_send(lomi, agent, standin, workspace_id: str, model: str, tex
     return conversation, answer["operationId"], view, epoch
 
 
-async def test_cancel_mid_stream_is_cancelled_with_a_partial_reply(lomi, workspaces, mcp, standin):
+@pytest.mark.parametrize("who", ["agent", "person"])
+async def test_cancel_mid_stream_is_cancelled_with_a_partial_reply(lomi, workspaces, mcp, standin, who):
     a, _ = workspaces
     add_provider(lomi, "standin", "anthropic", standin.anthropic_url, ["slow-model"])
     lomi.cli("settings", "set", "chat", "defaultProvider", "standin")
@@ -210,7 +211,12 @@ async def test_cancel_mid_stream_is_cancelled_with_a_partial_reply(lomi, workspa
         now = await agent.ok("lomi_chat_get", {"conversationId": conversation})
         busy = await agent.error("lomi_chat_send", send_args(now, epoch, "too-soon"), "RESOURCE_BUSY")
         assert "still arriving" in busy["message"], dump(busy)
-        await agent.ok("lomi_operation_cancel", {"operationId": operation})
+        if who == "agent":
+            await agent.ok("lomi_operation_cancel", {"operationId": operation})
+        else:
+            # The person's Stop (the window's, `lomi chat cancel`) cancels the agent's send.
+            done = lomi.run("chat", "cancel", conversation)
+            assert done.returncode == 0, done.stderr
         op = await agent.settle(operation)
         assert op["state"] == "cancelled" and op["effectState"] == "partial", dump(op)
         view = await agent.ok("lomi_chat_get", {"conversationId": conversation})

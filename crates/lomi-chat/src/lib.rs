@@ -524,8 +524,9 @@ impl ChatSends {
             .remove(id);
     }
 
-    /// Stops the person's reply arriving in `id` (what arrived is kept, marked cancelled).
-    /// An agent's send is cancelled as its operation (`lomi operation cancel`).
+    /// Stops the reply arriving in `id`, the person's own or an agent's (whose send operation
+    /// is then cancelled, as `lomi_operation_cancel` would): what arrived is kept, marked
+    /// cancelled, and the agent's receipt settles cancelled with effect partial.
     pub fn cancel_for_person(&self, id: &ConversationId) -> Result<(), ToolError> {
         let token = self
             .person
@@ -533,13 +534,28 @@ impl ChatSends {
             .unwrap_or_else(|e| e.into_inner())
             .get(id)
             .cloned();
-        match token {
-            Some(token) => {
-                token.cancel();
-                Ok(())
-            }
+        if let Some(token) = token {
+            token.cancel();
+            return Ok(());
+        }
+        let record = self.broker.chat_conversation(None, id)?;
+        let store_error = |e: lomi_store::StoreError| ToolError::new(e.code(), e.to_string());
+        let streaming = self
+            .broker
+            .store()
+            .chat_messages(id, record.messages.saturating_sub(2), 2)
+            .map_err(store_error)?
+            .into_iter()
+            .filter(|m| m.state == MessageState::Streaming)
+            .find_map(|m| m.operation_id);
+        let receipt = match streaming {
+            Some(operation) => self.broker.store().get(&operation).map_err(store_error)?,
+            None => None,
+        };
+        match receipt {
+            Some(receipt) => self.broker.cancel_operation(&receipt),
             None => Err(ToolError::not_found(format!(
-                "no reply of yours is arriving in conversation {id} (an agent's send is cancelled with `lomi operation cancel`)"
+                "no reply is arriving in conversation {id}"
             ))),
         }
     }

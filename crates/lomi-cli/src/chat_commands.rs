@@ -71,7 +71,7 @@ pub enum ChatCommand {
         #[arg(long)]
         no_follow: bool,
     },
-    /// Stop your reply arriving in a conversation (what arrived is kept).
+    /// Stop the reply arriving in a conversation, yours or an agent's (what arrived is kept).
     Cancel { conversation_id: ConversationId },
 }
 

@@ -189,7 +189,7 @@ pub enum ControlRequest {
         #[serde(default)]
         model: Option<String>,
     },
-    /// Stops the person's reply arriving in a conversation.
+    /// Stops the reply arriving in a conversation: the person's, or an agent's send (cancelled).
     ChatCancel {
         conversation_id: ConversationId,
     },
