@@ -334,3 +334,20 @@ async def test_an_anthropic_provider_streams_and_its_errors_map_the_same(lomi, w
         failed = await agent.settle(answer["operationId"])
         assert failed["error"]["code"] == "PROVIDER_AUTH", dump(failed)
         assert "sk-wrong" not in json.dumps(failed), "a key is never shown"
+
+
+async def test_the_persons_policy_can_let_sends_go_without_asking(lomi, workspaces, mcp, standin):
+    a, _ = workspaces
+    add_provider(lomi, "standin", "openai_compatible", standin.openai_url, ["echo-model"])
+    lomi.cli("settings", "set", "chat", "defaultProvider", "standin")
+    assert lomi.run("confirm", "lomi_chat_send", "--off").returncode == 0
+    async with agent_for(lomi, mcp, a["workspaceId"], name="trusted-agent") as agent:
+        epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
+        created = await create(agent, epoch, "Quick", "q-create")
+        await write_draft(agent, created["conversationId"], created["draftRevision"], epoch, "q-draft", "ping")
+        view = await agent.ok("lomi_chat_get", {"conversationId": created["conversationId"]})
+        answer = await agent.ok("lomi_chat_send", send_args(view, epoch, "q-send"))
+        op = await agent.settle(answer["operationId"])
+        assert op["state"] == "succeeded", dump(op)
+        assert lomi_decisions(lomi) == []
+        assert len(standin.seen()) == 1
