@@ -30,6 +30,8 @@ pub type KeySource = Arc<dyn Fn(&str) -> Result<String, ToolError> + Send + Sync
 
 /// How often a streaming reply's text is written to the store (and so seen by readers).
 const FLUSH_EVERY: Duration = Duration::from_millis(150);
+/// The longest reply Lomi keeps; a provider that goes on is cut off there.
+const MAX_REPLY_BYTES: usize = 4 * 1024 * 1024;
 /// Most messages of a conversation sent as its history.
 const MAX_HISTORY: usize = 200;
 
@@ -393,7 +395,17 @@ impl ChatSends {
                 next = reply.next() => next,
             };
             match next {
-                Some(Ok(Piece::Text(piece))) => text.push_str(&piece),
+                Some(Ok(Piece::Text(piece))) => {
+                    if text.len() + piece.len() > MAX_REPLY_BYTES {
+                        break End::Failed(ToolError::new(
+                            ErrorCode::Unsupported,
+                            format!(
+                                "the reply grew past the {MAX_REPLY_BYTES} bytes Lomi keeps of one; what arrived is kept and the rest was not read"
+                            ),
+                        ));
+                    }
+                    text.push_str(&piece);
+                }
                 Some(Ok(Piece::Usage(input, output))) => {
                     tokens = (input.or(tokens.0), output.or(tokens.1));
                 }
