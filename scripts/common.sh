@@ -139,6 +139,23 @@ build_desktop() {
 
 # ensure_tauri_driver: the WebDriver server for Tauri apps (it drives WebKitWebDriver), from
 # crates.io into the cache; prints its path.
+# Claude Code's CLI (`claude mcp add|list`), pinned, for the end-to-end test that adds Lomi
+# to it the way a person does; it checks servers without an account.
+CLAUDE_CODE_VERSION=2.1.332
+ensure_claude_code() {
+  local root="$LOMI_CACHE/claude-code"
+  local installed=""
+  if [ -f "$root/node_modules/@anthropic-ai/claude-code/package.json" ]; then
+    installed="$(node -p "require(process.argv[1]).version" "$root/node_modules/@anthropic-ai/claude-code/package.json" 2>/dev/null || true)"
+  fi
+  if [ "$installed" != "$CLAUDE_CODE_VERSION" ]; then
+    say "installing @anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
+    mkdir -p "$root"
+    npm install --no-audit --no-fund --prefix "$root" "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >/dev/null || return 1
+  fi
+  printf '%s\n' "$root/node_modules/.bin/claude"
+}
+
 ensure_tauri_driver() {
   local root="$LOMI_CACHE/tauri-driver"
   if [ ! -x "$root/bin/tauri-driver" ]; then

@@ -24,11 +24,26 @@ export interface Pairing {
   verificationCode: string;
   state: "pending" | "approved" | "denied" | "revoked";
   grants: string[];
-  credential: "session" | "token";
+  /** `oauth`: authorized through the client's sign-in flow; lasting, like `token`. */
+  credential: "session" | "token" | "oauth";
   createdAt: string;
   decidedAt: string | null;
   lastActiveAt: string | null;
+  /** The tool families it sees; null: every family. */
+  families?: string[] | null;
 }
+
+/** The tool families a person can give a pairing, as the broker names them. */
+export const FAMILIES: { name: string; label: string }[] = [
+  { name: "workspace", label: "Workspace and settings" },
+  { name: "terminal", label: "Terminals" },
+  { name: "files", label: "Project files" },
+  { name: "editor", label: "Editor documents" },
+  { name: "git", label: "Git" },
+  { name: "browser", label: "Browsers" },
+  { name: "android", label: "Android" },
+  { name: "chat", label: "Chat" },
+];
 
 export interface Decision {
   operationId: string;

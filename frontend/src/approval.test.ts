@@ -63,7 +63,7 @@ describe("pairing approval dialog", () => {
     beta.click();
     expect(dialog.querySelector(".grant-summary")!.textContent).toContain("1 workspace and nothing else");
     click(dialog, "#approve");
-    expect(approve).toHaveBeenCalledWith("pa_1", ["ws_b"], false);
+    expect(approve).toHaveBeenCalledWith("pa_1", ["ws_b"], false, null);
   });
 
   it("approves for this session only", () => {
@@ -71,14 +71,28 @@ describe("pairing approval dialog", () => {
     const dialog = pairingDialog(pairing, workspaces, { approve, deny: vi.fn() });
     dialog.querySelector<HTMLInputElement>('input[data-workspace-id="ws_a"]')!.click();
     click(dialog, "#approve-session");
-    expect(approve).toHaveBeenCalledWith("pa_1", ["ws_a"], true);
+    expect(approve).toHaveBeenCalledWith("pa_1", ["ws_a"], true, null);
   });
 
   it("approving with nothing ticked grants nothing", () => {
     const approve = vi.fn();
     const dialog = pairingDialog(pairing, workspaces, { approve, deny: vi.fn() });
     click(dialog, "#approve");
-    expect(approve).toHaveBeenCalledWith("pa_1", [], false);
+    expect(approve).toHaveBeenCalledWith("pa_1", [], false, null);
+  });
+
+  it("offers every tool family ticked, and approves with only the ones left ticked", () => {
+    const approve = vi.fn();
+    const dialog = pairingDialog(pairing, workspaces, { approve, deny: vi.fn() });
+    document.body.replaceChildren(dialog);
+    const families = [...dialog.querySelectorAll<HTMLInputElement>("input.family")];
+    expect(families.map((b) => b.dataset.family)).toEqual([
+      "workspace", "terminal", "files", "editor", "git", "browser", "android", "chat",
+    ]);
+    expect(families.every((b) => b.checked)).toBe(true);
+    for (const box of families) if (box.dataset.family !== "browser") box.click();
+    click(dialog, "#approve");
+    expect(approve).toHaveBeenCalledWith("pa_1", [], false, ["browser"]);
   });
 
   it("denies", () => {

@@ -2,11 +2,12 @@
 // workspaces to grant, none preselected) and an operation waiting for the person's decision
 // (what exactly it will do).
 
-import type { Decision, Pairing, Workspace } from "./api";
+import { FAMILIES, type Decision, type Pairing, type Workspace } from "./api";
 import { h } from "./dom";
 
 export interface PairingActions {
-  approve(pairingId: string, workspaces: string[], session: boolean): void;
+  /** `families` null: every family of tools. */
+  approve(pairingId: string, workspaces: string[], session: boolean, families: string[] | null): void;
   deny(pairingId: string): void;
 }
 
@@ -36,6 +37,25 @@ export function pairingDialog(
     };
   });
   const chosen = () => boxes.filter((b) => b.box.checked).map((b) => b.box.dataset.workspaceId!);
+  const familyBoxes = FAMILIES.map((family) => {
+    const box = h("input", {
+      type: "checkbox",
+      class: "family",
+      "data-family": family.name,
+      id: `family-${family.name}`,
+      checked: true,
+    }) as HTMLInputElement;
+    box.checked = true;
+    return {
+      box,
+      row: h("label", { class: "family-row", for: `family-${family.name}` }, box, h("span", {}, family.label)),
+    };
+  });
+  // Every family ticked is "all": it also covers families a later Lomi adds.
+  const families = () => {
+    const ticked = familyBoxes.filter((b) => b.box.checked).map((b) => b.box.dataset.family!);
+    return ticked.length === FAMILIES.length ? null : ticked;
+  };
   const summary = h("p", { class: "grant-summary" });
   const refresh = () => {
     const count = chosen().length;
@@ -74,7 +94,7 @@ export function pairingDialog(
       "p",
       { class: "hint" },
       "Approve only if the agent showed you this same code. ",
-      pairing.credential === "token"
+      pairing.credential !== "session"
         ? "Approved, it stays paired across restarts until you revoke it."
         : "It is paired for its current session.",
     ),
@@ -83,6 +103,8 @@ export function pairingDialog(
       ? h("p", { class: "empty" }, "No workspace yet: add one in Settings first.")
       : h("div", { class: "grants" }, ...boxes.map((b) => b.row)),
     summary,
+    h("h3", {}, "Tools it may see"),
+    h("div", { class: "families" }, ...familyBoxes.map((b) => b.row)),
     h(
       "div",
       { class: "buttons" },
@@ -96,13 +118,13 @@ export function pairingDialog(
         {
           id: "approve-session",
           class: "secondary",
-          onclick: () => actions.approve(pairing.pairingId, chosen(), true),
+          onclick: () => actions.approve(pairing.pairingId, chosen(), true, families()),
         },
         "Approve for this session",
       ),
       h(
         "button",
-        { id: "approve", class: "primary", onclick: () => actions.approve(pairing.pairingId, chosen(), false) },
+        { id: "approve", class: "primary", onclick: () => actions.approve(pairing.pairingId, chosen(), false, families()) },
         "Approve",
       ),
     ),

@@ -22,7 +22,7 @@ describe("the chat draft", () => {
   it("shows a streaming reply with Stop instead of Send", () => {
     const open = {
       conversationId: "cv_1", workspaceId: "ws_1", title: "Plans", conversationRevision: "3", draftRevision: "3",
-      messageCount: 2, updatedAt: "", draft: { text: "", draftRevision: "3" },
+      messageCount: 2, draft: { text: "", draftRevision: "3" },
       messages: [
         { seq: 1, role: "user" as const, text: "hi", state: "complete" as const },
         { seq: 2, role: "assistant" as const, text: "Hel", state: "streaming" as const, model: "m" },

@@ -15,7 +15,6 @@ export interface ConversationSummary {
   conversationRevision: string;
   draftRevision: string;
   messageCount: number;
-  updatedAt: string;
 }
 
 export interface ChatMessage {
@@ -25,7 +24,6 @@ export interface ChatMessage {
   state: "complete" | "streaming" | "cancelled" | "failed" | "interrupted";
   provider?: string;
   model?: string;
-  operationId?: string;
 }
 
 export interface ConversationView extends ConversationSummary {

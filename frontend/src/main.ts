@@ -155,8 +155,8 @@ function renderDialogs(): void {
     if (shownDialog !== key) {
       overlay.replaceChildren(
         pairingDialog(pending, workspaces, {
-          approve: (pairingId, grants, session) =>
-            act("Approve", { pairingApprove: { pairingId, workspaces: grants, session } }),
+          approve: (pairingId, grants, session, families) =>
+            act("Approve", { pairingApprove: { pairingId, workspaces: grants, session, families } }),
           deny: (pairingId) => act("Deny", { pairingDeny: { pairingId } }),
         }),
       );
@@ -238,6 +238,7 @@ function render(): void {
           setBrowserProfile: (workspaceId, persistent) =>
             act("Browser profile", { browserProfile: { workspaceId, persistent } }),
           revoke: (pairingId) => act("Revoke", { pairingRevoke: { pairingId } }),
+          setFamilies: (pairingId, families) => act("Tools", { pairingFamilies: { pairingId, families } }),
           setConfirm: (tool, confirm) => act("Policy", { confirm: { tool, confirm } }),
           copy: (text) => void copy(text),
           chooseRetire: (choice) => {

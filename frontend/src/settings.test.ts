@@ -38,6 +38,7 @@ function actions(): SettingsActions {
     removeProject: vi.fn(),
     setBrowserProfile: vi.fn(),
     revoke: vi.fn(),
+    setFamilies: vi.fn(),
     setConfirm: vi.fn(),
     copy: vi.fn(),
     chooseRetire: vi.fn(),
@@ -82,6 +83,34 @@ describe("settings", () => {
     expect(rows[1].querySelector(".revoke")).toBeNull();
     (rows[0].querySelector(".revoke") as HTMLElement).click();
     expect(act.revoke).toHaveBeenCalledWith("pa_1");
+  });
+
+  it("shows each pairing's tool families and toggles one", () => {
+    const act = actions();
+    const view = settingsView(
+      state({
+        pairings: [
+          pairing("pa_1", "approved", { families: ["browser", "files"] }),
+          pairing("pa_2", "approved"),
+          pairing("pa_3", "revoked", { families: ["git"] }),
+        ],
+      }),
+      act,
+    );
+    const on = (id: string) =>
+      [...view.querySelectorAll<HTMLElement>(`.pairing-row[data-pairing-id="${id}"] .family-toggle.on`)].map(
+        (b) => b.dataset.family,
+      );
+    expect(on("pa_1")).toEqual(["files", "browser"]);
+    expect(on("pa_2")).toHaveLength(8);
+    (view.querySelector('.pairing-row[data-pairing-id="pa_1"] [data-family="git"]') as HTMLElement).click();
+    expect(act.setFamilies).toHaveBeenCalledWith("pa_1", ["files", "git", "browser"]);
+    (view.querySelector('.pairing-row[data-pairing-id="pa_2"] [data-family="chat"]') as HTMLElement).click();
+    expect(act.setFamilies).toHaveBeenLastCalledWith("pa_2", [
+      "workspace", "terminal", "files", "editor", "git", "browser", "android",
+    ]);
+    const revoked = view.querySelector<HTMLButtonElement>('.pairing-row[data-pairing-id="pa_3"] [data-family="git"]')!;
+    expect(revoked.disabled).toBe(true);
   });
 
   it("shows the confirmation policy per tool and changes it", () => {

@@ -2,7 +2,7 @@
 // the confirmation policy per tool, the MCP endpoint with client configs to copy, and Storage
 // (storage.ts).
 
-import type { Pairing, PolicyEntry, SettingsSections, StoreStatus, Workspace } from "./api";
+import { FAMILIES, type Pairing, type PolicyEntry, type SettingsSections, type StoreStatus, type Workspace } from "./api";
 import { ago, h } from "./dom";
 import { preferencesSection } from "./preferences";
 import { type RetireChoice, storageSection } from "./storage";
@@ -28,6 +28,8 @@ export interface SettingsActions {
   removeProject(workspaceId: string, projectId: string): void;
   setBrowserProfile(workspaceId: string, persistent: boolean): void;
   revoke(pairingId: string): void;
+  /** `families` null: every family of tools. */
+  setFamilies?(pairingId: string, families: string[] | null): void;
   setConfirm(tool: string, confirm: boolean): void;
   copy(text: string): void;
   chooseRetire(choice: RetireChoice): void;
@@ -65,6 +67,36 @@ export function portOf(url: string): string {
   } catch {
     return "";
   }
+}
+
+/** The families a pairing sees, each a toggle while it is approved. */
+function familiesCell(pairing: Pairing, actions: SettingsActions): HTMLElement {
+  const all = pairing.families == null;
+  const sees = (name: string) => all || (pairing.families ?? []).includes(name);
+  const editable = pairing.state === "approved" && actions.setFamilies !== undefined;
+  return h(
+    "div",
+    { class: "family-toggles" },
+    ...FAMILIES.map((family) => {
+      const on = sees(family.name);
+      const toggle = () => {
+        const next = FAMILIES.map((f) => f.name).filter((name) => (name === family.name ? !on : sees(name)));
+        actions.setFamilies?.(pairing.pairingId, next.length === FAMILIES.length ? null : next);
+      };
+      return h(
+        "button",
+        {
+          class: `family-toggle${on ? " on" : ""}`,
+          "data-family": family.name,
+          title: `${family.label}: ${on ? "shown" : "hidden"}${editable ? " (click to change)" : ""}`,
+          "aria-pressed": on ? "true" : "false",
+          disabled: !editable,
+          onclick: toggle,
+        },
+        family.name,
+      );
+    }),
+  );
 }
 
 function workspaceNames(pairing: Pairing, workspaces: Workspace[]): string {
@@ -174,7 +206,11 @@ export function settingsView(state: SettingsState, actions: SettingsActions): HT
           h(
             "thead",
             {},
-            h("tr", {}, ...["Client", "State", "Workspaces", "Kind", "Last activity", ""].map((t) => h("th", {}, t))),
+            h(
+              "tr",
+              {},
+              ...["Client", "State", "Workspaces", "Tools", "Kind", "Last activity", ""].map((t) => h("th", {}, t)),
+            ),
           ),
           h(
             "tbody",
@@ -186,7 +222,8 @@ export function settingsView(state: SettingsState, actions: SettingsActions): HT
                 h("td", { class: "client-name" }, p.clientName),
                 h("td", { class: "pairing-state" }, p.state),
                 h("td", { class: "pairing-grants" }, workspaceNames(p, state.workspaces)),
-                h("td", {}, p.credential === "token" ? "lasting" : "this session"),
+                h("td", { class: "pairing-families" }, familiesCell(p, actions)),
+                h("td", {}, p.credential === "oauth" ? "lasting (signed in)" : p.credential === "token" ? "lasting" : "this session"),
                 h("td", { class: "last-active" }, ago(p.lastActiveAt, now)),
                 h(
                   "td",

@@ -661,3 +661,40 @@ async def test_the_chat_tab_shows_a_streamed_reply_and_the_persons_draft_edit_wi
         desktop.screenshot("chat-agent-reply.png")
     finally:
         standin.close()
+
+
+async def test_tool_families_chosen_in_the_window_shape_the_agents_tool_list(desktop: Desktop, tmp_path: Path):
+    """The person approves an agent for the browser only (unticking the other families in the
+    approval dialog); its tool list is the browser's and the session tools. In Settings the
+    person gives it Git too, and the agent's next listing has Git."""
+    desktop.start()
+    lomi = desktop.lomi
+    window = desktop.window
+    assert window is not None
+    a = lomi.add_workspace("Families workspace", tmp_path / "project-f")
+    mcp = support.McpFactory(lomi, lomi.transcript)
+    async with mcp.session(client_name="Browser-only agent") as agent:
+        status = await agent.ok("lomi_pairing_status")
+        window.wait_for("#approval-dialog")
+        families = window.find_all("#approval-dialog input.family")
+        assert len(families) == 8 and all(window.selected(box) for box in families), "every family is ticked"
+        window.click_on(f'#approval-dialog input[data-workspace-id="{a["workspaceId"]}"]')
+        for family in ("workspace", "terminal", "files", "editor", "git", "android", "chat"):
+            window.click_on(f'#approval-dialog input[data-family="{family}"]')
+        desktop.screenshot("approval-families.png")
+        window.click_on("#approve")
+        window.wait_gone("#approval-dialog")
+        wait_until(lambda: lomi.pairing(status["pairingId"])["state"] == "approved", "approved")
+        assert lomi.pairing(status["pairingId"])["families"] == ["browser"]
+        names = {tool.name for tool in (await agent.session.list_tools()).tools}
+        assert "lomi_browser_click" in names and "lomi_connect" in names, names
+        assert not any(n.startswith(("lomi_terminal_", "lomi_file_", "lomi_git_")) for n in names), names
+
+        window.click_on("#tab-settings")
+        row = f'.pairing-row[data-pairing-id="{status["pairingId"]}"]'
+        assert window.text_of(f"{row} .pairing-families .family-toggle.on") == "browser"
+        window.click_on(f'{row} .family-toggle[data-family="git"]')
+        wait_until(lambda: lomi.pairing(status["pairingId"])["families"] == ["git", "browser"], "Git added")
+        desktop.screenshot("settings-families.png")
+        names = {tool.name for tool in (await agent.session.list_tools()).tools}
+        assert "lomi_git_commit" in names and "lomi_terminal_create" not in names, names

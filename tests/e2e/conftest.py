@@ -443,14 +443,16 @@ class McpFactory:
         self.opened = 0
 
     @contextlib.asynccontextmanager
-    async def session(self, token: str | None = None, client_name: str = "lomi-e2e") -> AsyncIterator[Mcp]:
+    async def session(
+        self, token: str | None = None, client_name: str = "lomi-e2e", message_handler: Any = None
+    ) -> AsyncIterator[Mcp]:
         self.opened += 1
         label = f"mcp#{self.opened}{' token' if token else ''}"
         headers = {"Authorization": f"Bearer {token}"} if token else None
         async with create_mcp_http_client(headers=headers) as http:
             async with streamable_http_client(self.lomi.url, http_client=http) as (read, write):
                 info = mcp_types.Implementation(name=client_name, version="0.0.0")
-                async with ClientSession(read, write, client_info=info) as session:
+                async with ClientSession(read, write, client_info=info, message_handler=message_handler) as session:
                     with anyio.fail_after(CALL_DEADLINE):
                         await session.initialize()
                     self.transcript.add(f"[{label}] initialized", self.lomi.url)

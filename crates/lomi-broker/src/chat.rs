@@ -4,7 +4,7 @@
 
 use lomi_protocol::tools::chat::{
     ChatCreateInput, ChatDraftUpdateInput, ChatGetInput, ChatList, ChatListInput, ChatMessage,
-    ConversationSummary, ConversationView, Draft, DraftUpdated,
+    ConversationCreated, ConversationSummary, ConversationView, Draft, DraftUpdated,
 };
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::settings::{ChatSettings, ProvidersSettings};
@@ -36,7 +36,6 @@ pub fn summary(record: &ConversationRecord) -> ConversationSummary {
         conversation_revision: ConversationRevision(record.revision),
         draft_revision: DraftRevision(record.draft_revision),
         message_count: record.messages,
-        updated_at: record.updated_at,
     }
 }
 
@@ -65,7 +64,6 @@ fn message(record: MessageRecord) -> ChatMessage {
         state: record.state,
         provider: record.provider,
         model: record.model,
-        operation_id: record.operation_id,
         input_tokens: record.input_tokens,
         output_tokens: record.output_tokens,
         created_at: record.created_at,
@@ -330,7 +328,11 @@ impl Broker {
                 let created =
                     waiting_on_disk(|| broker.store().chat_create(&id, &workspace_id, &title));
                 match created {
-                    Ok(record) => EffectOutcome::succeeded(&summary(&record)),
+                    Ok(record) => EffectOutcome::succeeded(&ConversationCreated {
+                        conversation_id: record.conversation_id,
+                        conversation_revision: ConversationRevision(record.revision),
+                        draft_revision: DraftRevision(record.draft_revision),
+                    }),
                     Err(error) => EffectOutcome::Failed {
                         effect: EffectState::None,
                         error: store_error(error),

@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use lomi_protocol::tools::session::{PairingState, ProjectView, WorkspaceView};
-use lomi_protocol::{DomainRevision, PairingId, PanelId, ProjectId, Timestamp, Tool, WorkspaceId};
+use lomi_protocol::{
+    DomainRevision, Family, PairingId, PanelId, ProjectId, Timestamp, Tool, WorkspaceId,
+};
 use serde::{Deserialize, Serialize};
 
 /// Everything in `domain.json`.
@@ -18,6 +20,9 @@ pub struct Domain {
     /// The person's settings sections (`settings.rs`).
     #[serde(default)]
     pub settings: crate::settings::Settings,
+    /// Clients registered with Lomi's OAuth authorization server.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oauth_clients: Vec<crate::oauth::OAuthClient>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -50,6 +55,9 @@ pub enum Credential {
     Session,
     /// A secret whose SHA-256 Lomi keeps: a bearer token or the stdio bridge's keyring secret.
     SecretHash(String),
+    /// Authorized through Lomi's OAuth flow: short-lived access tokens and a rotated refresh
+    /// token, each kept as its SHA-256.
+    OAuth(crate::oauth::OAuthGrant),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -67,13 +75,23 @@ pub struct Pairing {
     /// connection (the person chose "approve for this session").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub session_only: bool,
+    /// The tool families it sees; `None` is every family, including ones a later Lomi adds.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "known_families"
+    )]
+    pub families: Option<BTreeSet<Family>>,
 }
 
 impl Pairing {
     /// Session-bound pairings (and those approved for one session) die with their transport
     /// session and are not written to disk.
     pub fn is_durable(&self) -> bool {
-        matches!(self.credential, Credential::SecretHash(_)) && !self.session_only
+        matches!(
+            self.credential,
+            Credential::SecretHash(_) | Credential::OAuth(_)
+        ) && !self.session_only
     }
 }
 
@@ -88,6 +106,28 @@ pub struct Policy {
     /// stays off.
     #[serde(default = "defaults_before_tracking", deserialize_with = "known_tools")]
     pub applied_defaults: BTreeSet<Tool>,
+}
+
+/// The families named in `domain.json` that this Lomi has (a later Lomi's unknown family is
+/// dropped: the pairing sees less, never more, and the domain still loads).
+fn known_families<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<BTreeSet<Family>>, D::Error> {
+    let names = Option::<Vec<String>>::deserialize(deserializer)?;
+    Ok(names.map(|names| {
+        names
+            .iter()
+            .filter_map(|name| {
+                let family = Family::from_name(name);
+                if family.is_none() {
+                    tracing::warn!(
+                        "domain.json names a tool family this Lomi does not have: {name}"
+                    );
+                }
+                family
+            })
+            .collect()
+    }))
 }
 
 /// The tools named in `domain.json` that this Lomi has; a name an older or newer Lomi wrote

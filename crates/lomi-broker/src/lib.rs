@@ -6,6 +6,7 @@ mod chat;
 mod domain;
 mod engine;
 mod entropy;
+pub mod oauth;
 mod pairings;
 mod panels;
 pub mod persist;
@@ -112,6 +113,11 @@ struct Inner {
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Each pairing's last authorized call on this instance, for the person's list.
     activity: Mutex<HashMap<lomi_protocol::PairingId, lomi_protocol::Timestamp>>,
+    /// Moves each time a pairing's tool families change, so each MCP session can tell its
+    /// client that its tool list changed.
+    families_changed: tokio::sync::watch::Sender<u64>,
+    /// OAuth requests, codes and access tokens in flight (`oauth.rs`).
+    oauth: Mutex<oauth::OAuthState>,
 }
 
 impl Broker {
@@ -162,6 +168,8 @@ impl Broker {
                 stopping: tokio_util::sync::CancellationToken::new(),
                 tasks: Mutex::new(Vec::new()),
                 activity: Mutex::new(HashMap::new()),
+                families_changed: tokio::sync::watch::Sender::new(0),
+                oauth: Mutex::new(oauth::OAuthState::default()),
             }),
         })
     }

@@ -2,7 +2,9 @@
 //! workspaces it may use; deny and revoke cut access at once.
 
 use lomi_protocol::tools::session::{PairingState, PairingStatus};
-use lomi_protocol::{ErrorCode, PairingId, Timestamp, ToolError, WorkspaceId};
+use std::collections::BTreeSet;
+
+use lomi_protocol::{ErrorCode, Family, PairingId, Timestamp, Tool, ToolError, WorkspaceId};
 use serde::Serialize;
 
 use crate::Broker;
@@ -18,13 +20,16 @@ pub struct PairingSummary {
     pub verification_code: String,
     pub state: PairingState,
     pub grants: Vec<WorkspaceId>,
-    /// `session` (ends with its MCP session) or `token` (survives reconnects and restarts).
+    /// `session` (ends with its MCP session), `token` (survives reconnects and restarts) or
+    /// `oauth` (authorized through Lomi's OAuth flow; survives too, its client refreshes).
     pub credential: &'static str,
     pub created_at: Timestamp,
     /// When the person approved, denied or revoked it.
     pub decided_at: Option<Timestamp>,
     /// The last call this pairing made on this broker instance (not kept across restarts).
     pub last_active_at: Option<Timestamp>,
+    /// The tool families it sees; null is every family.
+    pub families: Option<BTreeSet<Family>>,
 }
 
 /// At most this many pairings wait for the person's decision at once.
@@ -71,6 +76,19 @@ impl Broker {
         client_name: &str,
         secret: Option<&str>,
     ) -> Result<PairingId, ToolError> {
+        let credential = match secret {
+            Some(secret) => Credential::SecretHash(secret_hash(secret)),
+            None => Credential::Session,
+        };
+        self.pairing_begin_with(client_name, credential)
+    }
+
+    /// A new pending pairing proven by `credential`.
+    pub(crate) fn pairing_begin_with(
+        &self,
+        client_name: &str,
+        credential: Credential,
+    ) -> Result<PairingId, ToolError> {
         let name: String = client_name
             .chars()
             .filter(|c| !c.is_control())
@@ -86,14 +104,12 @@ impl Broker {
             client_name: name,
             verification_code: verification_code(self.inner.entropy.as_ref()),
             state: PairingState::Pending,
-            credential: match secret {
-                Some(secret) => Credential::SecretHash(secret_hash(secret)),
-                None => Credential::Session,
-            },
+            credential,
             grants: Vec::new(),
             created_at: self.now(),
             decided_at: None,
             session_only: false,
+            families: None,
         };
         let id = pairing.id.clone();
         let mut domain = self.domain();
@@ -141,6 +157,9 @@ impl Broker {
     pub fn pairing_by_secret(&self, secret: &str) -> Option<PairingId> {
         use subtle::ConstantTimeEq;
         let hash = secret_hash(secret);
+        if let Some(pairing) = self.pairing_by_access_token(&hash) {
+            return Some(pairing);
+        }
         let mut holder = None;
         for pairing in &self.domain().pairings {
             if let Credential::SecretHash(stored) = &pairing.credential
@@ -248,10 +267,15 @@ impl Broker {
                 verification_code: p.verification_code.clone(),
                 state: p.state,
                 grants: p.grants.clone(),
-                credential: if p.is_durable() { "token" } else { "session" },
+                credential: match (&p.credential, p.is_durable()) {
+                    (Credential::OAuth(_), true) => "oauth",
+                    (_, true) => "token",
+                    (_, false) => "session",
+                },
                 created_at: p.created_at,
                 decided_at: p.decided_at,
                 last_active_at: activity.get(&p.id).copied(),
+                families: p.families.clone(),
             })
             .collect()
     }
@@ -267,7 +291,62 @@ impl Broker {
 
     /// Approves a pending pairing with explicit grants (none is allowed: it then sees nothing).
     pub fn pairing_approve(&self, id: &PairingId, grants: &[WorkspaceId]) -> Result<(), ToolError> {
-        self.approve(id, grants, false)
+        self.approve(id, grants, false, None)
+    }
+
+    /// Approves a pending pairing, for good or for its session, seeing only `families` of tools
+    /// (`None`: every family).
+    pub fn pairing_approve_families(
+        &self,
+        id: &PairingId,
+        grants: &[WorkspaceId],
+        session_only: bool,
+        families: Option<BTreeSet<Family>>,
+    ) -> Result<(), ToolError> {
+        self.approve(id, grants, session_only, families)
+    }
+
+    /// Changes which tool families an approved or pending pairing sees (`None`: every family);
+    /// its open sessions are told their tool list changed.
+    pub fn pairing_set_families(
+        &self,
+        id: &PairingId,
+        families: Option<BTreeSet<Family>>,
+    ) -> Result<(), ToolError> {
+        self.update_domain(|domain| {
+            let pairing = find_pairing(domain, id)?;
+            if matches!(pairing.state, PairingState::Denied | PairingState::Revoked) {
+                return Err(ToolError::invalid(format!(
+                    "pairing {id} is {}; it sees no tools",
+                    state_name(pairing.state)
+                )));
+            }
+            pairing.families = families;
+            Ok(())
+        })?;
+        self.inner.families_changed.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    /// The tool families the pairing sees (`None`: every family). An unknown pairing (a
+    /// client before its first call) sees every family: what it may use is decided when the
+    /// person approves it.
+    pub fn pairing_families(&self, id: &PairingId) -> Option<BTreeSet<Family>> {
+        self.domain()
+            .pairings
+            .iter()
+            .find(|p| &p.id == id)
+            .and_then(|p| p.families.clone())
+    }
+
+    /// Whether the pairing sees `tool` in its tool list (and may call it).
+    pub fn pairing_sees(&self, id: &PairingId, tool: Tool) -> bool {
+        lomi_protocol::catalog::sees(self.pairing_families(id).as_ref(), tool)
+    }
+
+    /// A receiver that wakes each time any pairing's families change.
+    pub fn families_changed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.families_changed.subscribe()
     }
 
     /// Approves a pending pairing for its current session only: it ends when that connection
@@ -278,7 +357,7 @@ impl Broker {
         id: &PairingId,
         grants: &[WorkspaceId],
     ) -> Result<(), ToolError> {
-        self.approve(id, grants, true)
+        self.approve(id, grants, true, None)
     }
 
     fn approve(
@@ -286,8 +365,10 @@ impl Broker {
         id: &PairingId,
         grants: &[WorkspaceId],
         session_only: bool,
+        families: Option<BTreeSet<Family>>,
     ) -> Result<(), ToolError> {
         let now = self.now();
+        let narrowed = families.is_some();
         self.update_domain(|domain| {
             check_grants(domain, grants)?;
             let pairing = find_pairing(domain, id)?;
@@ -301,8 +382,13 @@ impl Broker {
             pairing.grants = grants.to_vec();
             pairing.decided_at = Some(now);
             pairing.session_only = session_only;
+            pairing.families = families;
             Ok(())
-        })
+        })?;
+        if narrowed {
+            self.inner.families_changed.send_modify(|n| *n += 1);
+        }
+        Ok(())
     }
 
     pub fn pairing_deny(&self, id: &PairingId) -> Result<(), ToolError> {
@@ -334,6 +420,11 @@ impl Broker {
             }
             pairing.state = PairingState::Revoked;
             pairing.grants.clear();
+            // Its refresh token dies; its access tokens still name it, so its client's next
+            // call is told the person revoked it (PAIRING_REVOKED), not asked to sign in again.
+            if let Credential::OAuth(grant) = &mut pairing.credential {
+                grant.refresh_hash = None;
+            }
             pairing.decided_at = Some(now);
             Ok(())
         })
@@ -344,6 +435,7 @@ impl Broker {
         &self,
         client_name: &str,
         grants: &[WorkspaceId],
+        families: Option<BTreeSet<Family>>,
     ) -> Result<CreatedPairing, ToolError> {
         check_name("the client name", client_name).map_err(ToolError::invalid)?;
         let token = bearer_token(self.inner.entropy.as_ref());
@@ -358,6 +450,7 @@ impl Broker {
             created_at: now,
             decided_at: Some(now),
             session_only: false,
+            families,
         };
         let id = pairing.id.clone();
         self.update_domain(|domain| {

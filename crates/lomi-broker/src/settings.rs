@@ -260,6 +260,7 @@ impl Settings {
                         p.client_name.clone(),
                         p.state,
                         p.grants.clone(),
+                        p.families.clone(),
                     )
                 })
                 .collect::<Vec<_>>()
@@ -486,6 +487,8 @@ pub fn view(
                     client_name: p.client_name.clone(),
                     state: p.state,
                     grants: p.grants.clone(),
+                    families: p.families.iter().flatten().copied().collect(),
+                    all_families: p.families.is_none(),
                 })
                 .collect(),
         }),

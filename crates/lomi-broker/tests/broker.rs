@@ -485,7 +485,7 @@ async fn a_restart_keeps_receipts_and_token_pairings_but_not_epochs() {
     let broker = setup.start(1);
     let workspace = setup.workspace(&broker, "Alpha");
     let created = broker
-        .pairing_create("CI bot", std::slice::from_ref(&workspace))
+        .pairing_create("CI bot", std::slice::from_ref(&workspace), None)
         .expect("create pairing");
     let session = approved(&broker, "session agent", &workspace);
     let epoch = connect(&broker, &created.pairing_id, &workspace);
@@ -1892,4 +1892,64 @@ async fn person_only_sections_follow_their_home_and_a_failed_save_changes_nothin
     expect_error("unsaved settings", failed, ErrorCode::StoreUnavailable);
     assert_eq!(broker.terminal_settings().cols, 80);
     assert_eq!(section_revision(&broker, Terminal), 1);
+}
+
+/// The families a person gives a token pairing survive a restart; a family a later Lomi wrote
+/// into `domain.json` is dropped (the pairing sees less, never more) and the domain still loads.
+#[test]
+fn tool_families_are_kept_across_restarts_and_unknown_ones_dropped() {
+    use lomi_protocol::{Family, Tool};
+    let setup = setup();
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "families");
+    let browser_only: std::collections::BTreeSet<Family> = [Family::Browser].into();
+    let created = broker
+        .pairing_create(
+            "browser bot",
+            std::slice::from_ref(&workspace),
+            Some(browser_only.clone()),
+        )
+        .expect("create");
+    let changed = broker.families_changed();
+    assert!(broker.pairing_sees(&created.pairing_id, Tool::BrowserClick));
+    assert!(
+        broker.pairing_sees(&created.pairing_id, Tool::Connect),
+        "session tools stay"
+    );
+    assert!(!broker.pairing_sees(&created.pairing_id, Tool::TerminalCreate));
+    broker
+        .pairing_set_families(
+            &created.pairing_id,
+            Some([Family::Browser, Family::Git].into()),
+        )
+        .expect("set families");
+    assert!(
+        changed.has_changed().expect("sender alive"),
+        "sessions are woken"
+    );
+    drop(broker);
+
+    let path = setup.data_dir().join(DOMAIN_FILE);
+    let mut domain: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("domain")).expect("json");
+    let pairing = domain["pairings"]
+        .as_array_mut()
+        .expect("pairings")
+        .iter_mut()
+        .find(|p| p["id"] == serde_json::json!(created.pairing_id))
+        .expect("the pairing is durable");
+    assert_eq!(pairing["families"], serde_json::json!(["git", "browser"]));
+    pairing["families"] = serde_json::json!(["browser", "hologram"]);
+    std::fs::write(&path, serde_json::to_vec(&domain).expect("json")).expect("write");
+
+    let broker = setup.start(2);
+    assert_eq!(
+        broker.pairing_families(&created.pairing_id),
+        Some(browser_only)
+    );
+    assert!(!broker.pairing_sees(&created.pairing_id, Tool::GitCommit));
+    // A pairing approved without a choice sees every family.
+    let plain = approved(&broker, "plain", &workspace);
+    assert_eq!(broker.pairing_families(&plain), None);
+    assert!(broker.pairing_sees(&plain, Tool::AndroidShell));
 }

@@ -447,7 +447,6 @@ impl ChatSends {
                     conversation_id: id.clone(),
                     conversation_revision: ConversationRevision(record.revision),
                     reply_seq: seq,
-                    reply_bytes: text.len() as u64,
                     provider: provider.clone(),
                     model: target.model.clone(),
                     input_tokens: tokens.0,

@@ -273,7 +273,10 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
             let dir = data_dir::resolve(cli_data_dir)?;
             // The keyring is asked before the async runtime starts: its client runs its own
             // executor and must not be nested inside tokio's.
-            let secret = bridge::secret(&dir)?;
+            let (secret, kept) = bridge::secret(&dir)?;
+            if let Some(note) = bridge::kept_note(&kept) {
+                eprintln!("{note}");
+            }
             runtime()?.block_on(bridge::relay(&dir, name, secret))
         }
         // The history is read through the running broker or, when none runs, from the store.
@@ -367,15 +370,34 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                 pairing_id,
                 workspaces,
                 session,
+                families,
                 json,
             } => (
                 ControlRequest::PairingApprove {
                     pairing_id,
                     workspaces,
                     session,
+                    families: person::chosen_families(families),
                 },
                 json,
                 person::render_decision,
+            ),
+            PairingCommand::Families {
+                pairing_id,
+                families,
+                all,
+                json,
+            } => (
+                ControlRequest::PairingFamilies {
+                    pairing_id,
+                    families: if all {
+                        None
+                    } else {
+                        person::chosen_families(families)
+                    },
+                },
+                json,
+                person::render_families,
             ),
             PairingCommand::Deny { pairing_id, json } => (
                 ControlRequest::PairingDeny { pairing_id },
@@ -390,9 +412,14 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
             PairingCommand::Create {
                 name,
                 workspaces,
+                families,
                 json,
             } => (
-                ControlRequest::PairingCreate { name, workspaces },
+                ControlRequest::PairingCreate {
+                    name,
+                    workspaces,
+                    families: person::chosen_families(families),
+                },
                 json,
                 person::render_created,
             ),

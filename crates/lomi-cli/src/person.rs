@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use lomi_mcp::control::ControlRequest;
-use lomi_protocol::{OperationId, PairingId, ProjectId, WorkspaceId};
+use lomi_protocol::{Family, OperationId, PairingId, ProjectId, WorkspaceId};
 use serde_json::Value;
 
 #[derive(Debug, Subcommand)]
@@ -63,6 +63,22 @@ pub enum PairingCommand {
         /// Only for the client's current session: it is pending again after it reconnects.
         #[arg(long)]
         session: bool,
+        /// Show it only this family of tools (repeat; workspace, terminal, files, editor, git,
+        /// browser, android, chat). Default: every family.
+        #[arg(long = "family", value_parser = family)]
+        families: Vec<Family>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change which tool families an approved pairing sees; its client is told at once.
+    Families {
+        pairing_id: PairingId,
+        /// A family it sees (repeat).
+        #[arg(long = "family", value_parser = family, required_unless_present = "all")]
+        families: Vec<Family>,
+        /// Every family, including ones a later Lomi adds.
+        #[arg(long, conflicts_with = "families")]
+        all: bool,
         #[arg(long)]
         json: bool,
     },
@@ -84,9 +100,28 @@ pub enum PairingCommand {
         name: String,
         #[arg(long = "workspace")]
         workspaces: Vec<WorkspaceId>,
+        /// Show it only this family of tools (repeat). Default: every family.
+        #[arg(long = "family", value_parser = family)]
+        families: Vec<Family>,
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A tool family named on the command line.
+fn family(name: &str) -> Result<Family, String> {
+    Family::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
+        format!(
+            "no tool family {name:?}; the families are {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// The families given with `--family`, or every family (`None`) when none was.
+pub fn chosen_families(families: Vec<Family>) -> Option<std::collections::BTreeSet<Family>> {
+    (!families.is_empty()).then(|| families.into_iter().collect())
 }
 
 #[derive(Debug, Subcommand)]
@@ -211,8 +246,16 @@ pub fn render_pairings(list: &Value) {
             .flatten()
             .filter_map(Value::as_str)
             .collect();
+        let families = match p["families"].as_array() {
+            None => "all".to_owned(),
+            Some(list) => list
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
         println!(
-            "{}  {:<8}  code {}  \"{}\"  ({})  grants: {}",
+            "{}  {:<8}  code {}  \"{}\"  ({})  grants: {}  tools: {}",
             text(&p["pairingId"]),
             text(&p["state"]),
             text(&p["verificationCode"]),
@@ -222,6 +265,11 @@ pub fn render_pairings(list: &Value) {
                 "none".to_owned()
             } else {
                 grants.join(", ")
+            },
+            if families.is_empty() {
+                "session tools only".to_owned()
+            } else {
+                families
             }
         );
     }
@@ -261,6 +309,19 @@ pub fn render_decision(v: &Value) {
         .map(text)
         .unwrap_or("done");
     println!("{subject}: {state}");
+}
+
+pub fn render_families(v: &Value) {
+    let families = match v["families"].as_array() {
+        None => "every tool family".to_owned(),
+        Some(list) if list.is_empty() => "the session tools only".to_owned(),
+        Some(list) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    println!("{}: sees {families}", text(&v["pairingId"]));
 }
 
 pub fn render_created(v: &Value) {

@@ -2,14 +2,15 @@
 //! JSON request line in, one JSON reply line out. The desktop window makes the same calls
 //! through `handle`, in process (store maintenance too: `storeStatus`, `storeReconcile`).
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use lomi_broker::Broker;
 use lomi_protocol::tools::chat::ChatGetInput;
 use lomi_protocol::tools::settings::SettingsSection;
 use lomi_protocol::{
-    ConversationId, DraftRevision, ErrorCode, OperationId, PairingId, Reply, SettingsRevision,
-    ToolError, WorkspaceId,
+    ConversationId, DraftRevision, ErrorCode, Family, OperationId, PairingId, Reply,
+    SettingsRevision, ToolError, WorkspaceId,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -59,6 +60,14 @@ pub enum ControlRequest {
         /// Approve for the client's current session only.
         #[serde(default)]
         session: bool,
+        /// The tool families it will see; absent or null: every family.
+        #[serde(default)]
+        families: Option<BTreeSet<Family>>,
+    },
+    /// Changes the tool families a pairing sees (null: every family).
+    PairingFamilies {
+        pairing_id: PairingId,
+        families: Option<BTreeSet<Family>>,
     },
     PairingDeny {
         pairing_id: PairingId,
@@ -69,6 +78,8 @@ pub enum ControlRequest {
     PairingCreate {
         name: String,
         workspaces: Vec<WorkspaceId>,
+        #[serde(default)]
+        families: Option<BTreeSet<Family>>,
     },
     OperationList {
         limit: usize,
@@ -400,21 +411,19 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
             .project_remove(&workspace_id, &project_id)
             .map(|()| json!({"workspaceId": workspace_id, "projectId": project_id, "removed": true})),
         ControlRequest::PairingList {} => Ok(json!(broker.pairing_list())),
-        ControlRequest::PairingApprove { pairing_id, workspaces, session } => {
-            let approved = if session {
-                broker.pairing_approve_for_session(&pairing_id, &workspaces)
-            } else {
-                broker.pairing_approve(&pairing_id, &workspaces)
-            };
-            approved.map(|()| json!({"pairingId": pairing_id, "state": "approved", "grants": workspaces, "session": session}))
-        }
+        ControlRequest::PairingApprove { pairing_id, workspaces, session, families } => broker
+            .pairing_approve_families(&pairing_id, &workspaces, session, families.clone())
+            .map(|()| json!({"pairingId": pairing_id, "state": "approved", "grants": workspaces, "session": session, "families": families})),
+        ControlRequest::PairingFamilies { pairing_id, families } => broker
+            .pairing_set_families(&pairing_id, families.clone())
+            .map(|()| json!({"pairingId": pairing_id, "families": families})),
         ControlRequest::PairingDeny { pairing_id } => {
             broker.pairing_deny(&pairing_id).map(|()| json!({"pairingId": pairing_id, "state": "denied"}))
         }
         ControlRequest::PairingRevoke { pairing_id } => {
             broker.pairing_revoke(&pairing_id).map(|()| json!({"pairingId": pairing_id, "state": "revoked"}))
         }
-        ControlRequest::PairingCreate { name, workspaces } => broker.pairing_create(&name, &workspaces).map(|created| {
+        ControlRequest::PairingCreate { name, workspaces, families } => broker.pairing_create(&name, &workspaces, families).map(|created| {
             json!({
                 "pairingId": created.pairing_id,
                 "token": created.token,

@@ -269,6 +269,10 @@ pub fn router(
         .with_allowed_origins(origins)
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(shutdown.child_token());
+    let oauth = crate::oauth::OAuthState {
+        lomi: lomi.clone(),
+        port,
+    };
     let tools = Arc::new(mcp_tools());
     let guard = Arc::new(BearerGuard::default());
     // An idle session ends after half an hour; its session-bound pairing ends with it.
@@ -285,8 +289,10 @@ pub fn router(
         Arc::new(sessions),
         config,
     );
-    axum::Router::new()
-        .nest_service("/mcp", service)
+    let mcp = axum::Router::new().nest_service("/mcp", service).layer(
+        axum::middleware::from_fn_with_state(oauth.clone(), crate::oauth::challenge),
+    );
+    mcp.merge(crate::oauth::routes(oauth))
         .layer(axum::middleware::from_fn_with_state(limits, body_deadline))
         .layer(axum::middleware::from_fn(session_end_answers_no_content))
 }

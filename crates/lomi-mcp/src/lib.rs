@@ -6,6 +6,7 @@ pub mod data_dir;
 pub mod host;
 pub mod http;
 pub mod local;
+pub mod oauth;
 pub mod provider_keys;
 mod server;
 mod tools;

@@ -97,6 +97,15 @@ pub struct LomiServer {
 struct SessionPairing {
     broker: Broker,
     pairing: Mutex<Option<PairingId>>,
+    /// What this session's client was last shown by `tools/list`.
+    listed: Mutex<Listed>,
+}
+
+/// The pairing a session's tool list was made for, and the families it showed.
+#[derive(Default)]
+struct Listed {
+    pairing: Option<PairingId>,
+    families: Option<std::collections::BTreeSet<lomi_protocol::Family>>,
 }
 
 impl Drop for SessionPairing {
@@ -139,6 +148,7 @@ impl LomiServer {
             session: Arc::new(SessionPairing {
                 broker: broker.clone(),
                 pairing: Mutex::new(None),
+                listed: Mutex::new(Listed::default()),
             }),
             lomi,
             broker,
@@ -154,7 +164,7 @@ impl LomiServer {
         if let Some(id) = &self.fixed {
             return Ok(id.clone());
         }
-        if let Some(token) = bearer_token(context) {
+        if let Some(token) = bearer_token(&context.extensions) {
             if let Some(id) = self.broker.pairing_by_secret(&token) {
                 return Ok(id);
             }
@@ -173,6 +183,62 @@ impl LomiServer {
             return Err(ToolError::new(ErrorCode::PairingRequired, message));
         }
         self.session_pairing(context)
+    }
+
+    /// The pairing this request comes from, if it already has one: never starts a pairing.
+    fn known_caller(&self, extensions: &rmcp::model::Extensions) -> Option<PairingId> {
+        if let Some(id) = &self.fixed {
+            return Some(id.clone());
+        }
+        if let Some(token) = bearer_token(extensions) {
+            return self.broker.pairing_by_secret(&token);
+        }
+        self.session
+            .pairing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Tells this session's client when the families its tool list was made for change (the
+    /// person approved it with fewer, or changed them later), until the session ends.
+    fn watch_families(&self, peer: rmcp::Peer<RoleServer>) {
+        let session = Arc::downgrade(&self.session);
+        let mut changed = self.broker.families_changed();
+        tokio::spawn(async move {
+            while changed.changed().await.is_ok() {
+                let Some(session) = session.upgrade() else {
+                    return;
+                };
+                if peer.is_transport_closed() {
+                    return;
+                }
+                let pairing = {
+                    let listed = session.listed.lock().unwrap_or_else(|e| e.into_inner());
+                    listed.pairing.clone()
+                };
+                let pairing = pairing.or_else(|| {
+                    session
+                        .pairing
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clone()
+                });
+                let Some(pairing) = pairing else { continue };
+                let now = session.broker.pairing_families(&pairing);
+                let moved = {
+                    let mut listed = session.listed.lock().unwrap_or_else(|e| e.into_inner());
+                    let moved = listed.families != now;
+                    listed.pairing = Some(pairing);
+                    listed.families = now;
+                    moved
+                };
+                drop(session);
+                if moved && peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        });
     }
 
     /// The pairing bound to this MCP session, asked for on first use.
@@ -211,8 +277,8 @@ fn source_address(context: &RequestContext<RoleServer>) -> Option<std::net::Sock
         .map(|source| source.0)
 }
 
-fn bearer_token(context: &RequestContext<RoleServer>) -> Option<String> {
-    let parts = context.extensions.get::<http::request::Parts>()?;
+fn bearer_token(extensions: &rmcp::model::Extensions) -> Option<String> {
+    let parts = extensions.get::<http::request::Parts>()?;
     let value = parts
         .headers
         .get(http::header::AUTHORIZATION)?
@@ -234,7 +300,7 @@ impl ServerHandler for LomiServer {
     fn get_info(&self) -> InitializeResult {
         let info = json!({
             "protocolVersion": ProtocolVersion::V_2025_11_25,
-            "capabilities": {"tools": {"listChanged": false}},
+            "capabilities": {"tools": {"listChanged": true}},
             "serverInfo": {"name": "lomi", "title": "Lomi", "version": env!("CARGO_PKG_VERSION")},
             "instructions": INSTRUCTIONS,
         });
@@ -244,18 +310,43 @@ impl ServerHandler for LomiServer {
         })
     }
 
-    /// Sessions carry pairings of clients without a token, so Lomi speaks the protocol
-    /// versions that have sessions (2025-11-25 and older).
+    /// The stateless revision (2026-07-28) beside the handshake-era ones: a stateless request
+    /// reaches this handler only with a token (`oauth::challenge` answers 401 to one without),
+    /// while a handshake-era client without a token pairs through its session.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        self.watch_families(context.peer);
+    }
+
+    /// The session tools and the families the caller's pairing sees (every tool before the
+    /// person decided which).
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        let pairing = self.known_caller(&context.extensions);
+        let families = pairing
+            .as_ref()
+            .and_then(|id| self.broker.pairing_families(id));
+        let tools = self
+            .tools
+            .iter()
+            .filter(|tool| {
+                lomi_protocol::Tool::from_name(&tool.name)
+                    .is_some_and(|tool| lomi_protocol::catalog::sees(families.as_ref(), tool))
+            })
+            .cloned()
+            .collect();
+        *self
+            .session
+            .listed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Listed { pairing, families };
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -263,24 +354,45 @@ impl ServerHandler for LomiServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !self.tools.iter().any(|tool| tool.name == request.name) {
-            return Err(ErrorData::invalid_params(
+        let unknown = || {
+            ErrorData::invalid_params(
                 format!(
                     "there is no tool {:?}; see tools/list or `lomi catalog`",
                     request.name
                 ),
                 None,
-            ));
-        }
+            )
+        };
+        let Some(tool) = lomi_protocol::Tool::from_name(&request.name)
+            .filter(|_| self.tools.iter().any(|tool| tool.name == request.name))
+        else {
+            return Err(unknown());
+        };
         let answer = match self.caller(&context).await {
+            // A tool of a family the person did not give this pairing is not there for it.
+            Ok(caller) if !self.broker.pairing_sees(&caller, tool) => return Err(unknown()),
             Ok(caller) => {
+                {
+                    let mut listed = self
+                        .session
+                        .listed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner());
+                    if listed.pairing.is_none() {
+                        listed.pairing = Some(caller.clone());
+                    }
+                }
                 let arguments = request.arguments.map(serde_json::Value::Object);
                 crate::tools::call(&self.lomi, &caller, &request.name, arguments).await
             }
             Err(error) => crate::tools::refused(error),
         };
         serde_json::from_value::<CallToolResult>(answer.into_result())
-            .map(CallToolResponse::from)
+            .map(|mut result| {
+                // Required in the stateless revision; the library drops it for older peers.
+                result.result_type = Some(rmcp::model::ResultType::COMPLETE);
+                CallToolResponse::from(result)
+            })
             .map_err(|error| {
                 ErrorData::internal_error(format!("could not encode the result: {error}"), None)
             })

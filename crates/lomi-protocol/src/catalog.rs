@@ -26,7 +26,7 @@ use crate::tools::browser::{
 };
 use crate::tools::chat::{
     ChatCreateInput, ChatDraftUpdateInput, ChatGetInput, ChatList, ChatListInput, ChatSendInput,
-    ChatSent, ConversationSummary, ConversationView, DraftUpdated,
+    ChatSent, ConversationCreated, ConversationView, DraftUpdated,
 };
 use crate::tools::editor::{
     EditorCloseInput, EditorClosed, EditorDocumentView, EditorEditInput, EditorEdited,
@@ -178,6 +178,173 @@ tool_table! {
     ChatSend => "lomi_chat_send",
 }
 
+/// A family of tools the person lets a pairing see. `tools/list` shows a pairing its families'
+/// tools and the session tools (those of no family: pairing status, workspace and panel lists,
+/// connect, operations, events, store status); a tool of a family it was not given answers as
+/// unknown.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    Workspace,
+    Terminal,
+    Files,
+    Editor,
+    Git,
+    Browser,
+    Android,
+    Chat,
+}
+
+impl Family {
+    pub const ALL: &'static [Family] = &[
+        Family::Workspace,
+        Family::Terminal,
+        Family::Files,
+        Family::Editor,
+        Family::Git,
+        Family::Browser,
+        Family::Android,
+        Family::Chat,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Family::Workspace => "workspace",
+            Family::Terminal => "terminal",
+            Family::Files => "files",
+            Family::Editor => "editor",
+            Family::Git => "git",
+            Family::Browser => "browser",
+            Family::Android => "android",
+            Family::Chat => "chat",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Family> {
+        Family::ALL.iter().copied().find(|f| f.name() == name)
+    }
+}
+
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Tool {
+    /// The family the tool belongs to, or `None` for a session tool every pairing sees. The
+    /// match is exhaustive: a new tool must say where it belongs.
+    pub const fn family(self) -> Option<Family> {
+        use Family::*;
+        match self {
+            Tool::PairingStatus
+            | Tool::WorkspaceList
+            | Tool::PanelList
+            | Tool::Connect
+            | Tool::OperationGet
+            | Tool::OperationCancel
+            | Tool::EventsRead
+            | Tool::StoreStatus => None,
+            Tool::WorkspaceUpdate
+            | Tool::WorkspaceClose
+            | Tool::SettingsGet
+            | Tool::SettingsUpdate => Some(Workspace),
+            Tool::TerminalCreate
+            | Tool::LeaseAcquire
+            | Tool::LeaseRelease
+            | Tool::TerminalInput
+            | Tool::TerminalRead
+            | Tool::TerminalInterrupt
+            | Tool::TerminalClose => Some(Terminal),
+            Tool::FileRead
+            | Tool::FileWrite
+            | Tool::FileCreate
+            | Tool::FileRename
+            | Tool::FileDelete
+            | Tool::DirCreate
+            | Tool::DirList => Some(Files),
+            Tool::EditorOpen | Tool::EditorEdit | Tool::EditorSave | Tool::EditorClose => {
+                Some(Editor)
+            }
+            Tool::GitStatus
+            | Tool::GitDiff
+            | Tool::GitStage
+            | Tool::GitCommit
+            | Tool::GitBranch => Some(Git),
+            Tool::AndroidDevices
+            | Tool::AndroidAttach
+            | Tool::AndroidDetach
+            | Tool::AndroidLaunch
+            | Tool::AndroidInput
+            | Tool::AndroidUiSnapshot
+            | Tool::AndroidCapture
+            | Tool::AndroidShell
+            | Tool::AndroidPush
+            | Tool::AndroidPull
+            | Tool::AndroidInstall
+            | Tool::AndroidUninstall
+            | Tool::AndroidApps
+            | Tool::AndroidStop
+            | Tool::AndroidOpenUrl
+            | Tool::AndroidLogcat
+            | Tool::AndroidOrientation
+            | Tool::AndroidRotate => Some(Android),
+            Tool::BrowserCreate
+            | Tool::BrowserNavigate
+            | Tool::BrowserSnapshot
+            | Tool::BrowserWait
+            | Tool::BrowserClick
+            | Tool::BrowserType
+            | Tool::BrowserPress
+            | Tool::BrowserSelect
+            | Tool::BrowserHover
+            | Tool::BrowserScroll
+            | Tool::BrowserUpload
+            | Tool::BrowserDialog
+            | Tool::BrowserTabList
+            | Tool::BrowserTabOpen
+            | Tool::BrowserTabSwitch
+            | Tool::BrowserTabClose
+            | Tool::BrowserConsole
+            | Tool::BrowserNetwork
+            | Tool::BrowserEvaluate
+            | Tool::BrowserCapture
+            | Tool::BrowserDrag
+            | Tool::BrowserFill
+            | Tool::BrowserEmulate
+            | Tool::BrowserPdf
+            | Tool::BrowserNetworkBody
+            | Tool::BrowserClose => Some(Browser),
+            Tool::ChatList
+            | Tool::ChatGet
+            | Tool::ChatCreate
+            | Tool::ChatDraftUpdate
+            | Tool::ChatSend => Some(Chat),
+        }
+    }
+}
+
+/// The families a pairing sees: every family (`None`, including families a later Lomi adds), or
+/// the ones the person chose.
+pub fn sees(families: Option<&std::collections::BTreeSet<Family>>, tool: Tool) -> bool {
+    match (tool.family(), families) {
+        (None, _) | (_, None) => true,
+        (Some(family), Some(chosen)) => chosen.contains(&family),
+    }
+}
+
 /// MCP tool annotations (hints for clients; Lomi enforces the real rules itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -186,6 +353,18 @@ pub struct Annotations {
     pub destructive_hint: bool,
     pub idempotent_hint: bool,
     pub open_world_hint: bool,
+}
+
+impl Annotations {
+    /// The hints as listed: `destructiveHint` and `idempotentHint` mean something only for a
+    /// tool that is not read-only (MCP's tool annotations), so a read tool lists neither.
+    pub fn to_json(self) -> Value {
+        if self.read_only_hint {
+            serde_json::json!({"readOnlyHint": true, "openWorldHint": self.open_world_hint})
+        } else {
+            serde_json::json!(self)
+        }
+    }
 }
 
 const READ: Annotations = Annotations {
@@ -281,7 +460,7 @@ impl ToolSpec {
             "description": self.description,
             "inputSchema": self.input_schema,
             "outputSchema": self.output_schema,
-            "annotations": self.annotations,
+            "annotations": self.annotations.to_json(),
         })
     }
 }
@@ -1098,28 +1277,26 @@ impl Tool {
                 "List conversations",
                 Read,
                 READ,
-                "A workspace's Chat conversations with their revisions, newest first.",
+                "A workspace's conversations, newest first.",
             ),
             Tool::ChatGet => ToolSpec::new::<ChatGetInput, ConversationView>(
                 tool,
                 "Get a conversation",
                 Read,
                 READ,
-                "A conversation's draft and a page of its messages (afterSeq, maxBytes); a reply being \
-             received reads state streaming.",
+                "A conversation's draft and a page of messages.",
             ),
-            Tool::ChatCreate => ToolSpec::operation::<ChatCreateInput, ConversationSummary>(
+            Tool::ChatCreate => ToolSpec::operation::<ChatCreateInput, ConversationCreated>(
                 tool,
                 "Create a conversation",
                 MUTATION,
-                "A new, empty conversation in the retry epoch's workspace. Returns the operation.",
+                "A new conversation in the retry epoch's workspace.",
             ),
             Tool::ChatDraftUpdate => ToolSpec::operation::<ChatDraftUpdateInput, DraftUpdated>(
                 tool,
                 "Update a draft",
                 MUTATION,
-                "Replaces a conversation's draft, compared and swapped by expectedDraftRevision (the \
-             person edits the same draft). Returns the operation.",
+                "Replaces the draft the person also edits, by expectedDraftRevision.",
             ),
             Tool::ChatSend => ToolSpec::operation::<ChatSendInput, ChatSent>(
                 tool,
@@ -1128,9 +1305,8 @@ impl Tool {
                     open_world_hint: true,
                     ..MUTATION
                 },
-                "Sends the draft to the model provider as the next message, compared by both revisions; \
-             the reply streams into the conversation. Usually awaits the person first. Cannot be undone: \
-             never resend after outcome_unknown. Returns the operation.",
+                "Sends the draft to the provider, compared by both revisions; the reply streams in. \
+             Usually awaits the person. Never resend after outcome_unknown.",
             ),
         }
     }

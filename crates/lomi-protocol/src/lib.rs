@@ -12,7 +12,7 @@ pub mod strict;
 pub mod time;
 pub mod tools;
 
-pub use catalog::Tool;
+pub use catalog::{Family, Tool};
 pub use envelope::{
     CONTROL_API_VERSION, MAX_ANSWER_BYTES, MAX_INLINE_IMAGE_BYTES, Reply, json_escaped_len,
     json_escaped_prefix,

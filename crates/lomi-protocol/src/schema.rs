@@ -67,7 +67,6 @@ pub fn operation_schema<R: JsonSchema>() -> Map<String, Value> {
         "type": "object",
         "properties": {"details": {}},
         "required": ["details"],
-        "additionalProperties": false,
     });
     if let Some(slot) = operation.pointer_mut("/properties/result") {
         *slot = json!({"anyOf": [compacted::<R>(), failure, {"type": "null"}]});
@@ -116,7 +115,8 @@ fn envelope(data: Value) -> Map<String, Value> {
     map
 }
 
-/// Keywords an output schema leaves out: annotations and input-only limits.
+/// Keywords an output schema leaves out: annotations and input-only limits (and, below, the
+/// closing of nested objects).
 const OUTPUT_OMITS: &[&str] = &[
     "description",
     "title",
@@ -133,6 +133,12 @@ fn compact_output(schema: &mut Value) {
     let Value::Object(map) = schema else { return };
     for keyword in OUTPUT_OMITS {
         map.remove(*keyword);
+    }
+    // Lomi writes its own answers: `additionalProperties: false` on each object of an output
+    // only forbids what Lomi never sends, and repeated on every object of every tool it was a
+    // twentieth of `tools/list`. The envelope's root keeps it.
+    if map.get("additionalProperties") == Some(&Value::Bool(false)) {
+        map.remove("additionalProperties");
     }
     for (keyword, value) in map.iter_mut() {
         match keyword.as_str() {
@@ -161,6 +167,18 @@ fn compact_output(schema: &mut Value) {
     }
     collapse_constant_choices(map);
     forget_error_codes(map);
+    untype_string_enums(map);
+}
+
+/// Drops `type: string` beside an `enum` of strings only (the values say it already).
+fn untype_string_enums(map: &mut Map<String, Value>) {
+    let all_strings = matches!(
+        map.get("enum"),
+        Some(Value::Array(values)) if !values.is_empty() && values.iter().all(Value::is_string)
+    );
+    if all_strings && map.get("type") == Some(&Value::String("string".to_owned())) {
+        map.remove("type");
+    }
 }
 
 /// Drops the `type` beside every `const` (a constant has its type already).
@@ -312,7 +330,7 @@ mod tests {
                 "title": {"type": "string"},
                 "description": {"type": ["string", "null"]},
                 "pattern": {"type": "string"},
-                "state": {"enum": ["calm", "stormy"], "type": "string"},
+                "state": {"enum": ["calm", "stormy"]},
             })
         );
         assert!(data.get("description").is_none());

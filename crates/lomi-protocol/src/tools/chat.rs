@@ -5,8 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{
-    ConversationId, ConversationRevision, DraftRevision, OperationId, RequestKey, RetryEpoch,
-    WorkspaceId,
+    ConversationId, ConversationRevision, DraftRevision, RequestKey, RetryEpoch, WorkspaceId,
 };
 use crate::time::Timestamp;
 
@@ -27,7 +26,6 @@ pub struct ConversationSummary {
     pub conversation_revision: ConversationRevision,
     pub draft_revision: DraftRevision,
     pub message_count: u64,
-    pub updated_at: Timestamp,
 }
 
 /// `lomi_chat_list` output, most recently changed first.
@@ -42,9 +40,9 @@ pub struct ChatList {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChatGetInput {
     pub conversation_id: ConversationId,
-    /// Messages after this seq (a previous nextSeq); from the first when absent.
+    /// A previous nextSeq.
     pub after_seq: Option<u64>,
-    /// Most message text bytes in the answer, 1024 to 524288 (default 65536).
+    /// Text bytes, 1024-524288 (65536).
     pub max_bytes: Option<u32>,
 }
 
@@ -121,9 +119,6 @@ pub struct ChatMessage {
     pub provider: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// The send that wrote it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operation_id: Option<OperationId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,7 +151,6 @@ pub struct ConversationView {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChatCreateInput {
-    /// 1 to 120 characters.
     pub title: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -168,10 +162,18 @@ pub struct ChatCreateInput {
 pub struct ChatDraftUpdateInput {
     pub conversation_id: ConversationId,
     pub expected_draft_revision: DraftRevision,
-    /// At most 262144 bytes.
     pub text: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
+}
+
+/// The confirmed result of `lomi_chat_create`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationCreated {
+    pub conversation_id: ConversationId,
+    pub conversation_revision: ConversationRevision,
+    pub draft_revision: DraftRevision,
 }
 
 /// The confirmed result of `lomi_chat_draft_update`.
@@ -191,7 +193,7 @@ pub struct ChatSendInput {
     pub expected_draft_revision: DraftRevision,
     /// Default: the chat settings'.
     pub provider: Option<String>,
-    /// Default: the chat settings', else the provider's first.
+    /// Default: settings', else the provider's first.
     pub model: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -205,7 +207,6 @@ pub struct ChatSent {
     pub conversation_revision: ConversationRevision,
     /// The reply's seq.
     pub reply_seq: u64,
-    pub reply_bytes: u64,
     pub provider: String,
     pub model: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

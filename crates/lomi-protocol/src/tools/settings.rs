@@ -301,6 +301,10 @@ pub struct PairingSetting {
     pub state: PairingState,
     /// The workspaces it may use.
     pub grants: Vec<WorkspaceId>,
+    /// The tool families it sees (with the session tools), when not all of them.
+    pub families: Vec<crate::Family>,
+    /// It sees every family, including ones a later Lomi adds.
+    pub all_families: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
