@@ -54,6 +54,8 @@ export interface Decision {
   workspaceId: string;
   projectId: string | null;
   arguments: Record<string, unknown>;
+  /** What it will do beyond its arguments (a Chat send: message, provider, model). */
+  preview?: Record<string, unknown>;
   createdAt: string;
 }
 

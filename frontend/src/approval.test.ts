@@ -158,3 +158,23 @@ describe("operation decision dialog", () => {
     expect(decide).toHaveBeenLastCalledWith("op_1", false);
   });
 });
+
+describe("an agent's Chat send", () => {
+  it("shows the message, the provider and the model before anything is sent", () => {
+    const send: Decision = {
+      operationId: "op_9",
+      tool: "lomi_chat_send",
+      pairingId: "pa_1",
+      workspaceId: "ws_a",
+      projectId: null,
+      arguments: { conversationId: "cv_1", expectedConversationRevision: "1", expectedDraftRevision: "2" },
+      preview: { message: "What should I pack?", conversationTitle: "Trip", provider: "openai", model: "gpt-x" },
+      createdAt: "2026-12-04T06:00:00Z",
+    };
+    expect(describeOperation(send, workspaces)).toBe(
+      'Send this message to openai (gpt-x) in "Trip". It cannot be taken back once sent.',
+    );
+    const dialog = decisionDialog(send, "Claude Code", workspaces, { decide: vi.fn() });
+    expect(dialog.querySelector("#decision-message")?.textContent).toBe("What should I pack?");
+  });
+});

@@ -156,6 +156,12 @@ export function describeOperation(decision: Decision, workspaces: Workspace[]): 
       return `Let the agent use the Android device ${String(args.serial ?? "?")}${where}: tap, type, capture the screen and launch apps on it.`;
     case "lomi_android_shell":
       return `Run a shell command on an Android device: ${String(args.command ?? "")}`;
+    case "lomi_chat_send": {
+      const preview = decision.preview ?? {};
+      const to = preview.provider ? `${String(preview.provider)}${preview.model ? ` (${String(preview.model)})` : ""}` : "a model provider";
+      const title = preview.conversationTitle ? ` in "${String(preview.conversationTitle)}"` : "";
+      return `Send this message to ${to}${title}. It cannot be taken back once sent.`;
+    }
     case "lomi_terminal_create":
       return `Open a terminal${where}${typeof args.title === "string" ? ` titled "${args.title}"` : ""}.`;
     default:
@@ -187,6 +193,9 @@ export function decisionDialog(
       h("strong", { class: "client-name" }, clientName),
     ),
     h("p", { class: "what" }, describeOperation(decision, workspaces)),
+    typeof decision.preview?.message === "string"
+      ? h("pre", { class: "message", id: "decision-message" }, decision.preview.message)
+      : null,
     h(
       "details",
       {},

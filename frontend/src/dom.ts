@@ -106,6 +106,10 @@ export function morph(current: Element, next: Element): void {
     current.checked = next.checked;
     if (next.hasAttribute("value") && document.activeElement !== current) current.value = next.value;
   }
+  // A text area's value is its text only until typed in: set it, unless the person is typing.
+  if (current instanceof HTMLTextAreaElement && next instanceof HTMLTextAreaElement) {
+    if (document.activeElement !== current && current.value !== next.value) current.value = next.value;
+  }
   const kept = [...current.childNodes];
   const wanted = [...next.childNodes];
   wanted.forEach((node, index) => {

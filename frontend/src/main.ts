@@ -20,6 +20,7 @@ import {
   watch,
 } from "./api";
 import { decisionDialog, pairingDialog } from "./approval";
+import { type ChatState, type ConversationSummary, type ConversationView, chatView, nextDraft, streaming } from "./chat";
 import { h, morph, show } from "./dom";
 import { PanelsView, feedView } from "./live";
 import { settingsView } from "./settings";
@@ -37,7 +38,7 @@ import {
   shownChoice,
 } from "./storage";
 
-type Tab = "live" | "settings";
+type Tab = "live" | "chat" | "settings";
 
 const root = document.getElementById("app")!;
 let info: AppInfo = { url: "", dataDir: "", brokerInstanceId: "", version: "" };
@@ -87,6 +88,7 @@ function renderTabs(): void {
         onclick: () => {
           tab = id;
           render();
+          if (id === "chat") void refreshChat();
         },
       },
       label,
@@ -96,6 +98,7 @@ function renderTabs(): void {
   next.append(
     h("span", { class: "brand" }, "Lomi"),
     button("live", "Live"),
+    button("chat", "Chat"),
     button("settings", "Settings"),
     h("span", { class: "endpoint" }, info.url, pending ? h("span", { class: "pending" }, ` · ${pending} waiting`) : null),
   );
@@ -200,6 +203,15 @@ function render(): void {
     } else {
       content.replaceChildren(panels.element, feed);
     }
+  } else if (tab === "chat") {
+    chat.workspaces = workspaces;
+    if (!chat.workspaceId && workspaces.length) chat.workspaceId = workspaces[0].workspaceId;
+    const settings = overview.settings ? dataOr<SettingsSections | null>(overview.settings, null) : null;
+    const provider = String(settings?.chat?.defaultProvider ?? "");
+    const providers = (settings?.providers?.providers ?? []) as { name: string; models: string[] }[];
+    const model = String(settings?.chat?.defaultModel || providers.find((p) => p.name === provider)?.models[0] || "");
+    chat.sendsTo = provider ? `Sends to ${provider}${model ? ` (${model})` : ""}` : "No default provider (Settings → Chat)";
+    show(content, chatView(chat, chatActions));
   } else {
     // Morphed, not replaced: a click that began before the overview changed still lands, and
     // the field the person is typing in keeps its text and focus.
@@ -295,6 +307,112 @@ async function askFreeRoom(): Promise<void> {
     say(`Free room: ${(error as Error).message}`, true);
   }
 }
+
+// ---- Chat ----
+
+const chat: ChatState = {
+  workspaces: [],
+  workspaceId: null,
+  conversations: [],
+  open: null,
+  draft: { text: "", from: "1", dirty: false },
+  sendsTo: "",
+  problem: null,
+};
+
+/** Reads the chosen workspace's conversations and the open one again. */
+async function refreshChat(): Promise<void> {
+  if (!chat.workspaceId) return;
+  try {
+    const list = await control<{ conversations: ConversationSummary[] }>({ chatList: { workspaceId: chat.workspaceId } });
+    chat.conversations = list.conversations;
+    if (chat.open) {
+      const view = await control<ConversationView>({
+        chatGet: { conversationId: chat.open.conversationId, maxBytes: 524288 },
+      });
+      chat.open = view;
+      chat.draft = nextDraft(chat.draft, view.draft);
+    }
+  } catch (error) {
+    chat.problem = (error as Error).message;
+  }
+  if (tab === "chat") render();
+}
+
+async function chatCall(what: string, request: Record<string, unknown>): Promise<unknown> {
+  try {
+    chat.problem = null;
+    return await control(request);
+  } catch (error) {
+    chat.problem = `${what}: ${(error as Error).message}`;
+    render();
+    return null;
+  }
+}
+
+/** Saves the person's text, compared with the revision it was edited from. */
+async function saveDraft(): Promise<boolean> {
+  if (!chat.open) return false;
+  const saved = (await chatCall("Save draft", {
+    chatDraft: { conversationId: chat.open.conversationId, text: chat.draft.text, expectedDraftRevision: chat.draft.from },
+  })) as { draftRevision: string } | null;
+  if (!saved) {
+    // Someone changed the draft meanwhile: keep the person's text, show the revision it is now
+    // at, so a second Save overwrites deliberately.
+    const current = chat.open.draft.draftRevision;
+    await refreshChat();
+    chat.draft = { ...chat.draft, from: chat.open?.draft.draftRevision ?? current };
+    render();
+    return false;
+  }
+  chat.draft = { text: chat.draft.text, from: saved.draftRevision, dirty: false };
+  await refreshChat();
+  return true;
+}
+
+const chatActions = {
+  chooseWorkspace: (workspaceId: string) => {
+    chat.workspaceId = workspaceId;
+    chat.open = null;
+    void refreshChat();
+  },
+  choose: (conversationId: string) => {
+    chat.open = { conversationId } as ConversationView;
+    chat.draft = { text: "", from: "1", dirty: false };
+    void refreshChat();
+  },
+  create: (title: string) => {
+    if (!chat.workspaceId) return;
+    void chatCall("New conversation", { chatCreate: { workspaceId: chat.workspaceId, title } }).then((created) => {
+      if (created) chatActions.choose((created as ConversationSummary).conversationId);
+    });
+  },
+  editDraft: (text: string) => {
+    chat.draft = { ...chat.draft, text, dirty: true };
+  },
+  saveDraft: () => void saveDraft(),
+  send: () => {
+    void (async () => {
+      if (!chat.open) return;
+      if (chat.draft.dirty && !(await saveDraft())) return;
+      await chatCall("Send", {
+        chatSend: { conversationId: chat.open.conversationId, expectedDraftRevision: chat.draft.from },
+      });
+      await refreshChat();
+    })();
+  },
+  cancel: () => {
+    if (chat.open) void chatCall("Stop", { chatCancel: { conversationId: chat.open.conversationId } }).then(refreshChat);
+  },
+};
+
+// The Chat tab reads again often while a reply streams in, and now and then otherwise.
+let chatTick = 0;
+window.setInterval(() => {
+  if (tab !== "chat") return;
+  chatTick += 1;
+  if (streaming(chat.open) || chatTick % 4 === 0) void refreshChat();
+}, 250);
 
 root.replaceChildren(tabs, banner, content, overlay, toast);
 render();

@@ -4,8 +4,8 @@
 use lomi_mcp::control::{self, ControlRequest};
 use lomi_protocol::PanelId;
 use serde_json::{Value, json};
-use tauri::State;
 use tauri::ipc::{Channel, InvokeResponseBody};
+use tauri::{Manager, State};
 
 use crate::Desktop;
 
@@ -18,10 +18,13 @@ const BROWSER_VIEW_EVERY: std::time::Duration = std::time::Duration::from_millis
 /// The JPEG quality of a browser panel's view: enough to read a page, light to send.
 const BROWSER_VIEW_QUALITY: u8 = 70;
 
-/// One control request; the answer is the envelope (`status` ok or error).
+/// One control request; the answer is the envelope (`status` ok or error). Async, for a Chat
+/// send that waits for the provider; it takes the app handle, not a borrowed `State`, so that
+/// it can answer the envelope itself rather than a `Result`.
 #[tauri::command]
-pub fn control(desktop: State<'_, Desktop>, request: ControlRequest) -> Value {
-    control::handle(desktop.broker(), &desktop.front, request)
+pub async fn control(app: tauri::AppHandle, request: ControlRequest) -> Value {
+    let desktop = app.state::<Desktop>();
+    control::answer(&desktop.lomi, &desktop.front, request).await
 }
 
 /// Where this Lomi listens and keeps its data (for the client configs in Settings).

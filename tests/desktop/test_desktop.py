@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -569,6 +570,97 @@ async def test_settings_saved_in_the_window_move_the_revision_agents_see(desktop
     rows = window.script("return document.querySelector('#settings-terminal [data-key=rows]').value")
     assert rows == "40", rows
     desktop.screenshot("settings-preferences.png")
+
+
+async def test_the_chat_tab_shows_a_streamed_reply_and_the_persons_draft_edit_wins(desktop: Desktop, tmp_path: Path):
+    """Chat in the window: an agent's conversation and draft show; the person's edit, saved by
+    its revision, makes the agent's stale update fail REVISION_MISMATCH; the person's Send
+    streams the provider's reply (a local provider without a key, the tests' stand-in) into
+    the thread as it arrives, and Stop keeps what arrived, marked cancelled."""
+    standin = e2e_module("provider_standin").StandIn(key=None)
+    try:
+        desktop.start()
+        lomi = desktop.lomi
+        window = desktop.window
+        assert window is not None
+        a, token, mcp = one_workspace_agent(desktop, "Chat workspace", "Chat agent", tmp_path / "project-a")
+        provider = {"kind": "openai_compatible", "baseUrl": standin.openai_url, "models": ["slow-model"]}
+        lomi.cli("settings", "set", "providers", "local", json.dumps(provider))
+        lomi.cli("settings", "set", "chat", "defaultProvider", "local")
+        async with mcp.session(token=token) as agent:
+            epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
+            created = await agent.ok("lomi_chat_create", {"title": "Trip plans", "retryEpoch": epoch, "requestKey": "c1"})
+            conversation = (await agent.settle(created["operationId"]))["result"]["conversationId"]
+            drafted = await agent.ok("lomi_chat_draft_update", {
+                "conversationId": conversation, "expectedDraftRevision": "1", "text": "Agent's draft",
+                "retryEpoch": epoch, "requestKey": "d1",
+            })
+            assert (await agent.settle(drafted["operationId"]))["state"] == "succeeded"
+
+            window.click_on("#tab-chat")
+            window.click_on(f"li.conversation[data-conversation-id='{conversation}']")
+            draft = lambda: window.script("const d = document.getElementById('chat-draft'); return d && d.value")  # noqa: E731
+            wait_until(lambda: draft() == "Agent's draft", "the agent's draft in the window")
+
+            # The person edits and saves the draft (from revision 2): it moves to 3.
+            window.script(
+                "const d = document.getElementById('chat-draft'); d.value = 'What should I pack?';"
+                " d.dispatchEvent(new Event('input', {bubbles: true})); return true"
+            )
+            window.click_on("#chat-save")
+            wait_until(lambda: lomi.cli("chat", "show", conversation)["draft"]["text"] == "What should I pack?",
+                       "the person's saved draft")
+            stale = await agent.error("lomi_chat_draft_update", {
+                "conversationId": conversation, "expectedDraftRevision": "2", "text": "Agent's rewrite",
+                "retryEpoch": epoch, "requestKey": "d2",
+            }, "REVISION_MISMATCH")
+            assert stale["details"]["draftRevision"] == "3", dump(stale)
+
+        # Send: the reply streams into the thread.
+        window.click_on("#chat-send")
+        reply = ".message.assistant.streaming .text"
+        first = window.text_of(reply)
+        wait_until(lambda: len(window.text_of(reply)) > len(first) > 0, "the reply growing as it arrives")
+        assert window.text_of(".message.user .text") == "What should I pack?"
+        desktop.screenshot("chat-streaming.png")
+        window.click_on("#chat-cancel")
+        window.wait_for(".message.assistant.cancelled")
+        shown = lomi.cli("chat", "show", conversation)
+        assert shown["messages"][1]["state"] == "cancelled", dump(shown)
+        assert shown["messages"][1]["text"].startswith("Echo: What"), dump(shown)
+        assert len(standin.seen()) == 1
+        assert standin.seen()[0]["body"]["messages"] == [{"role": "user", "content": "What should I pack?"}]
+        desktop.screenshot("chat-stopped.png")
+
+        # An agent's send waits for the person, whose dialog shows the message, the provider
+        # and the model; approved in the window, the reply streams into the same thread.
+        async with mcp.session(token=token) as agent:
+            epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
+            view = await agent.ok("lomi_chat_get", {"conversationId": conversation})
+            drafted = await agent.ok("lomi_chat_draft_update", {
+                "conversationId": conversation, "expectedDraftRevision": view["draft"]["draftRevision"],
+                "text": "Agent asks: and the weather?", "retryEpoch": epoch, "requestKey": "d3",
+            })
+            assert (await agent.settle(drafted["operationId"]))["state"] == "succeeded"
+            view = await agent.ok("lomi_chat_get", {"conversationId": conversation})
+            answer = await agent.ok("lomi_chat_send", {
+                "conversationId": conversation, "expectedConversationRevision": view["conversationRevision"],
+                "expectedDraftRevision": view["draft"]["draftRevision"], "model": "echo-model",
+                "retryEpoch": epoch, "requestKey": "s1",
+            })
+            assert answer["state"] == "awaiting_user", dump(answer)
+            assert window.text_of("#decision-message") == "Agent asks: and the weather?"
+            assert "local (echo-model)" in window.text_of("#decision-dialog .what")
+            desktop.screenshot("chat-decision.png")
+            window.click_on("#decision-approve")
+            op = await agent.settle(answer["operationId"])
+            assert op["state"] == "succeeded", dump(op)
+        window.wait_for(".message.assistant.complete")
+        assert window.text_of(".message.assistant.complete .text") == "Echo: Agent asks: and the weather?"
+        assert len(standin.seen()) == 2
+        desktop.screenshot("chat-agent-reply.png")
+    finally:
+        standin.close()
 
 
 async def test_tool_families_chosen_in_the_window_shape_the_agents_tool_list(desktop: Desktop, tmp_path: Path):

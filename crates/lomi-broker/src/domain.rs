@@ -177,9 +177,14 @@ impl Policy {
 
 /// Tools that wait for the person unless they say otherwise: deleting files cannot be undone;
 /// a shell command on a phone can do anything the device's shell user can; JavaScript in a
-/// browser page can do anything the page can.
-pub const CONFIRMED_BY_DEFAULT: &[Tool] =
-    &[Tool::FileDelete, Tool::AndroidShell, Tool::BrowserEvaluate];
+/// browser page can do anything the page can; a message sent to a model provider cannot be
+/// taken back.
+pub const CONFIRMED_BY_DEFAULT: &[Tool] = &[
+    Tool::FileDelete,
+    Tool::AndroidShell,
+    Tool::BrowserEvaluate,
+    Tool::ChatSend,
+];
 
 impl Default for Policy {
     fn default() -> Self {

@@ -10,8 +10,8 @@ use futures_util::FutureExt;
 
 use lomi_protocol::tools::operations::{OperationError, OperationView};
 use lomi_protocol::{
-    EffectState, ErrorCode, OperationId, OperationState, PairingId, PanelId, ProjectId, RequestKey,
-    RetryEpoch, Tool, ToolError, WorkspaceId,
+    ConversationId, EffectState, ErrorCode, OperationId, OperationState, PairingId, PanelId,
+    ProjectId, RequestKey, RetryEpoch, Tool, ToolError, WorkspaceId,
 };
 use lomi_store::{Outcome, OutcomeError, Receipt, ReceiptKey, ReservationRequest, StoreError};
 use serde_json::Value;
@@ -36,6 +36,9 @@ pub struct Mutation {
     pub revision: Option<String>,
     /// Mutations with the same permit run one at a time (waiting ones read `queued`).
     pub permit: Permit,
+    /// What the person is shown beside the arguments when asked to decide (for a provider
+    /// send: the message, provider and model). Not part of the fingerprint.
+    pub preview: Option<Value>,
 }
 
 /// What a mutation holds while its effect runs: changes to one workspace's layout, one
@@ -47,6 +50,12 @@ pub enum Permit {
     Panel(PanelId),
     /// Changes to the person's settings.
     Settings,
+    /// New conversations of a workspace.
+    Chat(WorkspaceId),
+    /// One conversation's draft.
+    Draft(ConversationId),
+    /// One conversation's sends: one reply at a time.
+    Conversation(ConversationId),
 }
 
 impl Permit {
@@ -56,6 +65,9 @@ impl Permit {
             Permit::Project(id) => format!("project:{id}"),
             Permit::Panel(id) => format!("panel:{id}"),
             Permit::Settings => "settings".to_owned(),
+            Permit::Chat(id) => format!("chat:{id}"),
+            Permit::Draft(id) => format!("draft:{id}"),
+            Permit::Conversation(id) => format!("conversation:{id}"),
         }
     }
 }
@@ -79,6 +91,20 @@ pub enum EffectOutcome {
         effect: EffectState,
         message: String,
     },
+}
+
+impl EffectOutcome {
+    /// Succeeded with `value` as the typed result; a value that cannot be written as JSON
+    /// (which the tools' result types never are) leaves the effect complete but unknown.
+    pub fn succeeded<T: serde::Serialize>(value: &T) -> EffectOutcome {
+        match serde_json::to_value(value) {
+            Ok(value) => EffectOutcome::Succeeded(value),
+            Err(e) => EffectOutcome::Unknown {
+                effect: EffectState::Complete,
+                message: e.to_string(),
+            },
+        }
+    }
 }
 
 /// Whether an operation waits for the person before it runs.
@@ -186,6 +212,9 @@ pub struct AwaitingDecision {
     pub project_id: Option<ProjectId>,
     /// The tool's whole input, as the agent sent it.
     pub arguments: Value,
+    /// What the tool will do beyond its arguments (a provider send's message, provider, model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<Value>,
     pub created_at: lomi_protocol::Timestamp,
 }
 
@@ -308,6 +337,7 @@ impl Broker {
             workspace_id: mutation.workspace_id.clone(),
             project_id: mutation.project_id.clone(),
             arguments: mutation.payload.clone(),
+            preview: mutation.preview.clone(),
             created_at: receipt.created_at,
         });
         self.live().insert(

@@ -2,6 +2,7 @@
 //! retry epochs and the operation engine every mutation goes through. Front doors (MCP, the
 //! command line, the desktop window) call its API; it knows nothing of their protocols.
 
+mod chat;
 mod domain;
 mod engine;
 mod entropy;
@@ -28,6 +29,9 @@ pub use domain::{Credential, Domain, Pairing, Policy, Project, Workspace};
 pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
     domain::check_name(what, name).map_err(ToolError::invalid)
 }
+pub use chat::{
+    MAX_DRAFT_BYTES, check_title, stale as conversation_stale, summary as conversation_summary,
+};
 pub use engine::{
     AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Permit, ProgressNote,
     Remember, off_thread, unless_cancelled,
@@ -187,6 +191,12 @@ impl Broker {
     /// 16 bytes from the broker's (injected) randomness, for runtime ids.
     pub fn random_bytes(&self) -> [u8; 16] {
         self.inner.entropy.bytes16()
+    }
+
+    /// Fires when this instance stops (`shutdown`): long effects (a reply streaming in) end
+    /// then instead of holding the stop up.
+    pub fn stopping(&self) -> CancellationToken {
+        self.inner.stopping.clone()
     }
 
     pub fn store(&self) -> &Store {

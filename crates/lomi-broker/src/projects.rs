@@ -81,6 +81,7 @@ impl ProjectChange<'_> {
             generation: None,
             revision: self.revision,
             permit: Permit::Project(project),
+            preview: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 mod android;
 mod attach;
 mod bridge;
+mod chat_commands;
 mod person;
 mod serve;
 mod settings_commands;
@@ -113,6 +114,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The operations waiting for your decision, with exactly what each will do (for a Chat
+    /// send: the message, provider and model).
+    Decisions {
+        #[arg(long)]
+        json: bool,
+    },
     /// Terminal panels.
     Terminal {
         #[command(subcommand)]
@@ -139,6 +146,11 @@ enum Command {
     Settings {
         #[command(subcommand)]
         command: settings_commands::SettingsCommand,
+    },
+    /// Chat: a workspace's conversations with your model providers (list, show, send).
+    Chat {
+        #[command(subcommand)]
+        command: chat_commands::ChatCommand,
     },
     /// Android devices: the attach decisions Lomi remembers for you.
     Android {
@@ -230,6 +242,10 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
         Command::Settings { command } => {
             let dir = data_dir::resolve(cli_data_dir)?;
             settings_commands::run(&dir, command)
+        }
+        Command::Chat { command } => {
+            let dir = data_dir::resolve(cli_data_dir)?;
+            chat_commands::run(&dir, command)
         }
         Command::Serve {
             headless: _,
@@ -420,6 +436,11 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
             json,
             person::render_decision,
         ),
+        Command::Decisions { json } => (
+            ControlRequest::DecisionList {},
+            json,
+            person::render_decisions,
+        ),
         Command::Operation { command } => match command {
             OperationCommand::List { limit, json, .. } => (
                 ControlRequest::OperationList { limit },
@@ -467,6 +488,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
         | Command::Store { .. }
         | Command::Android { .. }
         | Command::Settings { .. }
+        | Command::Chat { .. }
         | Command::Mcp { .. }
         | Command::Terminal { .. } => (ControlRequest::Status {}, false, person::render_operation),
     }

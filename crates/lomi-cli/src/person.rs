@@ -160,6 +160,18 @@ pub enum Decision {
     Deny,
 }
 
+/// Sends `request` to the running Lomi; its data, or the envelope's error as one line.
+pub async fn ask(data_dir: &Path, request: &ControlRequest) -> anyhow::Result<Value> {
+    let reply = lomi_mcp::local::request(data_dir, request).await?;
+    if reply["status"] == "ok" {
+        Ok(reply["data"].clone())
+    } else {
+        let code = reply["code"].as_str().unwrap_or("ERROR");
+        let message = reply["message"].as_str().unwrap_or("unknown error");
+        anyhow::bail!("{code}: {message}")
+    }
+}
+
 /// Sends `request` and prints the answer; an error envelope becomes one line and exit 1.
 pub async fn send(
     data_dir: &Path,
@@ -167,19 +179,13 @@ pub async fn send(
     json: bool,
     render: fn(&Value),
 ) -> anyhow::Result<()> {
-    let reply = lomi_mcp::local::request(data_dir, &request).await?;
-    if reply["status"] == "ok" {
-        if json {
-            crate::print_out(&serde_json::to_string_pretty(&reply["data"])?)?;
-        } else {
-            render(&reply["data"]);
-        }
-        Ok(())
+    let data = ask(data_dir, &request).await?;
+    if json {
+        crate::print_out(&serde_json::to_string_pretty(&data)?)?;
     } else {
-        let code = reply["code"].as_str().unwrap_or("ERROR");
-        let message = reply["message"].as_str().unwrap_or("unknown error");
-        anyhow::bail!("{code}: {message}")
+        render(&data);
     }
+    Ok(())
 }
 
 fn text(value: &Value) -> &str {
@@ -277,6 +283,28 @@ pub fn render_pairings(list: &Value) {
                 families
             }
         );
+    }
+}
+
+/// Each waiting operation: its id, tool and client, then what it will do.
+pub fn render_decisions(v: &Value) {
+    for d in v.as_array().into_iter().flatten() {
+        println!(
+            "{}  {}  (pairing {}, workspace {})",
+            text(&d["operationId"]),
+            text(&d["tool"]),
+            text(&d["pairingId"]),
+            text(&d["workspaceId"])
+        );
+        if let Some(preview) = d.get("preview").and_then(Value::as_object) {
+            for (field, value) in preview {
+                match value.as_str() {
+                    Some(words) => println!("    {field}: {words}"),
+                    None => println!("    {field}: {value}"),
+                }
+            }
+        }
+        println!("    arguments: {}", d["arguments"]);
     }
 }
 

@@ -71,18 +71,7 @@ impl Access<'_> {
 
     pub(crate) fn ask(&self, request: ControlRequest) -> anyhow::Result<Value> {
         match self {
-            Access::Broker(dir, runtime) => {
-                let reply = runtime.block_on(lomi_mcp::local::request(dir, &request))?;
-                if reply["status"] == "ok" {
-                    Ok(reply["data"].clone())
-                } else {
-                    anyhow::bail!(
-                        "{}: {}",
-                        reply["code"].as_str().unwrap_or("ERROR"),
-                        reply["message"].as_str().unwrap_or("unknown error")
-                    )
-                }
-            }
+            Access::Broker(dir, runtime) => runtime.block_on(crate::person::ask(dir, &request)),
             // No broker runs, so no epoch belongs to a running instance: all are idle.
             Access::Direct(store) => Ok(match request {
                 ControlRequest::StoreStatus {} => {

@@ -6,9 +6,11 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use lomi_broker::Broker;
+use lomi_protocol::tools::chat::ChatGetInput;
 use lomi_protocol::tools::settings::SettingsSection;
 use lomi_protocol::{
-    ErrorCode, Family, OperationId, PairingId, Reply, SettingsRevision, ToolError, WorkspaceId,
+    ConversationId, DraftRevision, ErrorCode, Family, OperationId, PairingId, Reply,
+    SettingsRevision, ToolError, WorkspaceId,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -160,6 +162,76 @@ pub enum ControlRequest {
         #[serde(default)]
         key: Option<String>,
     },
+    /// A workspace's conversations (`lomi chat list`, the window's Chat panel).
+    ChatList {
+        workspace_id: WorkspaceId,
+    },
+    /// A conversation's draft and a page of its messages (`lomi chat show`).
+    ChatGet {
+        conversation_id: ConversationId,
+        #[serde(default)]
+        after_seq: Option<u64>,
+        #[serde(default)]
+        max_bytes: Option<u32>,
+    },
+    ChatCreate {
+        workspace_id: WorkspaceId,
+        title: String,
+    },
+    /// The person renames a conversation (its revision moves).
+    ChatRename {
+        conversation_id: ConversationId,
+        title: String,
+    },
+    /// The person's edit of a draft, compared with `expectedDraftRevision` when given.
+    ChatDraft {
+        conversation_id: ConversationId,
+        text: String,
+        #[serde(default)]
+        expected_draft_revision: Option<DraftRevision>,
+    },
+    /// The person sends the draft (no decision, no receipt); answers once the reply streams.
+    ChatSend {
+        conversation_id: ConversationId,
+        #[serde(default)]
+        expected_draft_revision: Option<DraftRevision>,
+        #[serde(default)]
+        provider: Option<String>,
+        #[serde(default)]
+        model: Option<String>,
+    },
+    /// Stops the reply arriving in a conversation: the person's, or an agent's send (cancelled).
+    ChatCancel {
+        conversation_id: ConversationId,
+    },
+}
+
+/// Answers one control request, the person's Chat sends included (they wait for the
+/// provider): what the local socket and the window call.
+pub async fn answer(lomi: &crate::Lomi, front: &Front, request: ControlRequest) -> Value {
+    let result = match request {
+        ControlRequest::ChatSend {
+            conversation_id,
+            expected_draft_revision,
+            provider,
+            model,
+        } => lomi
+            .chat
+            .send_for_person(
+                &conversation_id,
+                expected_draft_revision,
+                provider.as_deref(),
+                model.as_deref(),
+            )
+            .await
+            .map(|sent| json!(sent)),
+        ControlRequest::ChatCancel { conversation_id } => lomi
+            .chat
+            .cancel_for_person(&conversation_id)
+            .map(|()| json!({"conversationId": conversation_id, "cancelled": true})),
+        request => return handle(&lomi.broker, front, request),
+    };
+    Reply::from_result(result).to_value()
 }
 
 /// Stores or removes a provider's key in the keyring, then records `keyStored`. The key goes
@@ -417,6 +489,28 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
             .settings_change(section, &values, expected_settings_revision)
             .map(|updated| json!(updated)),
         ControlRequest::ProviderKey { name, key } => provider_key(broker, &name, key),
+        ControlRequest::ChatList { workspace_id } => {
+            if broker.workspaces().iter().any(|w| w.id == workspace_id) {
+                broker.chat_list_of(&workspace_id).map(|list| json!(list))
+            } else {
+                Err(ToolError::not_found(format!("no workspace {workspace_id}; see `lomi workspace list`")))
+            }
+        }
+        ControlRequest::ChatGet { conversation_id, after_seq, max_bytes } => broker
+            .chat_get(None, &ChatGetInput { conversation_id, after_seq, max_bytes })
+            .map(|view| json!(view)),
+        ControlRequest::ChatCreate { workspace_id, title } => {
+            broker.chat_create_for_person(&workspace_id, &title).map(|created| json!(created))
+        }
+        ControlRequest::ChatRename { conversation_id, title } => {
+            broker.chat_rename_for_person(&conversation_id, &title).map(|renamed| json!(renamed))
+        }
+        ControlRequest::ChatDraft { conversation_id, text, expected_draft_revision } => broker
+            .chat_draft_for_person(&conversation_id, expected_draft_revision, &text)
+            .map(|updated| json!(updated)),
+        ControlRequest::ChatSend { .. } | ControlRequest::ChatCancel { .. } => Err(ToolError::internal(
+            "Chat sends are answered by control::answer, which has the provider client",
+        )),
         ControlRequest::ShowWindow {} => match &front.show_window {
             Some(window) => window
                 .send(())

@@ -17,6 +17,7 @@ use lomi_android::AdbServer;
 use lomi_android::panels::AndroidPanels;
 use lomi_broker::Broker;
 use lomi_browser::panels::BrowserPanels;
+use lomi_chat::ChatSends;
 use lomi_files::editor::ProjectEditor;
 use lomi_files::git::ProjectGit;
 use lomi_files::tools::ProjectFiles;
@@ -32,6 +33,7 @@ pub struct Lomi {
     pub editor: ProjectEditor,
     pub browsers: BrowserPanels,
     pub android: AndroidPanels,
+    pub chat: ChatSends,
 }
 
 impl Lomi {
@@ -43,6 +45,10 @@ impl Lomi {
             editor: ProjectEditor::new(broker.clone()),
             browsers: BrowserPanels::new(broker.clone()),
             android: AndroidPanels::new(broker.clone(), AdbServer::default()),
+            chat: ChatSends::new(broker.clone(), {
+                let data_dir = broker.data_dir().to_owned();
+                std::sync::Arc::new(move |name: &str| provider_keys::load(&data_dir, name))
+            }),
             broker,
         }
     }

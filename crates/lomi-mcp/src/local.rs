@@ -175,7 +175,7 @@ async fn connection(
     }
     match hello {
         Hello::Control(request) => {
-            let reply = control::handle(&lomi.broker, &front, request);
+            let reply = control::answer(&lomi, &front, request).await;
             write.write_all(format!("{reply}\n").as_bytes()).await?;
             write.shutdown().await?;
         }

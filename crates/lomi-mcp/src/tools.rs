@@ -26,6 +26,9 @@ use lomi_protocol::tools::browser::{
     BrowserPdfInput,
 };
 use lomi_protocol::tools::capture::{AndroidCaptureSetInput, BrowserCaptureSetInput};
+use lomi_protocol::tools::chat::{
+    ChatCreateInput, ChatDraftUpdateInput, ChatGetInput, ChatListInput, ChatSendInput,
+};
 use lomi_protocol::tools::editor::{
     EditorCloseInput, EditorEditInput, EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
 };
@@ -250,6 +253,28 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
         ),
         LomiTool::SettingsUpdate => match strict::decode::<SettingsUpdateInput>(name, arguments) {
             Ok(input) => answer(broker.settings_update(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::ChatList => answer(
+            strict::decode::<ChatListInput>(name, arguments)
+                .and_then(|input| broker.chat_list(caller, &input)),
+        ),
+        LomiTool::ChatGet => answer(
+            strict::decode::<ChatGetInput>(name, arguments)
+                .and_then(|input| broker.chat_get(Some(caller), &input)),
+        ),
+        LomiTool::ChatCreate => match strict::decode::<ChatCreateInput>(name, arguments) {
+            Ok(input) => answer(broker.chat_create(caller, input).await),
+            Err(error) => answer::<()>(Err(error)),
+        },
+        LomiTool::ChatDraftUpdate => {
+            match strict::decode::<ChatDraftUpdateInput>(name, arguments) {
+                Ok(input) => answer(broker.chat_draft_update(caller, input).await),
+                Err(error) => answer::<()>(Err(error)),
+            }
+        }
+        LomiTool::ChatSend => match strict::decode::<ChatSendInput>(name, arguments) {
+            Ok(input) => answer(lomi.chat.send(caller, input).await),
             Err(error) => answer::<()>(Err(error)),
         },
         LomiTool::StoreStatus => answer(

@@ -24,6 +24,10 @@ use crate::tools::browser::{
     BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput, BrowserUploadInput, BrowserWaitInput,
     CaptureView, ConsolePage, NetworkPage, SnapshotView, TabList,
 };
+use crate::tools::chat::{
+    ChatCreateInput, ChatDraftUpdateInput, ChatGetInput, ChatList, ChatListInput, ChatSendInput,
+    ChatSent, ConversationCreated, ConversationView, DraftUpdated,
+};
 use crate::tools::editor::{
     EditorCloseInput, EditorClosed, EditorDocumentView, EditorEditInput, EditorEdited,
     EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
@@ -169,6 +173,11 @@ tool_table! {
     StoreStatus => "lomi_store_status",
     SettingsGet => "lomi_settings_get",
     SettingsUpdate => "lomi_settings_update",
+    ChatList => "lomi_chat_list",
+    ChatGet => "lomi_chat_get",
+    ChatCreate => "lomi_chat_create",
+    ChatDraftUpdate => "lomi_chat_draft_update",
+    ChatSend => "lomi_chat_send",
 }
 
 /// A family of tools the person lets a pairing see. `tools/list` shows a pairing its families'
@@ -332,6 +341,11 @@ impl Tool {
             | Tool::BrowserNetworkBody
             | Tool::BrowserClose
             | Tool::BrowserCaptureSet => Some(Browser),
+            Tool::ChatList
+            | Tool::ChatGet
+            | Tool::ChatCreate
+            | Tool::ChatDraftUpdate
+            | Tool::ChatSend => Some(Chat),
         }
     }
 }
@@ -1292,6 +1306,42 @@ impl Tool {
                 MUTATION,
                 "Sets fields of the terminal, browser, editor or chat section, compared and swapped by \
              expectedSettingsRevision (REVISION_MISMATCH carries the current one). Returns the operation.",
+            ),
+            Tool::ChatList => ToolSpec::new::<ChatListInput, ChatList>(
+                tool,
+                "List conversations",
+                Read,
+                READ,
+                "A workspace's conversations, newest first.",
+            ),
+            Tool::ChatGet => ToolSpec::new::<ChatGetInput, ConversationView>(
+                tool,
+                "Get a conversation",
+                Read,
+                READ,
+                "A conversation's draft and a page of messages.",
+            ),
+            Tool::ChatCreate => ToolSpec::operation::<ChatCreateInput, ConversationCreated>(
+                tool,
+                "Create a conversation",
+                MUTATION,
+                "A new conversation in the retry epoch's workspace.",
+            ),
+            Tool::ChatDraftUpdate => ToolSpec::operation::<ChatDraftUpdateInput, DraftUpdated>(
+                tool,
+                "Update a draft",
+                MUTATION,
+                "Replaces the draft the person also edits, by expectedDraftRevision.",
+            ),
+            Tool::ChatSend => ToolSpec::operation::<ChatSendInput, ChatSent>(
+                tool,
+                "Send a draft",
+                Annotations {
+                    open_world_hint: true,
+                    ..MUTATION
+                },
+                "Sends the draft to the provider, compared by both revisions; the reply streams in. \
+             Usually awaits the person. Never resend after outcome_unknown.",
             ),
         }
     }

@@ -32,11 +32,16 @@ pub enum ErrorCode {
     CursorExpired,
     NoSpace,
     OutcomeUnknown,
+    ProviderAuth,
+    ProviderRateLimited,
+    ProviderModelNotFound,
+    ProviderRejected,
+    ProviderUnavailable,
     Internal,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 31] = [
         ErrorCode::PairingRequired,
         ErrorCode::PairingDenied,
         ErrorCode::PairingRevoked,
@@ -62,6 +67,11 @@ impl ErrorCode {
         ErrorCode::CursorExpired,
         ErrorCode::NoSpace,
         ErrorCode::OutcomeUnknown,
+        ErrorCode::ProviderAuth,
+        ErrorCode::ProviderRateLimited,
+        ErrorCode::ProviderModelNotFound,
+        ErrorCode::ProviderRejected,
+        ErrorCode::ProviderUnavailable,
         ErrorCode::Internal,
     ];
 
@@ -93,6 +103,11 @@ impl ErrorCode {
             ErrorCode::CursorExpired => "CURSOR_EXPIRED",
             ErrorCode::NoSpace => "NO_SPACE",
             ErrorCode::OutcomeUnknown => "OUTCOME_UNKNOWN",
+            ErrorCode::ProviderAuth => "PROVIDER_AUTH",
+            ErrorCode::ProviderRateLimited => "PROVIDER_RATE_LIMITED",
+            ErrorCode::ProviderModelNotFound => "PROVIDER_MODEL_NOT_FOUND",
+            ErrorCode::ProviderRejected => "PROVIDER_REJECTED",
+            ErrorCode::ProviderUnavailable => "PROVIDER_UNAVAILABLE",
             ErrorCode::Internal => "INTERNAL",
         }
     }
@@ -167,6 +182,21 @@ impl ErrorCode {
             }
             ErrorCode::OutcomeUnknown => {
                 "Lomi cannot establish what the operation's effect did (Lomi stopped while it ran, or the runtime failed mid-effect); it is never run again. Inspect the real resource before acting (docs/recovery.md), then use a fresh request key for a deliberate new attempt."
+            }
+            ErrorCode::ProviderAuth => {
+                "The model provider refused the key (HTTP 401 or 403): the person must store a valid key (`lomi settings provider-key NAME`). Nothing was added to the conversation."
+            }
+            ErrorCode::ProviderRateLimited => {
+                "The model provider is rate limiting (HTTP 429); `details.retryAfterSeconds` says how long it asked to wait, when it said. Nothing was added to the conversation; send again later with a fresh request key."
+            }
+            ErrorCode::ProviderModelNotFound => {
+                "The model provider does not know the model (HTTP 404); pick one of the provider's models (lomi_settings_get, section providers). Nothing was added to the conversation."
+            }
+            ErrorCode::ProviderRejected => {
+                "The model provider refused the request (another HTTP 4xx); `details.status` and the message say what it answered. Nothing was added to the conversation."
+            }
+            ErrorCode::ProviderUnavailable => {
+                "The model provider could not be reached, failed (HTTP 5xx) or cut its reply short. The receipt's `effectState` says whether part of a reply was saved (`partial`). Try again later with a fresh request key."
             }
             ErrorCode::Internal => "An unexpected fault inside Lomi; the message says what failed.",
         }

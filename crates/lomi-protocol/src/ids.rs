@@ -178,6 +178,12 @@ string_id!(
     "doc_"
 );
 
+string_id!(
+    /// A saved Chat conversation of a workspace.
+    ConversationId,
+    "cv_"
+);
+
 /// A tool name as it appears in the catalog, e.g. `lomi_workspace_update`.
 #[derive(
     Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
@@ -247,6 +253,16 @@ decimal_revision!(
     /// A settings section's revision: a decimal counter that grows with every change to that
     /// section, whoever made it (an agent, the window, the command line).
     SettingsRevision
+);
+
+decimal_revision!(
+    /// A conversation's revision: grows with every message added or settled and every title
+    /// change.
+    ConversationRevision
+);
+decimal_revision!(
+    /// A conversation draft's revision: grows with every change to the draft, whoever made it.
+    DraftRevision
 );
 
 /// Parses a canonical decimal u64 (no sign, no leading zeros, at most 19 digits).

@@ -125,6 +125,13 @@ const OUTPUT_OMITS: &[&str] = &[
     "pattern",
     "minLength",
     "maxLength",
+    // Lomi writes its answers: bounds only check what it never sends, and `format` is an
+    // annotation (every output time is RFC 3339, docs/protocol.md). 5 KB of every listing.
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "format",
 ];
 
 /// Strips [`OUTPUT_OMITS`] from every subschema (never from property names) and turns a

@@ -4,6 +4,7 @@
 pub mod android;
 pub mod browser;
 pub mod capture;
+pub mod chat;
 pub mod editor;
 pub mod files;
 pub mod git;

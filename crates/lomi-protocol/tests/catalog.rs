@@ -53,19 +53,33 @@ fn every_schema_is_a_closed_object() {
 }
 
 /// What `tools/list` costs a client (and an agent's context) stays within its budget: the
-/// listing as the server sends it, compact JSON.
+/// listing as the server sends it, compact JSON. A pairing given every tool family sees it all;
+/// one given a single family sees that family and the session tools, which has a budget of
+/// its own (what an agent that only needs the browser carries in its context).
 #[test]
 fn the_tool_listing_stays_within_its_budget() {
-    const BUDGET: usize = 192_000;
-    let tools: Vec<Value> = lomi_protocol::catalog::catalog()
-        .iter()
-        .map(|tool| tool.to_json())
-        .collect();
-    let listing = serde_json::to_vec(&serde_json::json!({ "tools": tools })).expect("json");
+    const BUDGET: usize = 200_000;
+    const ONE_FAMILY_BUDGET: usize = 85_000;
+    let listing = |family: Option<lomi_protocol::Family>| {
+        let chosen = family.map(|f| std::collections::BTreeSet::from([f]));
+        let tools: Vec<Value> = lomi_protocol::catalog::catalog()
+            .iter()
+            .filter(|tool| lomi_protocol::catalog::sees(chosen.as_ref(), tool.tool))
+            .map(|tool| tool.to_json())
+            .collect();
+        let bytes = serde_json::to_vec(&serde_json::json!({ "tools": tools })).expect("json");
+        (bytes.len(), tools.len())
+    };
+    let (all, count) = listing(None);
     assert!(
-        listing.len() <= BUDGET,
-        "tools/list is {} bytes for {} tools, over its {BUDGET}-byte budget",
-        listing.len(),
-        tools.len()
+        all <= BUDGET,
+        "tools/list is {all} bytes for {count} tools, over its {BUDGET}-byte budget"
     );
+    for family in lomi_protocol::Family::ALL {
+        let (bytes, count) = listing(Some(*family));
+        assert!(
+            bytes <= ONE_FAMILY_BUDGET,
+            "tools/list for a pairing given only {family} is {bytes} bytes for {count} tools, over its {ONE_FAMILY_BUDGET}-byte budget"
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! feed, caps, reopen recovery, maintenance (retiring epochs) and the append-only receipt
 //! history. Only this crate knows SQL.
 
+mod chat;
 mod clock;
 mod error;
 mod fingerprint;
@@ -12,6 +13,7 @@ mod schema;
 mod store;
 mod writer;
 
+pub use chat::{ConversationRecord, MessageRecord, NewReply, Stale};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::StoreError;
 pub use fingerprint::{canonical_json, fingerprint};

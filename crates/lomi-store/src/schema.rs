@@ -103,6 +103,36 @@ const MIGRATIONS: &[&str] = &[
     BEGIN SELECT RAISE(ABORT, 'the receipt history is append-only'); END;
     CREATE TRIGGER receipt_history_is_append_only_delete BEFORE DELETE ON receipt_history
     BEGIN SELECT RAISE(ABORT, 'the receipt history is append-only'); END;",
+    // 4: Chat. A workspace's conversations, each with its revision and its one draft, and
+    // their messages in order. A reply is written while it streams (state 'streaming'); reopen
+    // recovery marks one left streaming 'interrupted'.
+    "CREATE TABLE conversations (
+        conversation_id TEXT PRIMARY KEY NOT NULL,
+        workspace_id TEXT NOT NULL,
+        title TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        draft_text TEXT NOT NULL,
+        draft_revision INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX conversations_by_workspace ON conversations (workspace_id, updated_at);
+    CREATE TABLE chat_messages (
+        conversation_id TEXT NOT NULL REFERENCES conversations (conversation_id),
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        text TEXT NOT NULL,
+        state TEXT NOT NULL,
+        provider TEXT,
+        model TEXT,
+        operation_id TEXT,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (conversation_id, seq)
+    ) STRICT;
+    CREATE INDEX chat_messages_streaming ON chat_messages (state) WHERE state = 'streaming';",
 ];
 
 /// The schema version this build writes and understands.
@@ -201,7 +231,7 @@ mod tests {
 
     #[test]
     fn migrations_are_numbered_by_position() {
-        assert_eq!(SCHEMA_VERSION, 3);
+        assert_eq!(SCHEMA_VERSION, 4);
         let mut connection = Connection::open_in_memory().expect("memory");
         migrate(&mut connection, Path::new(":memory:")).expect("migrate");
         assert_eq!(user_version(&connection).expect("version"), SCHEMA_VERSION);

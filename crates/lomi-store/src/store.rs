@@ -550,6 +550,8 @@ impl Store {
                 append_event(transaction, &receipt, now, caps)?;
                 marked.push(receipt.operation_id);
             }
+            // A reply that was arriving when Lomi stopped is kept as it stands, never resent.
+            crate::chat::interrupt_streaming(transaction, now)?;
             Ok(RecoveryReport { marked_outcome_unknown: marked })
         })
     }

@@ -2398,3 +2398,96 @@ fn a_kill_during_retirement_loses_no_receipt_and_no_tombstone() {
         }
     }
 }
+
+/// Chat: the draft is compared and swapped by its revision; a send turns the draft into the
+/// user message with a streaming reply after it (the conversation's revision moves by both
+/// messages, the draft's by its emptying); settling moves the revision once more; a reply left
+/// streaming is `interrupted` after a reopen, and its conversation's revision moves.
+#[test]
+fn chat_drafts_replies_and_reopen() {
+    use lomi_protocol::ConversationId;
+    use lomi_protocol::tools::chat::{ChatRole, MessageState};
+    use lomi_store::{NewReply, Stale};
+
+    let setup = setup();
+    let store = setup.open();
+    let id = ConversationId::parse("cv_1").expect("id");
+    let workspace = WorkspaceId::parse("ws_1").expect("id");
+    let created = store.chat_create(&id, &workspace, "Plans").expect("create");
+    assert_eq!(
+        (created.revision, created.draft_revision, created.messages),
+        (1, 1, 0)
+    );
+
+    let drafted = store.chat_set_draft(&id, Some(1), "hello").expect("write");
+    assert_eq!(drafted.expect("at revision 1").draft_revision, 2);
+    let Err(Stale(current)) = store.chat_set_draft(&id, Some(1), "late").expect("write") else {
+        panic!("a stale draft revision must be refused");
+    };
+    assert_eq!(
+        (current.draft_revision, current.draft_text.as_str()),
+        (2, "hello")
+    );
+
+    let reply = NewReply {
+        conversation_id: id.clone(),
+        expected_revision: 1,
+        expected_draft_revision: 2,
+        provider: "p".into(),
+        model: "m".into(),
+        operation_id: None,
+    };
+    let stale = NewReply {
+        expected_draft_revision: 1,
+        ..reply.clone()
+    };
+    assert!(store.chat_begin_reply(&stale).expect("write").is_err());
+    let (after, seq) = store
+        .chat_begin_reply(&reply)
+        .expect("write")
+        .expect("begun");
+    assert_eq!(
+        (after.revision, after.draft_revision, after.messages, seq),
+        (3, 3, 2, 2)
+    );
+    assert_eq!(after.draft_text, "");
+    assert!(after.streaming, "a reply is arriving");
+    store.chat_reply_text(&id, seq, "Hel").expect("text");
+    let messages = store.chat_messages(&id, 0, 10).expect("read");
+    assert_eq!(
+        messages
+            .iter()
+            .map(|m| (m.role, m.text.as_str(), m.state))
+            .collect::<Vec<_>>(),
+        vec![
+            (ChatRole::User, "hello", MessageState::Complete),
+            (ChatRole::Assistant, "Hel", MessageState::Streaming),
+        ]
+    );
+    assert_eq!(store.chat_messages(&id, 1, 10).expect("read").len(), 1);
+    drop(store);
+
+    let store = setup.open();
+    let reopened = store.chat_conversation(&id).expect("read").expect("there");
+    assert_eq!(
+        reopened.revision, 4,
+        "an interrupted reply moves the revision"
+    );
+    let reply = &store.chat_messages(&id, 1, 10).expect("read")[0];
+    assert_eq!(
+        (reply.text.as_str(), reply.state),
+        ("Hel", MessageState::Interrupted)
+    );
+    // A settled reply is not settled again.
+    let settled = store
+        .chat_settle_reply(
+            &id,
+            seq,
+            MessageState::Complete,
+            "Hello",
+            (Some(1), Some(2)),
+        )
+        .expect("settle");
+    assert_eq!(settled.revision, 4);
+    assert_eq!(store.chat_list(&workspace, 10).expect("list").len(), 1);
+}
