@@ -75,18 +75,7 @@ fn count(value: i64) -> u64 {
 }
 
 fn read_conversation(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-        row.get(6)?,
-        row.get(7)?,
-        row.get(8)?,
-        row.get(9)?,
-    ))
+    row.try_into()
 }
 
 type ConversationRow = (
@@ -166,19 +155,7 @@ type MessageRow = (
 );
 
 fn read_message(row: &Row<'_>) -> rusqlite::Result<MessageRow> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-        row.get(6)?,
-        row.get(7)?,
-        row.get(8)?,
-        row.get(9)?,
-        row.get(10)?,
-    ))
+    row.try_into()
 }
 
 fn decode_message(row: MessageRow) -> Result<MessageRecord, Failure> {
