@@ -11,7 +11,7 @@ use lomi_protocol::{PairingId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::Broker;
-use crate::domain::{Credential, Pairing};
+use crate::domain::Credential;
 use crate::entropy::{secret_hash, verification_code};
 
 /// How long an access token is valid.
@@ -595,16 +595,6 @@ impl Broker {
             .and_then(|(pairing, _, _, replayed)| (!replayed).then_some(pairing));
         if let Some(pairing) = pairing {
             let _revoked = self.pairing_revoke(&pairing);
-        }
-    }
-}
-
-impl Pairing {
-    /// The OAuth client this pairing was authorized for, if it is an OAuth pairing.
-    pub fn oauth_client_id(&self) -> Option<&str> {
-        match &self.credential {
-            Credential::OAuth(grant) => Some(&grant.client_id),
-            _ => None,
         }
     }
 }
