@@ -351,9 +351,11 @@ class Mcp:
         self.transcript = transcript
         self.label = label
 
-    async def raw(self, tool: str, arguments: dict[str, Any] | None = None) -> mcp_types.CallToolResult:
-        """tools/call as the SDK returns it."""
-        with anyio.fail_after(CALL_DEADLINE):
+    async def raw(
+        self, tool: str, arguments: dict[str, Any] | None = None, deadline: float = CALL_DEADLINE
+    ) -> mcp_types.CallToolResult:
+        """tools/call as the SDK returns it, within `deadline` seconds."""
+        with anyio.fail_after(deadline):
             result = await self.session.call_tool(tool, arguments or {})
         assert isinstance(result, mcp_types.CallToolResult), result
         self.transcript.add(
@@ -362,9 +364,11 @@ class Mcp:
         )
         return result
 
-    async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> Envelope:
+    async def call(
+        self, tool: str, arguments: dict[str, Any] | None = None, deadline: float = CALL_DEADLINE
+    ) -> Envelope:
         """tools/call → structuredContent, after checking the envelope's invariants."""
-        result = await self.raw(tool, arguments)
+        result = await self.raw(tool, arguments, deadline)
         envelope = Envelope(result.structured_content or {})
         envelope.raw = result
         shown = dump(result.model_dump(by_alias=True, exclude_none=True, mode="json"))

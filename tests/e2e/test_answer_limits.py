@@ -109,7 +109,8 @@ async def test_a_tall_real_page_is_captured_whole_within_the_limits(lomi, worksp
         await agent.navigate(f"{manual}/library/stdtypes.html")
 
         # Sent in the answer: scaled to fit what Chromium captures and what a client accepts.
-        envelope = await session.call("lomi_browser_capture", {"panelId": agent.panel, "fullPage": True})
+        # Rendering this page whole takes Chromium seconds, many on a busy machine.
+        envelope = await session.call("lomi_browser_capture", {"panelId": agent.panel, "fullPage": True}, deadline=90)
         assert envelope["status"] == "ok", dump(envelope)
         view = envelope["data"]
         png = image_block(envelope)
@@ -127,7 +128,7 @@ async def test_a_tall_real_page_is_captured_whole_within_the_limits(lomi, worksp
         envelope = await session.call("lomi_browser_capture", {
             "panelId": agent.panel, "fullPage": True, "maxBytes": 16_777_216,
             "save": {"path": "shots/stdtypes.png", "retryEpoch": agent.epoch, "requestKey": "tall-1"},
-        })
+        }, deadline=90)
         assert envelope["status"] == "ok", dump(envelope)
         saved = envelope["data"]
         assert saved["saved"]["state"] == "succeeded", dump(saved)
