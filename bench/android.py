@@ -9,6 +9,7 @@ Run it with bench/android (see README)."""
 import argparse
 import asyncio
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -170,6 +171,26 @@ def raw_pull(adb, serial, local):
     return elapsed
 
 
+def checked_raw_pull(adb, serial, local):
+    """`adb pull` with the checks Lomi makes, scripted as a person would: the device's
+    `sha256sum` during the transfer (a second adb connection), then the local file's SHA-256,
+    compared."""
+    Path(local).unlink(missing_ok=True)
+    started = time.perf_counter()
+    device_hash = subprocess.Popen(
+        ["adb", "-P", str(adb.port), "-s", serial, "shell", "sha256sum", "/sdcard/bench.bin"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    adb.run("-s", serial, "pull", "/sdcard/bench.bin", local)
+    with open(local, "rb") as pulled:
+        local_hash = hashlib.file_digest(pulled, "sha256").hexdigest()
+    on_device = device_hash.communicate(timeout=60)[0].decode().split()[0]
+    elapsed = time.perf_counter() - started
+    if on_device != local_hash:
+        raise RuntimeError("checked adb pull: the hashes differ")
+    return elapsed
+
+
 TRANSFER_BYTES = 10 * 1000 * 1000
 
 
@@ -184,7 +205,7 @@ def bench_apk(path):
 
 
 async def measure_transfers(session, attached, adb, serial, project, rounds, transfers):
-    results = {"install": ([], []), "pull": ([], [])}
+    results = {"install": ([], []), "pull": ([], []), "checked pull": ([], [])}
     bench_apk(Path(project, "bench.apk"))
     Path(project, "bench.bin").write_bytes(os.urandom(TRANSFER_BYTES))
     local = str(Path(project).parent / f"raw-pulled-{os.getpid()}.bin")
@@ -205,6 +226,9 @@ async def measure_transfers(session, attached, adb, serial, project, rounds, tra
         raw_times = [raw_pull(adb, serial, local) for _ in range(transfers)]
         results["pull"][0].append(statistics.median(lomi_times) * 1000)
         results["pull"][1].append(statistics.median(raw_times) * 1000)
+        checked_times = [checked_raw_pull(adb, serial, local) for _ in range(transfers)]
+        results["checked pull"][0].append(results["pull"][0][-1])
+        results["checked pull"][1].append(statistics.median(checked_times) * 1000)
     return results
 
 
@@ -275,10 +299,10 @@ async def measure(url, token, workspace_id, adb, serial, rounds, calls, project=
 def report(title, lomi_label, raw_label, lomi_ms, raw_ms):
     ratios = [a / b for a, b in zip(lomi_ms, raw_ms)]
     print(f"{title}, median per round (ms):")
-    print(f"  {lomi_label:<46}{spread(lomi_ms)}")
-    print(f"  {raw_label:<46}{spread(raw_ms)}")
+    print(f"  {lomi_label:<56}{spread(lomi_ms)}")
+    print(f"  {raw_label:<56}{spread(raw_ms)}")
     print(
-        f"  {'ratio Lomi/raw (per round):':<46}min {min(ratios):8.2f}  "
+        f"  {'ratio Lomi/raw (per round):':<56}min {min(ratios):8.2f}  "
         f"median {statistics.median(ratios):8.2f}  max {max(ratios):8.2f}"
     )
 
@@ -341,6 +365,12 @@ def main():
                     "Lomi over MCP (lomi_android_pull, into the project):",
                     "adb pull:",
                     *results["pull"],
+                )
+                report(
+                    "pull of a 10 MB file, beside adb with the same checks",
+                    "Lomi over MCP (lomi_android_pull, into the project):",
+                    "adb pull + device sha256sum + local SHA-256:",
+                    *results["checked pull"],
                 )
             finally:
                 serve.stop()
