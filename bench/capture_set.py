@@ -98,6 +98,22 @@ class Playwright:
         self.proc.wait(timeout=30)
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) used so far by a process and its live descendants (the
+    browser's processes)."""
+    import psutil
+
+    total = 0.0
+    root = psutil.Process(pid)
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
 async def runs(args, urls: list[str]) -> tuple[list[float], int, list[float], int]:
     """Lomi's runs and Playwright's, alternating."""
     port = free_port()
@@ -137,7 +153,7 @@ async def runs(args, urls: list[str]) -> tuple[list[float], int, list[float], in
             for run in range(args.repeat):
                 folder = f"lomi-run-{run}"
                 (Path(args.project) / folder).mkdir()
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), cpu_seconds(server.pid)
                 op = await call(session, "lomi_browser_capture_set", {
                     "panelId": panel, "browserGeneration": generation, "folder": folder,
                     "targets": targets, "retryEpoch": epoch, "requestKey": f"bench-set-{run}",
@@ -146,12 +162,19 @@ async def runs(args, urls: list[str]) -> tuple[list[float], int, list[float], in
                     await asyncio.sleep(0.01)
                     op = await call(session, "lomi_operation_get", {"operationId": op["operationId"]})
                 lomi.append(time.perf_counter() - started)
+                lomi_cpu = cpu_seconds(server.pid) - cpu
                 if op["state"] != "succeeded":
                     raise RuntimeError(json.dumps(op)[:2000])
                 lomi_bytes = sum(c["bytes"] for c in op["result"]["captures"])
+                cpu = cpu_seconds(peer.proc.pid)
                 seconds, playwright_bytes = await asyncio.to_thread(peer.run, run)
+                peer_cpu = cpu_seconds(peer.proc.pid) - cpu
                 playwright.append(seconds)
-                print(f"run {run}: Lomi {lomi[-1]:.2f} s, Playwright {seconds:.2f} s", file=sys.stderr)
+                print(
+                    f"run {run}: Lomi {lomi[-1]:.2f} s ({lomi_cpu:.1f} CPU-s with its browser), "
+                    f"Playwright {seconds:.2f} s ({peer_cpu:.1f} CPU-s with its browser)",
+                    file=sys.stderr,
+                )
             return lomi, lomi_bytes, playwright, playwright_bytes
     finally:
         peer.close()
