@@ -239,7 +239,20 @@ def drive_process(job):
 WARM_UP = 1.0
 
 
-def load(lomi, sessions, seconds, processes, mode):
+def load_rust(client, url, token, workspaces, seconds, mode):
+    """The same load from `lomi-load` (Rust, two threads): its ceiling is far above Lomi's."""
+    command = [client, "--url", url, "--token", token, "--seconds", str(seconds), "--warm-up", str(WARM_UP),
+               "--mutation", mode.mutation, "--interval-ms", str(mode.interval * 1000)]
+    for workspace in workspaces:
+        command += ["--workspace", workspace]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 120)
+    if done.returncode != 0:
+        raise RuntimeError(f"lomi-load failed: {done.stderr.strip()[:2000]}")
+    figures = json.loads(done.stdout)
+    return figures["rate"], figures["latenciesMs"]
+
+
+def load(lomi, sessions, seconds, processes, mode, client=None):
     """One round on a fresh data dir: settled calls per second and their latencies (ms)."""
     with tempfile.TemporaryDirectory() as data_dir, tempfile.TemporaryDirectory() as project:
         serve = Serve(lomi, data_dir, STORE_CAP)
@@ -251,6 +264,8 @@ def load(lomi, sessions, seconds, processes, mode):
             ]
             grants = [arg for ws in workspaces for arg in ("--workspace", ws)]
             token = serve.cli("pairing", "create", "--name", "load", *grants)["token"]
+            if client:
+                return load_rust(client, serve.url, token, workspaces, seconds, mode)
             shares = [workspaces[i::processes] for i in range(processes) if workspaces[i::processes]]
             with multiprocessing.Pool(len(shares)) as pool:
                 start_wall = time.time()
@@ -282,7 +297,7 @@ def rounds(args, mode):
     """`args.rounds` rounds of `mode`: the rates and the p50 and p99 of each."""
     rates, p50s, p99s = [], [], []
     for _ in range(args.rounds):
-        rate, latencies = load(args.lomi, args.sessions, args.seconds, args.processes, mode)
+        rate, latencies = load(args.lomi, args.sessions, args.seconds, args.processes, mode, args.client)
         rates.append(rate)
         p50s.append(percentile(latencies, 0.50))
         p99s.append(percentile(latencies, 0.99))
@@ -299,6 +314,11 @@ def main():
     parser.add_argument("--processes", type=int, default=4, help="load-generating processes")
     parser.add_argument("--rate", type=float, default=200.0, help="target rate of the paced run (mutations/s)")
     parser.add_argument("--mutation", choices=["file", "rename"], default="file", help="the mutation each call makes")
+    parser.add_argument(
+        "--client",
+        help="the lomi-load binary (Rust, what bench/load uses); without it, Python clients (the MCP calls "
+        "made with httpx in --processes processes)",
+    )
     parser.add_argument("--no-store", action="store_true", help="skip the store's admission benchmark")
     args = parser.parse_args()
 
@@ -306,7 +326,7 @@ def main():
     tool = {"file": "lomi_file_write", "rename": "lomi_workspace_update"}[args.mutation]
     print(
         f"Lomi MCP load benchmark: {args.sessions} sessions x {args.seconds:.0f} s (after {WARM_UP:.0f} s warm-up), "
-        f"{args.rounds} rounds, {args.processes} client processes, mutation {tool}, {os.cpu_count()} CPUs, "
+        f"{args.rounds} rounds, client {'lomi-load (Rust)' if args.client else f'Python in {args.processes} processes'}, mutation {tool}, {os.cpu_count()} CPUs, "
         f"store cap {STORE_CAP}"
     )
     # Server and clients share this machine's CPUs (and its disk) with whatever else runs:
