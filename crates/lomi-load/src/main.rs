@@ -222,8 +222,10 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(args: Args) -> anyhow::Result<()> {
     // Plain HTTP to loopback; reqwest still wants a TLS provider chosen.
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+    if rustls::crypto::CryptoProvider::get_default().is_none()
+        && let Err(_already) = rustls::crypto::ring::default_provider().install_default()
+    {
+        // Another thread chose one first: any provider does.
     }
     let http = reqwest::Client::builder()
         .http1_only()
