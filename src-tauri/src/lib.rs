@@ -54,6 +54,10 @@ pub struct Desktop {
     lomi: lomi_mcp::Lomi,
     front: Front,
     data_dir: PathBuf,
+    /// The file tree's watch of each project the window shows (one per project: a new
+    /// `files_watch` replaces the old, and dropping one stops it).
+    tree_watches:
+        Mutex<std::collections::HashMap<lomi_protocol::ProjectId, lomi_files::watch::TreeWatch>>,
 }
 
 impl Desktop {
@@ -130,6 +134,7 @@ fn start(args: Args) -> anyhow::Result<ExitCode> {
         },
         data_dir,
         host: Mutex::new(Some(host)),
+        tree_watches: Mutex::default(),
     };
     tauri::async_runtime::set(runtime.handle().clone());
 
@@ -145,6 +150,9 @@ fn start(args: Args) -> anyhow::Result<ExitCode> {
             commands::app_info,
             commands::android_capture,
             commands::browser_watch,
+            commands::document_watch,
+            commands::files_watch,
+            commands::files_follow,
         ])
         .setup(move |app| {
             tray(app)?;
