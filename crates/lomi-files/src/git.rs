@@ -74,7 +74,10 @@ impl ProjectGit {
         let repository = self
             .repository(caller, &input.workspace_id, input.project_id.as_ref())
             .await?;
-        repository.status().await.map_err(|e| e.to_tool_error())
+        repository
+            .status(false)
+            .await
+            .map_err(|e| e.to_tool_error())
     }
 
     /// `lomi_git_diff`.
@@ -251,7 +254,7 @@ impl ProjectGit {
         project: Option<&ProjectId>,
     ) -> Result<GitStatusView, ToolError> {
         let (_, _, repository) = self.repository_for_person(workspace, project).await?;
-        repository.status().await.map_err(|e| e.to_tool_error())
+        repository.status(true).await.map_err(|e| e.to_tool_error())
     }
 
     /// One file's diff, staged or not. A file Git does not track yet reads as all added
@@ -266,10 +269,13 @@ impl ProjectGit {
         let path = git_path(path).map_err(|e| e.to_tool_error())?;
         let (_, root, repository) = self.repository_for_person(workspace, project).await?;
         let untracked = !staged
-            && (repository.status().await.map_err(|e| e.to_tool_error())?)
-                .entries
-                .iter()
-                .any(|e| e.path == path && e.worktree == "untracked");
+            && (repository
+                .status(true)
+                .await
+                .map_err(|e| e.to_tool_error())?)
+            .entries
+            .iter()
+            .any(|e| e.path == path && e.worktree == "untracked");
         if !untracked {
             return diff(&repository, staged, Some(&path), DEFAULT_DIFF_BYTES).await;
         }
