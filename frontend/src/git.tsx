@@ -11,6 +11,70 @@ export interface GitViewProps {
   control: Control;
   /** Changes when files changed (the tree's watch): the status is read again. */
   changes?: number;
+  /** Where a chosen file's diff is shown; without it, below the lists. */
+  onSelect?(selection: DiffSelection | null): void;
+  /** The person staged, unstaged or committed. */
+  onChanged?(): void;
+}
+
+export interface DiffSelection {
+  path: string;
+  staged: boolean;
+}
+
+/** The classes of a unified diff's lines, and the lines (no empty last line). */
+export function diffLines(diff: string): { line: string; kind: string }[] {
+  const lines = diff.split("\n");
+  if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
+  return lines.map((line) => ({
+    line,
+    kind:
+      line.startsWith("+") && !line.startsWith("+++")
+        ? "add"
+        : line.startsWith("-") && !line.startsWith("---")
+          ? "del"
+          : line.startsWith("@@")
+            ? "hunk"
+            : "",
+  }));
+}
+
+export interface DiffViewProps extends DiffSelection {
+  workspaceId: string;
+  projectId: string;
+  control: Control;
+  /** Changes when files changed: the diff is read again. */
+  changes?: number;
+}
+
+/** One file's diff, staged or not. */
+export function DiffView({ workspaceId, projectId, control, path, staged, changes = 0 }: DiffViewProps) {
+  const [diff, setDiff] = useState<string | null>(null);
+  useEffect(() => {
+    control<{ diff: string; truncated: boolean }>({ gitDiff: { workspaceId, projectId, path, staged } })
+      .then((view) => setDiff(view.diff + (view.truncated ? "\n… (cut short)" : "")))
+      .catch((e: Error) => setDiff(`(no diff: ${e.message})`));
+  }, [workspaceId, projectId, path, staged, changes]);
+  return (
+    <div class="diff-view" data-path={path} data-staged={String(staged)}>
+      <div class="diff-title">
+        {path} · {staged ? "staged" : "not staged"}
+      </div>
+      {diff === null ? (
+        <p class="hint">Reading the diff…</p>
+      ) : diff === "" ? (
+        <p class="empty">No difference {staged ? "staged" : "left to stage"}.</p>
+      ) : (
+        <pre class="diff">
+          {diffLines(diff).map(({ line, kind }, i) => (
+            <div key={i} class={kind}>
+              {line || " "}
+            </div>
+          ))}
+        </pre>
+      )}
+    </div>
+  );
 }
 
 const LETTER: Record<string, string> = {
@@ -32,11 +96,11 @@ export function split(entries: GitEntry[]): { staged: GitEntry[]; unstaged: GitE
   };
 }
 
-export function GitView({ workspaceId, projectId, control, changes = 0 }: GitViewProps) {
+export function GitView({ workspaceId, projectId, control, changes = 0, onSelect, onChanged }: GitViewProps) {
   const [status, setStatus] = useState<GitStatus | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [shown, setShown] = useState<{ path: string; staged: boolean } | null>(null);
-  const [diff, setDiff] = useState<string>("");
+  const [shown, setShown] = useState<DiffSelection | null>(null);
+  const [acted, setActed] = useState(0);
   const [message, setMessage] = useState("");
   const [note, setNote] = useState<string | null>(null);
 
@@ -49,40 +113,34 @@ export function GitView({ workspaceId, projectId, control, changes = 0 }: GitVie
     }
   };
 
-  const showDiff = async (path: string, staged: boolean) => {
-    setShown({ path, staged });
-    try {
-      const view = await control<{ diff: string; truncated: boolean }>({ gitDiff: { workspaceId, projectId, path, staged } });
-      setDiff(view.diff + (view.truncated ? "\n… (cut short)" : ""));
-    } catch (e) {
-      setDiff(`(no diff: ${(e as Error).message})`);
-    }
+  const select = (selection: DiffSelection | null) => {
+    setShown(selection);
+    onSelect?.(selection);
   };
 
   useEffect(() => {
     void refresh();
-    if (shown) void showDiff(shown.path, shown.staged);
   }, [workspaceId, projectId, changes]);
 
-  const act = async (request: Record<string, unknown>, done: string) => {
+  const act = async (request: Record<string, unknown>, done: (reply: unknown) => string, then?: DiffSelection | null) => {
     try {
-      await control(request);
-      setNote(done);
+      setNote(done(await control(request)));
+      if (then !== undefined) select(then);
     } catch (e) {
       setNote(`Refused: ${(e as Error).message}`);
     }
+    setActed((n) => n + 1);
+    onChanged?.();
     await refresh();
-    if (shown) await showDiff(shown.path, shown.staged);
   };
 
   const commit = async () => {
     await act(
       { gitCommit: { workspaceId, projectId, message, expectedHeadRevision: status?.head ?? "" } },
-      "Committed.",
+      (reply) => `Committed ${String((reply as { commit?: string }).commit ?? "").slice(0, 8)}: ${message.trim()}`,
+      null,
     );
     setMessage("");
-    setShown(null);
-    setDiff("");
   };
 
   if (error) return <div class="git-view"><h3>Git</h3><p class="hint">{error}</p></div>;
@@ -96,15 +154,25 @@ export function GitView({ workspaceId, projectId, control, changes = 0 }: GitVie
         <span class={`git-code ${code}`} title={code}>
           {LETTER[code] ?? "·"}
         </span>
-        <button class="git-path" onClick={() => void showDiff(entry.path, isStaged)}>
+        <button class="git-path" onClick={() => select({ path: entry.path, staged: isStaged })}>
           {entry.path}
         </button>
         {isStaged ? (
-          <button class="unstage small" onClick={() => void act({ gitUnstage: { workspaceId, projectId, paths: [entry.path] } }, `Unstaged ${entry.path}.`)}>
+          <button
+            class="unstage small"
+            onClick={() =>
+              void act({ gitUnstage: { workspaceId, projectId, paths: [entry.path] } }, () => `Unstaged ${entry.path}.`, current ? { path: entry.path, staged: false } : undefined)
+            }
+          >
             Unstage
           </button>
         ) : (
-          <button class="stage small" onClick={() => void act({ gitStage: { workspaceId, projectId, paths: [entry.path] } }, `Staged ${entry.path}.`)}>
+          <button
+            class="stage small"
+            onClick={() =>
+              void act({ gitStage: { workspaceId, projectId, paths: [entry.path] } }, () => `Staged ${entry.path}.`, current ? { path: entry.path, staged: true } : undefined)
+            }
+          >
             Stage
           </button>
         )}
@@ -127,20 +195,7 @@ export function GitView({ workspaceId, projectId, control, changes = 0 }: GitVie
         </button>
       </div>
       {note ? <p class="git-note">{note}</p> : null}
-      {shown ? (
-        <div class="diff-view">
-          <div class="diff-title">
-            {shown.path} · {shown.staged ? "staged" : "not staged"}
-          </div>
-          <pre class="diff">
-            {diff.split("\n").map((line, i) => (
-              <div key={i} class={line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : line.startsWith("@@") ? "hunk" : ""}>
-                {line || " "}
-              </div>
-            ))}
-          </pre>
-        </div>
-      ) : null}
+      {shown && !onSelect ? <DiffView workspaceId={workspaceId} projectId={projectId} control={control} path={shown.path} staged={shown.staged} changes={changes + acted} /> : null}
     </div>
   );
 }

@@ -7,7 +7,7 @@ import { useState } from "preact/hooks";
 import { control, type Workspace } from "./api";
 import { Editor } from "./editor";
 import { FileTree } from "./files";
-import { GitView } from "./git";
+import { DiffView, GitView, type DiffSelection } from "./git";
 import type { Control } from "./project-api";
 
 export interface WorkbenchProps {
@@ -19,7 +19,9 @@ export interface WorkbenchProps {
 export function Workbench({ workspace, control, onClose }: WorkbenchProps) {
   const [projectId, setProjectId] = useState(workspace.projects[0]?.projectId ?? "");
   const [open, setOpen] = useState<string | null>(null);
+  const [diff, setDiff] = useState<DiffSelection | null>(null);
   const [changes, setChanges] = useState(0);
+  const changed = () => setChanges((n) => n + 1);
   return (
     <div class="workbench" data-workspace-id={workspace.workspaceId}>
       <div class="workbench-head">
@@ -30,6 +32,7 @@ export function Workbench({ workspace, control, onClose }: WorkbenchProps) {
             onChange={(e) => {
               setProjectId((e.target as HTMLSelectElement).value);
               setOpen(null);
+              setDiff(null);
             }}
           >
             {workspace.projects.map((p) => (
@@ -52,16 +55,29 @@ export function Workbench({ workspace, control, onClose }: WorkbenchProps) {
             projectId={projectId}
             control={control}
             selected={open}
-            onOpen={setOpen}
-            onChanged={() => setChanges((n) => n + 1)}
+            onOpen={(path) => {
+              setOpen(path);
+              setDiff(null);
+            }}
+            onChanged={changed}
           />
-          <GitView workspaceId={workspace.workspaceId} projectId={projectId} control={control} changes={changes} />
+          <GitView
+            workspaceId={workspace.workspaceId}
+            projectId={projectId}
+            control={control}
+            changes={changes}
+            onSelect={setDiff}
+            onChanged={changed}
+          />
         </div>
         <div class="workbench-main">
+          {diff ? (
+            <DiffView workspaceId={workspace.workspaceId} projectId={projectId} control={control} changes={changes} {...diff} />
+          ) : null}
           {open ? (
             <Editor key={`${projectId}:${open}`} workspaceId={workspace.workspaceId} projectId={projectId} path={open} control={control} />
-          ) : (
-            <p class="empty">Open a file from the tree.</p>
+          ) : diff ? null : (
+            <p class="empty">Open a file from the tree, or a change from the Git view.</p>
           )}
         </div>
       </div>
