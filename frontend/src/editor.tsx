@@ -42,6 +42,9 @@ export interface EditorProps {
   /** The project file, relative to its root. */
   path: string;
   control: Control;
+  /** Changes when files of the project changed on disk (the tree's watch): the editor checks
+   * whether its file is one of them and offers Reload / Keep mine if so. */
+  changes?: number;
 }
 
 interface Shown {
@@ -56,7 +59,7 @@ interface Shown {
   saving: boolean;
 }
 
-export function Editor({ workspaceId, projectId, path, control }: EditorProps) {
+export function Editor({ workspaceId, projectId, path, control, changes = 0 }: EditorProps) {
   const host = useRef<HTMLDivElement>(null);
   const sync = useRef<DocumentSync | null>(null);
   const documentId = useRef("");
@@ -150,6 +153,13 @@ export function Editor({ workspaceId, projectId, path, control }: EditorProps) {
       view?.destroy();
     };
   }, [workspaceId, projectId, path]);
+
+  useEffect(() => {
+    if (changes === 0 || !documentId.current) return;
+    control<PersonDocument>({ documentGet: { documentId: documentId.current } })
+      .then((now) => update({ disk: now.disk }))
+      .catch(() => {});
+  }, [changes]);
 
   const save = async (overwrite: boolean) => {
     const s = sync.current;

@@ -75,7 +75,7 @@ export function Workbench({ workspace, control, onClose }: WorkbenchProps) {
             <DiffView workspaceId={workspace.workspaceId} projectId={projectId} control={control} changes={changes} {...diff} />
           ) : null}
           {open ? (
-            <Editor key={`${projectId}:${open}`} workspaceId={workspace.workspaceId} projectId={projectId} path={open} control={control} />
+            <Editor key={`${projectId}:${open}`} workspaceId={workspace.workspaceId} projectId={projectId} path={open} control={control} changes={changes} />
           ) : diff ? null : (
             <p class="empty">Open a file from the tree, or a change from the Git view.</p>
           )}

@@ -186,7 +186,8 @@ pub async fn document_watch(
             .map(|document| json!(document)),
     )
     .to_value();
-    tauri::async_runtime::spawn(async move {
+    let watched = document_id.clone();
+    let follower = tauri::async_runtime::spawn(async move {
         loop {
             let event = match feed.recv().await {
                 Ok(event) => event,
@@ -207,6 +208,14 @@ pub async fn document_watch(
             }
         }
     });
+    let mut watches = desktop
+        .document_watches
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    watches.retain(|_, follower| !follower.inner().is_finished());
+    if let Some(previous) = watches.insert(watched, follower) {
+        previous.abort();
+    }
     reply
 }
 

@@ -58,6 +58,11 @@ pub struct Desktop {
     /// `files_watch` replaces the old, and dropping one stops it).
     tree_watches:
         Mutex<std::collections::HashMap<lomi_protocol::ProjectId, lomi_files::watch::TreeWatch>>,
+    /// The window's follower of each document it shows (a new `document_watch` of the same
+    /// document ends the old one; a follower also ends when its document closes).
+    document_watches: Mutex<
+        std::collections::HashMap<lomi_protocol::DocumentId, tauri::async_runtime::JoinHandle<()>>,
+    >,
 }
 
 impl Desktop {
@@ -135,6 +140,7 @@ fn start(args: Args) -> anyhow::Result<ExitCode> {
         data_dir,
         host: Mutex::new(Some(host)),
         tree_watches: Mutex::default(),
+        document_watches: Mutex::default(),
     };
     tauri::async_runtime::set(runtime.handle().clone());
 

@@ -794,6 +794,15 @@ async def test_a_person_and_an_agent_edit_one_document_and_every_keystroke_is_ke
         assert (project / "main.rs").read_text() == await broker_text()
         desktop.screenshot("editor-saved.png")
 
+    # A terminal rewrites the file: the editor says so at once and the person reloads it.
+    (project / "main.rs").write_text("fn rewritten() {}\n")
+    window.wait_for(".editor-panel .disk-conflict")
+    desktop.screenshot("editor-disk-changed.png")
+    window.click_on(".disk-conflict .reload")
+    wait_until(lambda: editor_text(window) == "fn rewritten() {}\n", "the reloaded text")
+    window.wait_gone(".editor-panel .disk-conflict")
+    assert window.script("return document.querySelector('.editor-panel').dataset.dirty") == "false"
+
 
 async def test_an_agents_new_file_shows_in_the_tree_and_the_person_commits_it(desktop: Desktop, tmp_path: Path):
     """An agent writes a file: the tree shows it, the Git view shows its diff, the person
