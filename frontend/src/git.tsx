@@ -143,7 +143,15 @@ export function GitView({ workspaceId, projectId, control, changes = 0, onSelect
     setMessage("");
   };
 
-  if (error) return <div class="git-view"><h3>Git</h3><p class="hint">{error}</p></div>;
+  if (error) {
+    const plain = /not a Git repository/.test(error) ? "This project is not a Git repository." : error;
+    return (
+      <div class="git-view">
+        <h3>Git</h3>
+        <p class="hint">{plain}</p>
+      </div>
+    );
+  }
   if (!status) return <div class="git-view"><h3>Git</h3><p class="hint">Reading the status…</p></div>;
   const { staged, unstaged } = split(status.entries);
   const row = (entry: GitEntry, isStaged: boolean) => {
