@@ -10,7 +10,7 @@ import { defaultKeymap, history, historyKeymap } from "@codemirror/commands";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ControlError } from "./api";
 import { DocumentSync } from "./document-sync";
-import { documentWatch, type Control, type DiskState, type PersonDocument } from "./project-api";
+import { documentUnwatch, documentWatch, watchId, type Control, type DiskState, type PersonDocument } from "./project-api";
 import type { TextEdit } from "./rebase";
 
 /** Marks a change that came from the broker, not from the person's keys. */
@@ -79,7 +79,8 @@ export function Editor({ workspaceId, projectId, path, control, changes = 0 }: E
     let view: EditorView | null = null;
     let gone = false;
     const early: Parameters<DocumentSync["receive"]>[0][] = [];
-    const session = `window-${Math.random().toString(36).slice(2, 10)}`;
+    const session = `window-${watchId()}`;
+    const follower = watchId();
     const refresh = () => {
       const s = sync.current;
       if (!s || gone) return;
@@ -88,7 +89,7 @@ export function Editor({ workspaceId, projectId, path, control, changes = 0 }: E
     const start = async () => {
       const opened = await control<PersonDocument>({ documentOpen: { workspaceId, projectId, path } });
       documentId.current = opened.document.documentId;
-      const current = await documentWatch(opened.document.documentId, (event) => {
+      const current = await documentWatch(opened.document.documentId, follower, (event) => {
         if (gone) return;
         if (event.kind === "changed" && event.origin !== "person") update({ lastRemote: event.origin });
         if (event.kind === "lagged") {
@@ -151,6 +152,7 @@ export function Editor({ workspaceId, projectId, path, control, changes = 0 }: E
       gone = true;
       sync.current = null;
       view?.destroy();
+      if (documentId.current) documentUnwatch(documentId.current, follower).catch(() => {});
     };
   }, [workspaceId, projectId, path]);
 

@@ -3,7 +3,7 @@
 // file opens it.
 
 import { useEffect, useState } from "preact/hooks";
-import { filesFollow, filesWatch, type Control, type DirEntry, type DirListing } from "./project-api";
+import { filesFollow, filesUnwatch, filesWatch, watchId, type Control, type DirEntry, type DirListing } from "./project-api";
 
 export interface FileTreeProps {
   workspaceId: string;
@@ -44,7 +44,8 @@ export function FileTree({ workspaceId, projectId, control, selected, onOpen, on
     setListings({});
     setExpanded(new Set([""]));
     let gone = false;
-    void filesWatch(workspaceId, projectId, (dirs) => {
+    const id = watchId();
+    void filesWatch(workspaceId, projectId, id, (dirs) => {
       if (gone) return;
       for (const dir of dirs) void load(dir);
       onChanged?.(dirs);
@@ -54,6 +55,7 @@ export function FileTree({ workspaceId, projectId, control, selected, onOpen, on
     void load("");
     return () => {
       gone = true;
+      filesUnwatch(projectId, id).catch(() => {});
     };
   }, [workspaceId, projectId]);
 

@@ -55,23 +55,47 @@ export interface GitStatus {
   clean: boolean;
 }
 
+/** A fresh id for one watch, so stopping it never stops a newer one. */
+export function watchId(): string {
+  return Math.random().toString(36).slice(2, 12);
+}
+
 /** Follows a document's changes; resolves the document as it stands when following began. */
-export async function documentWatch(documentId: string, onEvent: (event: DocumentEvent) => void): Promise<PersonDocument> {
+export async function documentWatch(
+  documentId: string,
+  id: string,
+  onEvent: (event: DocumentEvent) => void,
+): Promise<PersonDocument> {
   const channel = new Channel<DocumentEvent>();
   channel.onmessage = onEvent;
-  const reply = await invoke<Envelope<PersonDocument>>("document_watch", { documentId, channel });
+  const reply = await invoke<Envelope<PersonDocument>>("document_watch", { documentId, watchId: id, channel });
   if (reply.status === "error") throw new Error(reply.message);
   return reply.data;
 }
 
 /** Follows a project's file tree: `onChanged` gets the directories that changed. */
-export async function filesWatch(workspaceId: string, projectId: string, onChanged: (dirs: string[]) => void): Promise<void> {
+export async function filesWatch(
+  workspaceId: string,
+  projectId: string,
+  id: string,
+  onChanged: (dirs: string[]) => void,
+): Promise<void> {
   const channel = new Channel<string[]>();
   channel.onmessage = onChanged;
-  await invoke("files_watch", { workspaceId, projectId, channel });
+  await invoke("files_watch", { workspaceId, projectId, watchId: id, channel });
 }
 
 /** Adds a directory the person expanded to the project's watch. */
 export function filesFollow(projectId: string, path: string): Promise<void> {
   return invoke("files_follow", { projectId, path });
+}
+
+/** The window no longer shows the project's tree: its watch ends. */
+export function filesUnwatch(projectId: string, id: string): Promise<void> {
+  return invoke("files_unwatch", { projectId, watchId: id });
+}
+
+/** The window no longer shows the document: its follower ends (the document stays open). */
+export function documentUnwatch(documentId: string, id: string): Promise<void> {
+  return invoke("document_unwatch", { documentId, watchId: id });
 }

@@ -174,6 +174,7 @@ pub async fn browser_watch(
 pub async fn document_watch(
     app: tauri::AppHandle,
     document_id: DocumentId,
+    watch_id: String,
     channel: Channel<Value>,
 ) -> Value {
     let desktop = app.state::<Desktop>();
@@ -212,8 +213,8 @@ pub async fn document_watch(
         .document_watches
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    watches.retain(|_, follower| !follower.inner().is_finished());
-    if let Some(previous) = watches.insert(watched, follower) {
+    watches.retain(|_, (_, follower)| !follower.inner().is_finished());
+    if let Some((_, previous)) = watches.insert(watched, (watch_id, follower)) {
         previous.abort();
     }
     reply
@@ -227,6 +228,7 @@ pub async fn files_watch(
     app: tauri::AppHandle,
     workspace_id: WorkspaceId,
     project_id: ProjectId,
+    watch_id: String,
     channel: Channel<Vec<String>>,
 ) -> Result<(), String> {
     let desktop = app.state::<Desktop>();
@@ -240,7 +242,7 @@ pub async fn files_watch(
         .tree_watches
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    watches.insert(project_id, watch);
+    watches.insert(project_id, (watch_id, watch));
     Ok(())
 }
 
@@ -255,8 +257,41 @@ pub fn files_follow(
         .tree_watches
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    let watch = watches
+    let (_, watch) = watches
         .get(&project_id)
         .ok_or_else(|| format!("project {project_id} is not watched; call files_watch first"))?;
     watch.follow(&path).map_err(|e| e.to_string())
+}
+
+/// The window stopped showing a project's tree: its watch `watch_id` ends (not a newer one
+/// the window started meanwhile).
+#[tauri::command]
+pub fn files_unwatch(desktop: State<'_, Desktop>, project_id: ProjectId, watch_id: String) {
+    let mut watches = desktop
+        .tree_watches
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if watches
+        .get(&project_id)
+        .is_some_and(|(id, _)| id == &watch_id)
+    {
+        watches.remove(&project_id);
+    }
+}
+
+/// The window stopped showing a document: its follower `watch_id` ends (the document stays
+/// open, and a newer follower the window started meanwhile stays).
+#[tauri::command]
+pub fn document_unwatch(desktop: State<'_, Desktop>, document_id: DocumentId, watch_id: String) {
+    let mut watches = desktop
+        .document_watches
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if watches
+        .get(&document_id)
+        .is_some_and(|(id, _)| id == &watch_id)
+        && let Some((_, follower)) = watches.remove(&document_id)
+    {
+        follower.abort();
+    }
 }

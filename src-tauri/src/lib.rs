@@ -56,12 +56,17 @@ pub struct Desktop {
     data_dir: PathBuf,
     /// The file tree's watch of each project the window shows (one per project: a new
     /// `files_watch` replaces the old, and dropping one stops it).
-    tree_watches:
-        Mutex<std::collections::HashMap<lomi_protocol::ProjectId, lomi_files::watch::TreeWatch>>,
+    /// Each keyed by the id the window gave it, so an unwatch never ends a newer watch.
+    tree_watches: Mutex<
+        std::collections::HashMap<lomi_protocol::ProjectId, (String, lomi_files::watch::TreeWatch)>,
+    >,
     /// The window's follower of each document it shows (a new `document_watch` of the same
     /// document ends the old one; a follower also ends when its document closes).
     document_watches: Mutex<
-        std::collections::HashMap<lomi_protocol::DocumentId, tauri::async_runtime::JoinHandle<()>>,
+        std::collections::HashMap<
+            lomi_protocol::DocumentId,
+            (String, tauri::async_runtime::JoinHandle<()>),
+        >,
     >,
 }
 
@@ -159,6 +164,8 @@ fn start(args: Args) -> anyhow::Result<ExitCode> {
             commands::document_watch,
             commands::files_watch,
             commands::files_follow,
+            commands::files_unwatch,
+            commands::document_unwatch,
         ])
         .setup(move |app| {
             tray(app)?;

@@ -856,3 +856,13 @@ async def test_an_agents_new_file_shows_in_the_tree_and_the_person_commits_it(de
     window.wait_for(".git-note")
     wait_until(lambda: window.find_all(".git-list.staged .git-row", deadline=0.2) == [], "the staged list emptied")
     desktop.screenshot("git-after-commit.png")
+
+    # Closed and opened again, the tree is live still: a terminal's new file shows in it and
+    # in the Git view.
+    window.click_on(".close-workbench")
+    window.wait_gone(".workbench")
+    open_files(desktop, w["workspaceId"])
+    window.wait_for('.tree-row.file[data-path="README.md"]')
+    (project / "later.txt").write_text("written by a terminal\n")
+    window.wait_for('.tree-row.file[data-path="later.txt"]')
+    window.wait_for('.git-list.unstaged .git-row[data-path="later.txt"]')
