@@ -6,6 +6,7 @@
 import { Terminal } from "@xterm/xterm";
 import type { BrowserView, FeedItem, Panel, Workspace } from "./api";
 import { ago, h } from "./dom";
+import { openWorkbench } from "./workbench";
 
 export function feedView(items: FeedItem[], now: Date = new Date()): HTMLElement {
   return h(
@@ -131,7 +132,12 @@ export class PanelsView {
         h(
           "div",
           { class: "workspace-panels", "data-workspace-id": workspace.workspaceId },
-          h("h2", {}, workspace.name),
+          h(
+            "h2",
+            {},
+            workspace.name,
+            h("button", { class: "open-files small", onclick: () => openWorkbench(workspace) }, "Files"),
+          ),
           cards.length === 0 ? h("p", { class: "empty" }, "No panel open.") : h("div", { class: "cards" }, ...cards),
         ),
       );

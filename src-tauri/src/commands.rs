@@ -2,7 +2,8 @@
 //! `lomi` command sends over the local socket), and terminal streams over Tauri channels.
 
 use lomi_mcp::control::{self, ControlRequest};
-use lomi_protocol::PanelId;
+use lomi_protocol::tools::editor::DocumentEvent;
+use lomi_protocol::{DocumentId, PanelId, ProjectId, WorkspaceId};
 use serde_json::{Value, json};
 use tauri::ipc::{Channel, InvokeResponseBody};
 use tauri::{Manager, State};
@@ -163,4 +164,134 @@ pub async fn browser_watch(
         }
     });
     true
+}
+
+/// Streams an open document's changes (an agent's edit, the person's, a save, its close) as
+/// they happen, in `bufferRevision` order. Subscribes first, then answers the document as it
+/// stands, so the window misses nothing between the two; a `{"kind":"lagged"}` event means
+/// the window fell behind and must read the document again.
+#[tauri::command]
+pub async fn document_watch(
+    app: tauri::AppHandle,
+    document_id: DocumentId,
+    watch_id: String,
+    channel: Channel<Value>,
+) -> Value {
+    let desktop = app.state::<Desktop>();
+    let editor = desktop.lomi.editor.clone();
+    let mut feed = editor.documents().subscribe();
+    let reply = lomi_protocol::Reply::from_result(
+        editor
+            .document_for_person(&document_id)
+            .await
+            .map(|document| json!(document)),
+    )
+    .to_value();
+    let watched = document_id.clone();
+    let follower = tauri::async_runtime::spawn(async move {
+        loop {
+            let event = match feed.recv().await {
+                Ok(event) => event,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    if channel.send(json!({"kind": "lagged"})).is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            if event.document_id() != &document_id {
+                continue;
+            }
+            let closed = matches!(event, DocumentEvent::Closed { .. });
+            if channel.send(json!(event)).is_err() || closed {
+                return;
+            }
+        }
+    });
+    let mut watches = desktop
+        .document_watches
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    watches.retain(|_, (_, follower)| !follower.inner().is_finished());
+    if let Some((_, previous)) = watches.insert(watched, (watch_id, follower)) {
+        previous.abort();
+    }
+    reply
+}
+
+/// Follows a project's file tree: `channel` gets the project-relative directories that
+/// changed (`files_follow` adds directories). Replaces the project's previous watch.
+/// Async, so the watch starts on Lomi's Tokio runtime.
+#[tauri::command]
+pub async fn files_watch(
+    app: tauri::AppHandle,
+    workspace_id: WorkspaceId,
+    project_id: ProjectId,
+    watch_id: String,
+    channel: Channel<Vec<String>>,
+) -> Result<(), String> {
+    let desktop = app.state::<Desktop>();
+    let (_, root) = desktop
+        .broker()
+        .project_root_for_person(&workspace_id, Some(&project_id))
+        .map_err(|e| e.message)?;
+    let watch = lomi_files::watch::TreeWatch::start(&root, move |dirs| channel.send(dirs).is_ok())
+        .map_err(|e| format!("cannot watch {}: {e}", root.display()))?;
+    let mut watches = desktop
+        .tree_watches
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    watches.insert(project_id, (watch_id, watch));
+    Ok(())
+}
+
+/// Adds a directory the person expanded to its project's watch.
+#[tauri::command]
+pub fn files_follow(
+    desktop: State<'_, Desktop>,
+    project_id: ProjectId,
+    path: String,
+) -> Result<(), String> {
+    let watches = desktop
+        .tree_watches
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let (_, watch) = watches
+        .get(&project_id)
+        .ok_or_else(|| format!("project {project_id} is not watched; call files_watch first"))?;
+    watch.follow(&path).map_err(|e| e.to_string())
+}
+
+/// The window stopped showing a project's tree: its watch `watch_id` ends (not a newer one
+/// the window started meanwhile).
+#[tauri::command]
+pub fn files_unwatch(desktop: State<'_, Desktop>, project_id: ProjectId, watch_id: String) {
+    let mut watches = desktop
+        .tree_watches
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if watches
+        .get(&project_id)
+        .is_some_and(|(id, _)| id == &watch_id)
+    {
+        watches.remove(&project_id);
+    }
+}
+
+/// The window stopped showing a document: its follower `watch_id` ends (the document stays
+/// open, and a newer follower the window started meanwhile stays).
+#[tauri::command]
+pub fn document_unwatch(desktop: State<'_, Desktop>, document_id: DocumentId, watch_id: String) {
+    let mut watches = desktop
+        .document_watches
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if watches
+        .get(&document_id)
+        .is_some_and(|(id, _)| id == &watch_id)
+        && let Some((_, follower)) = watches.remove(&document_id)
+    {
+        follower.abort();
+    }
 }

@@ -54,6 +54,20 @@ pub struct Desktop {
     lomi: lomi_mcp::Lomi,
     front: Front,
     data_dir: PathBuf,
+    /// The file tree's watch of each project the window shows (one per project: a new
+    /// `files_watch` replaces the old, and dropping one stops it).
+    /// Each keyed by the id the window gave it, so an unwatch never ends a newer watch.
+    tree_watches: Mutex<
+        std::collections::HashMap<lomi_protocol::ProjectId, (String, lomi_files::watch::TreeWatch)>,
+    >,
+    /// The window's follower of each document it shows (a new `document_watch` of the same
+    /// document ends the old one; a follower also ends when its document closes).
+    document_watches: Mutex<
+        std::collections::HashMap<
+            lomi_protocol::DocumentId,
+            (String, tauri::async_runtime::JoinHandle<()>),
+        >,
+    >,
 }
 
 impl Desktop {
@@ -130,6 +144,8 @@ fn start(args: Args) -> anyhow::Result<ExitCode> {
         },
         data_dir,
         host: Mutex::new(Some(host)),
+        tree_watches: Mutex::default(),
+        document_watches: Mutex::default(),
     };
     tauri::async_runtime::set(runtime.handle().clone());
 
@@ -145,6 +161,11 @@ fn start(args: Args) -> anyhow::Result<ExitCode> {
             commands::app_info,
             commands::android_capture,
             commands::browser_watch,
+            commands::document_watch,
+            commands::files_watch,
+            commands::files_follow,
+            commands::files_unwatch,
+            commands::document_unwatch,
         ])
         .setup(move |app| {
             tray(app)?;

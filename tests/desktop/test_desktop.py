@@ -698,3 +698,171 @@ async def test_tool_families_chosen_in_the_window_shape_the_agents_tool_list(des
         desktop.screenshot("settings-families.png")
         names = {tool.name for tool in (await agent.session.list_tools()).tools}
         assert "lomi_git_commit" in names and "lomi_terminal_create" not in names, names
+
+
+def editor_text(window) -> str:
+    """The text the person sees in the editor panel, line by line as CodeMirror draws it."""
+    return window.script(
+        "return Array.from(document.querySelectorAll('.editor-panel .cm-line'))"
+        ".map(l => l.textContent).join('\\n')"
+    )
+
+
+def open_files(desktop: Desktop, workspace_id: str) -> None:
+    window = desktop.window
+    assert window is not None
+    window.click_on(f'.workspace-panels[data-workspace-id="{workspace_id}"] .open-files')
+    window.wait_for(".workbench .file-tree")
+
+
+async def test_a_person_and_an_agent_edit_one_document_and_every_keystroke_is_kept(desktop: Desktop, tmp_path: Path):
+    """The person opens a file from the tree and types while an agent edits the same
+    document: every keystroke is kept, the agent's stale edit gets REVISION_MISMATCH, the
+    agent's edits appear in the editor, and Save writes the bytes the person sees."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "main.rs").write_bytes(b"fn main() {\n}\n")
+    desktop.start()
+    window = desktop.window
+    assert window is not None
+    w, token, mcp = one_workspace_agent(desktop, "Editor workspace", "Editing agent", project)
+    open_files(desktop, w["workspaceId"])
+    window.click_on('.tree-row.file[data-path="main.rs"]')
+    window.wait_for(".editor-panel .cm-content")
+    wait_until(lambda: editor_text(window) == "fn main() {\n}\n", "the document in the editor")
+    async with mcp.session(token=token) as agent:
+        await agent.connect(w["workspaceId"])
+        opened = await agent.ok("lomi_editor_open", {"workspaceId": w["workspaceId"], "path": "main.rs"})
+        doc = opened["documentId"]
+        assert opened["bufferRevision"] == "1", dump(opened)
+        # The person's cursor at the end of the text (the empty last line), then typing.
+        lines = window.find_all(".editor-panel .cm-line")
+        window.click(lines[-1])
+        typed = "let typed_by_the_person = 42;"
+        person = anyio.to_thread.run_sync(window.keys, typed)
+        landed, refused = [], 0
+
+        async def agent_edits() -> None:
+            nonlocal refused
+            for n in range(6):
+                now = await agent.ok("lomi_editor_open", {"workspaceId": w["workspaceId"], "path": "main.rs"})
+                edit = await agent.call("lomi_editor_edit", {
+                    "documentId": doc, "expectedBufferRevision": now["bufferRevision"],
+                    "edits": [{"start": 0, "end": 0, "text": f"// agent {n}\n"}],
+                })
+                if edit.get("status") == "ok":
+                    landed.append(n)
+                else:
+                    assert edit["code"] == "REVISION_MISMATCH", dump(edit)
+                    refused += 1
+                await anyio.sleep(0.05)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(agent_edits)
+            await person
+        assert landed, "no agent edit landed"
+        stale = await agent.error("lomi_editor_edit", {
+            "documentId": doc, "expectedBufferRevision": "1", "edits": [{"start": 0, "end": 0, "text": "stale"}],
+        }, "REVISION_MISMATCH")
+        assert int(stale["details"]["currentRevision"]) > 1 + len(landed), dump(stale)
+
+        async def broker_text() -> str:
+            return (await agent.ok("lomi_editor_open", {"workspaceId": w["workspaceId"], "path": "main.rs"}))["text"]
+
+        end = time.monotonic() + DEADLINE
+        while True:
+            text = await broker_text()
+            shown = editor_text(window)
+            if shown == text and typed in text:
+                break
+            if time.monotonic() > end:
+                pytest.fail(f"the window and the document did not agree:\nwindow {shown!r}\nbroker {text!r}")
+            await anyio.sleep(0.1)
+        assert typed in shown, shown
+        for n in landed:
+            assert f"// agent {n}\n" in shown, shown
+        assert shown.endswith("}\n" + typed), shown
+        assert window.script("return document.querySelector('.editor-panel').dataset.dirty") == "true"
+        desktop.screenshot("editor-person-and-agent.png")
+
+        window.click_on(".editor-panel .save")
+        wait_until(
+            lambda: window.script("return document.querySelector('.editor-panel').dataset.dirty") == "false",
+            "the save",
+        )
+        assert (project / "main.rs").read_text() == editor_text(window)
+        assert (project / "main.rs").read_text() == await broker_text()
+        desktop.screenshot("editor-saved.png")
+
+    # A terminal rewrites the file: the editor says so at once and the person reloads it.
+    (project / "main.rs").write_text("fn rewritten() {}\n")
+    window.wait_for(".editor-panel .disk-conflict")
+    desktop.screenshot("editor-disk-changed.png")
+    window.click_on(".disk-conflict .reload")
+    wait_until(lambda: editor_text(window) == "fn rewritten() {}\n", "the reloaded text")
+    window.wait_gone(".editor-panel .disk-conflict")
+    assert window.script("return document.querySelector('.editor-panel').dataset.dirty") == "false"
+
+
+async def test_an_agents_new_file_shows_in_the_tree_and_the_person_commits_it(desktop: Desktop, tmp_path: Path):
+    """An agent writes a file: the tree shows it, the Git view shows its diff, the person
+    stages and commits it from the window, and `git log` has the commit."""
+    project = tmp_path / "repo"
+    project.mkdir()
+    git = lambda *args: subprocess.run(  # noqa: E731
+        ["git", "-C", str(project), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    git("init", "-q", "-b", "main")
+    git("config", "user.name", "Desktop Person")
+    git("config", "user.email", "person@example.invalid")
+    (project / "README.md").write_text("# Project\n")
+    git("add", "README.md")
+    git("commit", "-q", "-m", "First commit")
+    desktop.start()
+    window = desktop.window
+    assert window is not None
+    w, token, mcp = one_workspace_agent(desktop, "Git workspace", "Committing agent", project)
+    open_files(desktop, w["workspaceId"])
+    window.wait_for('.tree-row.file[data-path="README.md"]')
+    assert window.find_all('.tree-row[data-path=".git"]', deadline=0.5) == []
+    window.wait_for(".git-view .git-list, .git-view .empty")
+    async with mcp.session(token=token) as agent:
+        epoch = (await agent.connect(w["workspaceId"]))["retryEpoch"]
+        created = await agent.ok("lomi_file_create", {
+            "workspaceId": w["workspaceId"], "path": "notes/agent.txt",
+            "text": "hello from the agent\nsecond line\n", "createParents": True,
+            "retryEpoch": epoch, "requestKey": "create-agent-file",
+        })
+        assert (await agent.settle(created["operationId"]))["state"] == "succeeded"
+    window.click_on('.tree-row.dir[data-path="notes"]')
+    window.wait_for('.tree-row.file[data-path="notes/agent.txt"]')
+    row = '.git-list.unstaged .git-row[data-path="notes/agent.txt"]'
+    window.click_on(f"{row} .git-path")
+    wait_until(lambda: "+hello from the agent" in window.text_of(".diff-view"), "the new file's diff")
+    desktop.screenshot("files-tree-and-git-diff.png")
+    window.click_on(f"{row} .stage")
+    window.wait_for('.git-list.staged .git-row[data-path="notes/agent.txt"]')
+    # The diff shown follows the file to the staged list.
+    wait_until(
+        lambda: "+hello from the agent" in window.text_of('.diff-view[data-staged="true"]'),
+        "the staged diff",
+    )
+    assert git("diff", "--cached", "--name-only") == "notes/agent.txt"
+    area = window.wait_for(".commit-message")
+    window.type(area, "Add the agent's notes")
+    window.click_on(".git-view .commit")
+    wait_until(lambda: git("log", "-1", "--format=%s") == "Add the agent's notes", "the person's commit")
+    assert git("show", "--name-only", "--format=%an", "HEAD").split("\n") == ["Desktop Person", "", "notes/agent.txt"]
+    window.wait_for(".git-note")
+    wait_until(lambda: window.find_all(".git-list.staged .git-row", deadline=0.2) == [], "the staged list emptied")
+    desktop.screenshot("git-after-commit.png")
+
+    # Closed and opened again, the tree is live still: a terminal's new file shows in it and
+    # in the Git view.
+    window.click_on(".close-workbench")
+    window.wait_gone(".workbench")
+    open_files(desktop, w["workspaceId"])
+    window.wait_for('.tree-row.file[data-path="README.md"]')
+    (project / "later.txt").write_text("written by a terminal\n")
+    window.wait_for('.tree-row.file[data-path="later.txt"]')
+    window.wait_for('.git-list.unstaged .git-row[data-path="later.txt"]')

@@ -59,7 +59,7 @@ pub enum Permit {
 }
 
 impl Permit {
-    fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         match self {
             Permit::Workspace(id) => format!("workspace:{id}"),
             Permit::Project(id) => format!("project:{id}"),
@@ -603,7 +603,7 @@ impl Broker {
         result
     }
 
-    fn permit(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+    pub(crate) fn permit(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut permits = self.inner.permits.lock().unwrap_or_else(|e| e.into_inner());
         permits.retain(|_, permit| Arc::strong_count(permit) > 1);
         permits.entry(key.to_owned()).or_default().clone()

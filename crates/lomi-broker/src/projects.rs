@@ -87,6 +87,41 @@ impl ProjectChange<'_> {
 }
 
 impl Broker {
+    /// The root of a project of a workspace, for the person (who may use every workspace):
+    /// the named project, or the workspace's only one.
+    pub fn project_root_for_person(
+        &self,
+        workspace: &WorkspaceId,
+        project: Option<&ProjectId>,
+    ) -> Result<(ProjectId, PathBuf), ToolError> {
+        let workspaces = self.workspaces();
+        let found = (workspaces.iter().find(|w| &w.id == workspace)).ok_or_else(|| {
+            ToolError::not_found(format!(
+                "no workspace {workspace}; see `lomi workspace list`"
+            ))
+        })?;
+        let project = match project {
+            Some(id) => found.projects.iter().find(|p| &p.id == id),
+            None if found.projects.len() == 1 => found.projects.first(),
+            None => {
+                return Err(ToolError::invalid(
+                    "this workspace has several projects; name one with projectId",
+                ));
+            }
+        }
+        .ok_or_else(|| ToolError::not_found("no such project in this workspace"))?;
+        Ok((project.id.clone(), project.root.clone()))
+    }
+
+    /// Waits for a project's permit, the one every agent's change to the project holds while
+    /// it runs: the person's own change (a save, a commit) holds it too, so it never
+    /// interleaves with an agent's file or Git operation.
+    pub async fn hold_project(&self, project: &ProjectId) -> tokio::sync::OwnedMutexGuard<()> {
+        self.permit(&Permit::Project(project.clone()).key())
+            .lock_owned()
+            .await
+    }
+
     /// The project a request is keyed by. A project the request names keys it as it is, so
     /// its root is looked up only after the prior receipt and a retry finds that receipt even
     /// if the project left the workspace since; a request that names none means the

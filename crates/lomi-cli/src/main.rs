@@ -5,6 +5,7 @@ mod attach;
 mod bridge;
 mod chat_commands;
 mod person;
+mod project_commands;
 mod serve;
 mod settings_commands;
 mod store_commands;
@@ -152,6 +153,21 @@ enum Command {
         #[command(subcommand)]
         command: chat_commands::ChatCommand,
     },
+    /// A project's files (the window's file tree).
+    Files {
+        #[command(subcommand)]
+        command: project_commands::FilesCommand,
+    },
+    /// A project's Git: status, diffs, staging and your commits (the window's Git view).
+    Git {
+        #[command(subcommand)]
+        command: project_commands::GitCommand,
+    },
+    /// Editor documents: the same ones agents edit (the window's editor).
+    Document {
+        #[command(subcommand)]
+        command: project_commands::DocumentCommand,
+    },
     /// Android devices: the attach decisions Lomi remembers for you.
     Android {
         #[command(subcommand)]
@@ -246,6 +262,15 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
         Command::Chat { command } => {
             let dir = data_dir::resolve(cli_data_dir)?;
             chat_commands::run(&dir, command)
+        }
+        Command::Files { command } => {
+            project_commands::run_files(&data_dir::resolve(cli_data_dir)?, command)
+        }
+        Command::Git { command } => {
+            project_commands::run_git(&data_dir::resolve(cli_data_dir)?, command)
+        }
+        Command::Document { command } => {
+            project_commands::run_document(&data_dir::resolve(cli_data_dir)?, command)
         }
         Command::Serve {
             headless: _,
@@ -489,6 +514,9 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
         | Command::Android { .. }
         | Command::Settings { .. }
         | Command::Chat { .. }
+        | Command::Files { .. }
+        | Command::Git { .. }
+        | Command::Document { .. }
         | Command::Mcp { .. }
         | Command::Terminal { .. } => (ControlRequest::Status {}, false, person::render_operation),
     }

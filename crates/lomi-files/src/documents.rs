@@ -2,11 +2,13 @@
 //! buffers the desktop app shows. Plain data: no MCP, no receipts; saving goes through
 //! [`crate::editor`], which runs it as an operation.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lomi_protocol::tools::editor::{EditorDocumentView, TextEdit};
+use lomi_protocol::tools::editor::{
+    ChangeOrigin, DiskState, DocumentEvent, EditorDocumentView, PersonEdited, TextEdit,
+};
 use lomi_protocol::{DocumentId, ErrorCode, ProjectId, ToolError, WorkspaceId};
 
 use crate::{Encoding, Expected, FileWritten, FilesError, LineEndings, ProjectRoot};
@@ -16,6 +18,18 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 pub const MAX_EDIT_TEXT: usize = 1024 * 1024;
 /// Most replacements in one edit call.
 pub const MAX_EDITS: usize = 1000;
+/// How many changes of a document are kept to move the person's late edits over: a window
+/// more than this many changes behind opens the document again.
+pub const KEPT_CHANGES: usize = 4096;
+/// How many document events wait for a slow follower before it must read the documents again.
+const EVENTS_WAITING: usize = 1024;
+
+/// One change of a document's text: from `revision - 1` to `revision`.
+#[derive(Debug, Clone)]
+struct Logged {
+    revision: u64,
+    edits: Vec<TextEdit>,
+}
 
 /// One open document.
 #[derive(Debug, Clone)]
@@ -71,9 +85,14 @@ impl Document {
 }
 
 /// The registry of open documents. Cheap to clone; clones share the documents.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Documents {
     inner: Arc<Mutex<HashMap<DocumentId, Document>>>,
+    /// Each open document's latest changes (at most [`KEPT_CHANGES`]), oldest first. Locked
+    /// after `inner`, never before.
+    changes: Arc<Mutex<HashMap<DocumentId, VecDeque<Logged>>>>,
+    /// Every change, save and close, for the person's window.
+    events: tokio::sync::broadcast::Sender<DocumentEvent>,
     /// The project of every document opened here, kept after it closes: a save's receipt key
     /// names the project, so a retry of a save after its document closed still finds its
     /// receipt. One entry per document, for the broker's lifetime.
@@ -109,8 +128,8 @@ fn unknown(id: &DocumentId) -> ToolError {
     ))
 }
 
-/// `edits` applied to `text` as one change, or why not.
-fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, ToolError> {
+/// Refuses edits that are not one valid change of a text of `length` characters.
+fn check_edits(edits: &[TextEdit], length: u64) -> Result<(), ToolError> {
     if edits.is_empty() || edits.len() > MAX_EDITS {
         return Err(ToolError::invalid(format!("give 1 to {MAX_EDITS} edits")));
     }
@@ -120,10 +139,6 @@ fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, ToolError> {
             "the edits insert {inserted} bytes of text; at most {MAX_EDIT_TEXT} per call"
         )));
     }
-    // Character offset → byte offset, with one past the end.
-    let mut offsets: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-    offsets.push(text.len());
-    let length = (offsets.len() - 1) as u64;
     let mut sorted: Vec<&TextEdit> = edits.iter().collect();
     sorted.sort_by_key(|e| (e.start, e.end));
     let mut previous_end = 0u64;
@@ -142,6 +157,19 @@ fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, ToolError> {
         }
         previous_end = edit.end;
     }
+    Ok(())
+}
+
+/// `edits` applied to `text` as one change, or why not.
+pub(crate) fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, ToolError> {
+    // Character offset → byte offset, with one past the end.
+    let mut offsets: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+    offsets.push(text.len());
+    let length = (offsets.len() - 1) as u64;
+    check_edits(edits, length)?;
+    let inserted: usize = edits.iter().map(|e| e.text.len()).sum();
+    let mut sorted: Vec<&TextEdit> = edits.iter().collect();
+    sorted.sort_by_key(|e| (e.start, e.end));
     let mut out = String::with_capacity(text.len() + inserted);
     let mut at = 0usize;
     for edit in sorted {
@@ -155,9 +183,37 @@ fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, ToolError> {
     Ok(out)
 }
 
+impl Default for Documents {
+    fn default() -> Documents {
+        Documents {
+            inner: Arc::default(),
+            changes: Arc::default(),
+            events: tokio::sync::broadcast::channel(EVENTS_WAITING).0,
+            projects: Arc::default(),
+        }
+    }
+}
+
 impl Documents {
     pub fn new() -> Documents {
         Documents::default()
+    }
+
+    /// Every document event from now on (the window's feed). A follower that falls more than
+    /// a thousand events behind is told it lagged and reads the documents again.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<DocumentEvent> {
+        self.events.subscribe()
+    }
+
+    fn publish(&self, event: DocumentEvent) {
+        // Nobody following (no window) is not an error: the event is for whoever follows.
+        if self.events.receiver_count() > 0 {
+            self.events.send(event).ok();
+        }
+    }
+
+    fn changes(&self) -> MutexGuard<'_, HashMap<DocumentId, VecDeque<Logged>>> {
+        self.changes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn map(&self) -> MutexGuard<'_, HashMap<DocumentId, Document>> {
@@ -277,58 +333,239 @@ impl Documents {
         expected: u64,
         edits: &[TextEdit],
     ) -> Result<Document, ToolError> {
-        self.change(id, Some(expected), edits)
-    }
-
-    /// The person's edit (from the desktop app): always against the current text, and it raises
-    /// the revision so an agent's edit made against the older text is refused.
-    pub fn edit_as_person(
-        &self,
-        id: &DocumentId,
-        edits: &[TextEdit],
-    ) -> Result<Document, ToolError> {
-        self.change(id, None, edits)
-    }
-
-    fn change(
-        &self,
-        id: &DocumentId,
-        expected: Option<u64>,
-        edits: &[TextEdit],
-    ) -> Result<Document, ToolError> {
         let mut map = self.map();
         let document = map.get_mut(id).ok_or_else(|| unknown(id))?;
-        if let Some(expected) = expected
-            && expected != document.buffer_revision
-        {
+        if expected != document.buffer_revision {
             return Err(mismatch(document.buffer_revision));
         }
         document.text = apply_edits(&document.text, edits)?;
         document.buffer_revision += 1;
-        Ok(document.clone())
+        let document = document.clone();
+        self.record(&document, id, edits.to_vec(), ChangeOrigin::Agent, None);
+        drop(map);
+        Ok(document)
+    }
+
+    /// The person's edit, made against the text at `base`. Never refused for being late: when
+    /// edits were made since `base` (an agent's, say), the person's edit is moved over them
+    /// (see [`crate::rebase`]) and lands on the current text, with every character the person
+    /// typed. Refused only when it is not a valid change of the text at `base`, or when `base`
+    /// is older than the changes kept ([`KEPT_CHANGES`]).
+    pub fn edit_as_person(
+        &self,
+        id: &DocumentId,
+        base: u64,
+        edits: &[TextEdit],
+        session: Option<&str>,
+    ) -> Result<PersonEdited, ToolError> {
+        let mut map = self.map();
+        let document = map.get_mut(id).ok_or_else(|| unknown(id))?;
+        let current = document.buffer_revision;
+        if base > current {
+            return Err(ToolError::invalid(format!(
+                "bufferRevision {base} is ahead of the document (it is at {current})"
+            )));
+        }
+        let mut moved = edits.to_vec();
+        if base < current {
+            let changes = self.changes();
+            let since: Vec<&Logged> = changes
+                .get(id)
+                .map(|log| log.iter().filter(|l| l.revision > base).collect())
+                .unwrap_or_default();
+            if since.len() as u64 != current - base {
+                return Err(mismatch(current));
+            }
+            // Checked against the text it was made on: its length then is today's length
+            // with the later changes taken back.
+            let length_then =
+                since
+                    .iter()
+                    .rev()
+                    .fold(document.text.chars().count() as i64, |length, logged| {
+                        length
+                            - logged
+                                .edits
+                                .iter()
+                                .map(|e| e.text.chars().count() as i64 - (e.end - e.start) as i64)
+                                .sum::<i64>()
+                    });
+            check_edits(edits, length_then.max(0) as u64)?;
+            for logged in since {
+                moved = crate::rebase::rebase(&moved, &logged.edits, true);
+            }
+            if moved.is_empty() {
+                // Everything it replaced was replaced already and it inserts nothing.
+                return Ok(PersonEdited {
+                    document_id: id.clone(),
+                    buffer_revision: current.to_string(),
+                    edits: moved,
+                    rebased: true,
+                    dirty: document.dirty(),
+                });
+            }
+        }
+        document.text = apply_edits(&document.text, &moved)?;
+        document.buffer_revision += 1;
+        let document = document.clone();
+        self.record(
+            &document,
+            id,
+            moved.clone(),
+            ChangeOrigin::Person,
+            session.map(str::to_owned),
+        );
+        drop(map);
+        Ok(PersonEdited {
+            document_id: id.clone(),
+            buffer_revision: document.buffer_revision.to_string(),
+            edits: moved,
+            rebased: base < current,
+            dirty: document.dirty(),
+        })
+    }
+
+    /// Logs and announces the change by `edits` that made `document` (called under the lock
+    /// of `inner`, so changes are logged and announced in revision order).
+    fn record(
+        &self,
+        document: &Document,
+        id: &DocumentId,
+        edits: Vec<TextEdit>,
+        origin: ChangeOrigin,
+        session: Option<String>,
+    ) {
+        let revision = document.buffer_revision;
+        let mut changes = self.changes();
+        let log = changes.entry(id.clone()).or_default();
+        if log.len() == KEPT_CHANGES {
+            log.pop_front();
+        }
+        log.push_back(Logged {
+            revision,
+            edits: edits.clone(),
+        });
+        drop(changes);
+        self.publish(DocumentEvent::Changed {
+            document_id: id.clone(),
+            buffer_revision: revision.to_string(),
+            edits,
+            origin,
+            session,
+            dirty: document.dirty(),
+        });
     }
 
     /// Writes the document at buffer revision `expected` to its file, expecting the disk
     /// revision of its open or last save. Blocking (file IO): run it off the async threads.
     pub fn save(&self, id: &DocumentId, expected: u64) -> Result<FileWritten, SaveError> {
+        self.save_over(id, expected, false)
+    }
+
+    /// [`Documents::save`], or with `overwrite` the person's "keep mine" after the file
+    /// changed on disk: it expects the bytes there now (or no file), so it still refuses to
+    /// overwrite a change made after the person looked.
+    pub fn save_over(
+        &self,
+        id: &DocumentId,
+        expected: u64,
+        overwrite: bool,
+    ) -> Result<FileWritten, SaveError> {
         let snapshot = self.get(id).map_err(SaveError::Refused)?;
         if snapshot.buffer_revision != expected {
             return Err(SaveError::Refused(mismatch(snapshot.buffer_revision)));
         }
         let root = ProjectRoot::open(&snapshot.root).map_err(SaveError::Files)?;
+        let on_disk = if overwrite {
+            match root.read(&snapshot.path, Some((0, 0)), 0) {
+                Ok(read) => Expected::Revision(read.disk_revision),
+                Err(FilesError::NotFound(_)) => Expected::Absent,
+                Err(error) => return Err(SaveError::Files(error)),
+            }
+        } else {
+            Expected::Revision(snapshot.disk_revision.clone())
+        };
         let written = root
-            .write(
-                &snapshot.path,
-                &snapshot.bytes(),
-                Expected::Revision(snapshot.disk_revision.clone()),
-            )
+            .write(&snapshot.path, &snapshot.bytes(), on_disk)
             .map_err(SaveError::Files)?;
-        if let Some(document) = self.map().get_mut(id) {
+        let mut map = self.map();
+        if let Some(document) = map.get_mut(id) {
             document.disk_revision = written.disk_revision.clone();
             // A person's edit made during the write stays unsaved (dirty).
             document.saved_text = snapshot.text;
+            self.publish(DocumentEvent::Saved {
+                document_id: id.clone(),
+                buffer_revision: expected.to_string(),
+                disk_revision: written.disk_revision.clone(),
+                dirty: document.dirty(),
+            });
         }
         Ok(written)
+    }
+
+    /// The file now, compared with the bytes the document was opened with or last saved.
+    /// Blocking (file IO).
+    pub fn disk_state(&self, id: &DocumentId) -> Result<DiskState, ToolError> {
+        let document = self.get(id)?;
+        let root = ProjectRoot::open(&document.root).map_err(files_error)?;
+        Ok(match root.read(&document.path, Some((0, 0)), 0) {
+            Ok(read) if read.disk_revision == document.disk_revision => DiskState::Same,
+            Ok(_) => DiskState::Changed,
+            Err(FilesError::NotFound(_)) => DiskState::Deleted,
+            Err(error) => return Err(files_error(error)),
+        })
+    }
+
+    /// The person's "reload": the document takes the file's text as it is now, as one change
+    /// (so a late edit of the person's still lands, on the reloaded text), and is clean.
+    /// Blocking (file IO).
+    pub fn reload(&self, id: &DocumentId) -> Result<PersonEdited, ToolError> {
+        let document = self.get(id)?;
+        let root = ProjectRoot::open(&document.root).map_err(files_error)?;
+        let max = root.limits().max_write_bytes;
+        let read = root.read(&document.path, None, max).map_err(files_error)?;
+        let body = match read.encoding {
+            Encoding::Utf8 if !read.truncated => &read.bytes[..],
+            Encoding::Utf8Bom if !read.truncated => &read.bytes[BOM.len()..],
+            _ => {
+                return Err(ToolError::new(
+                    ErrorCode::Unsupported,
+                    format!(
+                        "{} is no longer UTF-8 text under {max} bytes; it cannot be reloaded into the editor",
+                        document.path
+                    ),
+                ));
+            }
+        };
+        let text = String::from_utf8(body.to_vec()).map_err(|_| {
+            ToolError::new(
+                ErrorCode::Unsupported,
+                format!("{} is not valid UTF-8", document.path),
+            )
+        })?;
+        let mut map = self.map();
+        let open = map.get_mut(id).ok_or_else(|| unknown(id))?;
+        let edits = vec![TextEdit {
+            start: 0,
+            end: open.text.chars().count() as u64,
+            text: text.clone(),
+        }];
+        open.text = text.clone();
+        open.saved_text = text;
+        open.bom = read.encoding == Encoding::Utf8Bom;
+        open.line_endings = read.line_endings;
+        open.disk_revision = read.disk_revision;
+        open.buffer_revision += 1;
+        let reloaded = open.clone();
+        self.record(&reloaded, id, edits.clone(), ChangeOrigin::Disk, None);
+        drop(map);
+        Ok(PersonEdited {
+            document_id: id.clone(),
+            buffer_revision: reloaded.buffer_revision.to_string(),
+            edits,
+            rebased: false,
+            dirty: false,
+        })
     }
 
     /// Closes a document; a dirty one only with `discard`. Returns whether changes were dropped.
@@ -343,6 +580,10 @@ impl Documents {
             )));
         }
         map.remove(id);
+        self.changes().remove(id);
+        self.publish(DocumentEvent::Closed {
+            document_id: id.clone(),
+        });
         Ok(dirty)
     }
 }

@@ -4,11 +4,11 @@
 use lomi_broker::{Broker, Confirmation, EffectOutcome, LayoutChange, ProjectChange};
 use lomi_protocol::tools::editor::{
     DocumentAction, DocumentFailure, EditorCloseInput, EditorClosed, EditorDocumentView,
-    EditorEditInput, EditorEdited, EditorOpenInput, EditorSaveInput, EditorSaved,
-    WorkspaceCloseInput, WorkspaceClosed,
+    EditorEditInput, EditorEdited, EditorOpenInput, EditorSaveInput, EditorSaved, PersonDocument,
+    PersonEdited, TextEdit, WorkspaceCloseInput, WorkspaceClosed,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::{DocumentId, EffectState, PairingId, Tool, ToolError};
+use lomi_protocol::{DocumentId, EffectState, PairingId, ProjectId, Tool, ToolError, WorkspaceId};
 
 use crate::FilesError;
 use crate::documents::{Document, Documents, SaveError, parse_revision};
@@ -179,6 +179,95 @@ impl ProjectEditor {
                 },
             )
             .await
+    }
+
+    /// The person opens a project file in the editor: the same document an agent opening the
+    /// path gets, with the file's state on disk.
+    pub async fn open_for_person(
+        &self,
+        workspace: &WorkspaceId,
+        project: Option<&ProjectId>,
+        path: String,
+    ) -> Result<PersonDocument, ToolError> {
+        let (project_id, root) = self.broker.project_root_for_person(workspace, project)?;
+        let documents = self.documents.clone();
+        let new_id = DocumentId::from_random(self.broker.random_bytes());
+        let workspace = workspace.clone();
+        lomi_broker::off_thread(move || {
+            let view = documents.open(&workspace, &project_id, &root, &path, new_id)?;
+            let disk = documents.disk_state(&view.document_id)?;
+            Ok(PersonDocument {
+                workspace_id: workspace,
+                project_id,
+                document: view,
+                disk,
+            })
+        })
+        .await
+    }
+
+    /// An open document as the person's window shows it, with the file's state on disk.
+    pub async fn document_for_person(&self, id: &DocumentId) -> Result<PersonDocument, ToolError> {
+        let documents = self.documents.clone();
+        let id = id.clone();
+        lomi_broker::off_thread(move || {
+            let document = documents.get(&id)?;
+            Ok(PersonDocument {
+                disk: documents.disk_state(&id)?,
+                workspace_id: document.workspace_id.clone(),
+                project_id: document.project_id.clone(),
+                document: document.view(&id),
+            })
+        })
+        .await
+    }
+
+    /// The person's edit (`expectedBufferRevision` is the text it was made on): see
+    /// [`Documents::edit_as_person`]. Not an operation: the person's own keystrokes.
+    pub fn edit_for_person(
+        &self,
+        id: &DocumentId,
+        base: &str,
+        edits: &[TextEdit],
+        session: Option<&str>,
+    ) -> Result<PersonEdited, ToolError> {
+        let base = parse_revision(base)?;
+        self.documents.edit_as_person(id, base, edits, session)
+    }
+
+    /// The person saves the text at `expected` (what the window shows), under the project's
+    /// permit; `overwrite` is "keep mine" after the file changed on disk.
+    pub async fn save_for_person(
+        &self,
+        id: &DocumentId,
+        expected: &str,
+        overwrite: bool,
+    ) -> Result<EditorSaved, ToolError> {
+        let expected = parse_revision(expected)?;
+        let document = self.documents.get(id)?;
+        let _permit = self.broker.hold_project(&document.project_id).await;
+        let documents = self.documents.clone();
+        let saving = id.clone();
+        let written =
+            lomi_broker::off_thread(move || documents.save_over(&saving, expected, overwrite))
+                .await
+                .map_err(|e| e.tool_error())?;
+        Ok(EditorSaved {
+            document_id: id.clone(),
+            path: document.path,
+            buffer_revision: expected.to_string(),
+            disk_revision: written.disk_revision,
+            size: written.size,
+        })
+    }
+
+    /// The person's "reload" after the file changed on disk (their unsaved edits are dropped).
+    pub async fn reload_for_person(&self, id: &DocumentId) -> Result<PersonEdited, ToolError> {
+        let document = self.documents.get(id)?;
+        let _permit = self.broker.hold_project(&document.project_id).await;
+        let documents = self.documents.clone();
+        let id = id.clone();
+        lomi_broker::off_thread(move || documents.reload(&id)).await
     }
 
     /// `lomi_workspace_close`: saves or discards the workspace's documents as named, then closes

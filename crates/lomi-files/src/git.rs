@@ -74,7 +74,10 @@ impl ProjectGit {
         let repository = self
             .repository(caller, &input.workspace_id, input.project_id.as_ref())
             .await?;
-        repository.status().await.map_err(|e| e.to_tool_error())
+        repository
+            .status(false)
+            .await
+            .map_err(|e| e.to_tool_error())
     }
 
     /// `lomi_git_diff`.
@@ -96,29 +99,13 @@ impl ProjectGit {
         let repository = self
             .repository(caller, &input.workspace_id, input.project_id.as_ref())
             .await?;
-        // No external diff programs or text conversion filters: the bytes as Git stores them.
-        let mut args = vec!["diff", "--no-color", "--no-ext-diff", "--no-textconv"];
-        if input.staged.unwrap_or(false) {
-            args.push("--cached");
-        }
-        args.push("--");
-        if let Some(path) = &path {
-            args.push(path);
-        }
-        let output = repository
-            .run(&args, &[], max_bytes as usize)
-            .await
-            .map_err(|e| e.to_tool_error())?;
-        if !output.success && !output.truncated {
-            return Err(ToolError::invalid(format!(
-                "git diff refused: {}",
-                output.explanation()
-            )));
-        }
-        Ok(GitDiffView {
-            diff: String::from_utf8_lossy(&output.stdout).into_owned(),
-            truncated: output.truncated,
-        })
+        diff(
+            &repository,
+            input.staged.unwrap_or(false),
+            path.as_deref(),
+            max_bytes,
+        )
+        .await
     }
 
     /// `lomi_git_stage`.
@@ -207,6 +194,170 @@ impl ProjectGit {
     }
 }
 
+/// A unified diff of the index against HEAD (`staged`) or of the working tree against the
+/// index, for one path or all, at most `max_bytes` long.
+async fn diff(
+    repository: &Repository,
+    staged: bool,
+    path: Option<&str>,
+    max_bytes: u32,
+) -> Result<GitDiffView, ToolError> {
+    // No external diff programs or text conversion filters: the bytes as Git stores them.
+    let mut args = vec!["diff", "--no-color", "--no-ext-diff", "--no-textconv"];
+    if staged {
+        args.push("--cached");
+    }
+    args.push("--");
+    if let Some(path) = path {
+        args.push(path);
+    }
+    let output = repository
+        .run(&args, &[], max_bytes as usize)
+        .await
+        .map_err(|e| e.to_tool_error())?;
+    if !output.success && !output.truncated {
+        return Err(ToolError::invalid(format!(
+            "git diff refused: {}",
+            output.explanation()
+        )));
+    }
+    Ok(GitDiffView {
+        diff: String::from_utf8_lossy(&output.stdout).into_owned(),
+        truncated: output.truncated,
+    })
+}
+
+/// Who the person's commit is by when the repository names no one (a configured identity is
+/// never overridden).
+const PERSON: (&str, &str) = ("Lomi user", "user@lomi.invalid");
+/// Who an agent's commit is by when the repository names no one.
+const AGENT: (&str, &str) = ("Lomi agent", "agent@lomi.invalid");
+
+/// The Git requests of the person (the window's Git view, `lomi git …`): no receipts, but
+/// each change holds the project's permit like an agent's, and reuses the same Git runs.
+impl ProjectGit {
+    async fn repository_for_person(
+        &self,
+        workspace: &WorkspaceId,
+        project: Option<&ProjectId>,
+    ) -> Result<(ProjectId, std::path::PathBuf, Repository), ToolError> {
+        let (project, root) = self.broker.project_root_for_person(workspace, project)?;
+        let repository = Repository::open(&root)
+            .await
+            .map_err(|e| e.to_tool_error())?;
+        Ok((project, root, repository))
+    }
+
+    pub async fn status_for_person(
+        &self,
+        workspace: &WorkspaceId,
+        project: Option<&ProjectId>,
+    ) -> Result<GitStatusView, ToolError> {
+        let (_, _, repository) = self.repository_for_person(workspace, project).await?;
+        repository.status(true).await.map_err(|e| e.to_tool_error())
+    }
+
+    /// One file's diff, staged or not. A file Git does not track yet reads as all added
+    /// (read through the project's confinement, like the file tools).
+    pub async fn diff_for_person(
+        &self,
+        workspace: &WorkspaceId,
+        project: Option<&ProjectId>,
+        path: &str,
+        staged: bool,
+    ) -> Result<GitDiffView, ToolError> {
+        let path = git_path(path).map_err(|e| e.to_tool_error())?;
+        let (_, root, repository) = self.repository_for_person(workspace, project).await?;
+        let untracked = !staged
+            && (repository
+                .status(true)
+                .await
+                .map_err(|e| e.to_tool_error())?)
+            .entries
+            .iter()
+            .any(|e| e.path == path && e.worktree == "untracked");
+        if !untracked {
+            return diff(&repository, staged, Some(&path), DEFAULT_DIFF_BYTES).await;
+        }
+        lomi_broker::off_thread(move || {
+            let read = crate::ProjectRoot::open(&root)
+                .and_then(|r| r.read(&path, None, DEFAULT_DIFF_BYTES as usize))
+                .map_err(ToolError::from)?;
+            Ok(new_file_diff(&path, &read.bytes, read.truncated))
+        })
+        .await
+    }
+
+    pub async fn stage_for_person(
+        &self,
+        workspace: &WorkspaceId,
+        project: Option<&ProjectId>,
+        paths: &[String],
+        stage_them: bool,
+    ) -> Result<GitStaged, ToolError> {
+        if paths.is_empty() || paths.len() > MAX_STAGE_PATHS {
+            return Err(ToolError::invalid(format!(
+                "give 1 to {MAX_STAGE_PATHS} paths"
+            )));
+        }
+        let paths = (paths.iter().map(|p| git_path(p)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_tool_error())?;
+        let (project, _, repository) = self.repository_for_person(workspace, project).await?;
+        let _permit = self.broker.hold_project(&project).await;
+        if stage_them {
+            stage(&repository, paths).await
+        } else {
+            unstage(&repository, paths).await
+        }
+        .map_err(|e| e.to_tool_error())
+    }
+
+    /// The person's commit of what is staged, if HEAD is still `expected_head`.
+    pub async fn commit_for_person(
+        &self,
+        workspace: &WorkspaceId,
+        project: Option<&ProjectId>,
+        message: &str,
+        expected_head: &str,
+    ) -> Result<Value, ToolError> {
+        if message.trim().is_empty() {
+            return Err(ToolError::invalid("give a commit message"));
+        }
+        let (project, _, repository) = self.repository_for_person(workspace, project).await?;
+        let _permit = self.broker.hold_project(&project).await;
+        match commit(&repository, message, expected_head, PERSON).await {
+            EffectOutcome::Succeeded(result) => Ok(result),
+            EffectOutcome::Failed { error, .. } => Err(error),
+            EffectOutcome::Unknown { message, .. } => Err(ToolError::internal(message)),
+            EffectOutcome::Cancelled { .. } | EffectOutcome::Stopped(_) => {
+                Err(ToolError::internal("the commit was stopped"))
+            }
+        }
+    }
+}
+
+/// A file Git does not track, as a diff that adds every line.
+fn new_file_diff(path: &str, bytes: &[u8], truncated: bool) -> GitDiffView {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return GitDiffView {
+            diff: format!("new file {path}\nBinary file {path} added\n"),
+            truncated,
+        };
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut diff = format!(
+        "new file {path}\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n",
+        lines.len()
+    );
+    for line in lines {
+        diff.push('+');
+        diff.push_str(line);
+        diff.push('\n');
+    }
+    GitDiffView { diff, truncated }
+}
+
 fn refused(error: GitError) -> EffectOutcome {
     match error {
         GitError::Io(message) => EffectOutcome::Unknown {
@@ -230,7 +381,7 @@ async fn apply(root: &Path, change: Change) -> EffectOutcome {
         Change::Commit {
             message,
             expected_head,
-        } => return commit(&repository, &message, &expected_head).await,
+        } => return commit(&repository, &message, &expected_head, AGENT).await,
         Change::Branch {
             name,
             create,
@@ -253,7 +404,21 @@ async fn stage(repository: &Repository, paths: Vec<String>) -> Result<GitStaged,
     Ok(GitStaged { paths })
 }
 
-async fn commit(repository: &Repository, message: &str, expected_head: &str) -> EffectOutcome {
+/// `git reset` of the paths' index entries to HEAD's (or their removal on an unborn branch);
+/// the working tree is not touched.
+async fn unstage(repository: &Repository, paths: Vec<String>) -> Result<GitStaged, GitError> {
+    let mut args = vec!["reset", "-q", "--"];
+    args.extend(paths.iter().map(String::as_str));
+    repository.must(&args, &[]).await?;
+    Ok(GitStaged { paths })
+}
+
+async fn commit(
+    repository: &Repository,
+    message: &str,
+    expected_head: &str,
+    (name, email): (&str, &str),
+) -> EffectOutcome {
     let before = match repository.head().await {
         Ok(head) => head,
         Err(error) => return refused(error),
@@ -265,15 +430,11 @@ async fn commit(repository: &Repository, message: &str, expected_head: &str) -> 
     // who made it; a configured identity is never overridden.
     let mut env = Vec::new();
     for (key, variables, fallback) in [
-        (
-            "user.name",
-            ["GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"],
-            "Lomi agent",
-        ),
+        ("user.name", ["GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"], name),
         (
             "user.email",
             ["GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"],
-            "agent@lomi.invalid",
+            email,
         ),
     ] {
         match repository.config(key).await {

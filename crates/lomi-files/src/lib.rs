@@ -22,8 +22,10 @@ mod error;
 pub mod git;
 mod listing;
 mod paths;
+pub mod rebase;
 mod root;
 pub mod tools;
+pub mod watch;
 
 pub use content::{Encoding, LineEndings};
 pub use error::FilesError;

@@ -155,6 +155,38 @@ impl ProjectFiles {
         })
     }
 
+    /// One directory of the person's file tree (the root is ""): every entry but `.git`,
+    /// directories first, then by name, at most [`MAX_LIST`]; confined like the file tools.
+    pub fn list_for_person(
+        &self,
+        workspace: &WorkspaceId,
+        project: Option<&ProjectId>,
+        path: &str,
+    ) -> Result<DirListView, ToolError> {
+        let (_, root) = self.broker.project_root_for_person(workspace, project)?;
+        let listing = Self::open(&root)?
+            .list(path, 0, MAX_LIST as usize + 1)
+            .map_err(ToolError::from)?;
+        let mut entries: Vec<DirEntryView> = (listing.entries.into_iter())
+            .filter(|e| e.name != ".git")
+            .map(|e| DirEntryView {
+                name: e.name,
+                kind: e.kind.as_str().to_owned(),
+                size: e.size,
+                entry_revision: e.entry_revision,
+            })
+            .collect();
+        entries.sort_by(|a, b| (a.kind != "dir", &a.name).cmp(&(b.kind != "dir", &b.name)));
+        entries.truncate(MAX_LIST as usize);
+        Ok(DirListView {
+            path: path.to_owned(),
+            next_offset: None,
+            total: listing.total as u64,
+            directory_revision: listing.directory_revision,
+            entries,
+        })
+    }
+
     /// `lomi_dir_list`.
     pub fn list(&self, caller: &PairingId, input: &DirListInput) -> Result<DirListView, ToolError> {
         let limit = input.limit.unwrap_or(DEFAULT_LIST);

@@ -1004,9 +1004,12 @@ fn a_persons_edit_makes_a_stale_agent_edit_fail() {
         ("1", "one\r\ntwo\r\n")
     );
     let person = documents
-        .edit_as_person(&id, &[text_edit(0, 3, "ONE")])
+        .edit_as_person(&id, 1, &[text_edit(0, 3, "ONE")], None)
         .expect("person's edit");
-    assert_eq!(person.buffer_revision, 2);
+    assert_eq!(
+        (person.buffer_revision.as_str(), person.rebased),
+        ("2", false)
+    );
     let stale = documents
         .edit(&id, 1, &[text_edit(5, 8, "TWO")])
         .expect_err("a stale agent edit is refused");
@@ -1023,6 +1026,109 @@ fn a_persons_edit_makes_a_stale_agent_edit_fail() {
         std::fs::read(setup.project().join("doc.txt")).expect("read back"),
         b"\xEF\xBB\xBFONE\r\nTWO\r\n"
     );
+}
+
+/// The person types against the text they saw while an agent's edit lands first: the
+/// person's keystrokes are moved over it, never refused; every change is announced in order;
+/// "keep mine" saves over a file changed on disk, reload takes it back.
+#[test]
+fn a_persons_late_edit_lands_on_the_agents_text() {
+    let setup = setup();
+    setup.put("doc.txt", b"fn main() {\n}\n");
+    let documents = lomi_files::documents::Documents::new();
+    let mut feed = documents.subscribe();
+    let workspace = lomi_protocol::WorkspaceId::parse("ws_test").expect("workspace id");
+    let project = lomi_protocol::ProjectId::parse("pj_test").expect("project id");
+    let id = lomi_protocol::DocumentId::parse("doc_test").expect("document id");
+    documents
+        .open(
+            &workspace,
+            &project,
+            &setup.project(),
+            "doc.txt",
+            id.clone(),
+        )
+        .expect("open");
+    // The agent renames the function at revision 1 …
+    documents
+        .edit(&id, 1, &[text_edit(3, 7, "start")])
+        .expect("the agent's edit");
+    // … while the person, still at revision 1, typed inside the body, then again at 2.
+    let first = documents
+        .edit_as_person(&id, 1, &[text_edit(12, 12, "    go();")], Some("w1"))
+        .expect("a late edit is moved, not refused");
+    assert_eq!(
+        (first.buffer_revision.as_str(), first.rebased),
+        ("3", true),
+        "{first:?}"
+    );
+    assert_eq!(first.edits, [text_edit(13, 13, "    go();")]);
+    let stale_agent = documents
+        .edit(&id, 2, &[text_edit(0, 0, "// ")])
+        .expect_err("an agent's stale edit is still refused");
+    assert_eq!(stale_agent.code, ErrorCode::RevisionMismatch);
+    documents
+        .edit_as_person(&id, 2, &[text_edit(13, 13, "\n")], Some("w1"))
+        .expect("the second keystroke, also made before the first landed");
+    let document = documents.get(&id).expect("open");
+    assert_eq!(document.text, "fn start() {\n    go();\n}\n");
+    assert_eq!(document.buffer_revision, 4);
+    let mut seen = Vec::new();
+    while let Ok(event) = feed.try_recv() {
+        seen.push(serde_json::to_value(event).expect("json"));
+    }
+    let summary: Vec<(String, String)> = (seen.iter())
+        .map(|e| {
+            (
+                e["bufferRevision"].as_str().unwrap_or_default().to_owned(),
+                e["origin"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("2".to_owned(), "agent".to_owned()),
+            ("3".to_owned(), "person".to_owned()),
+            ("4".to_owned(), "person".to_owned())
+        ],
+        "{seen:?}"
+    );
+    assert_eq!(seen[1]["session"], "w1");
+
+    // Someone rewrites the file: a plain save is refused, "keep mine" writes what the
+    // person sees, and a reload after another outside write takes the file's text.
+    setup.put("doc.txt", b"outside\n");
+    assert_eq!(
+        documents.disk_state(&id).expect("disk state"),
+        lomi_protocol::tools::editor::DiskState::Changed
+    );
+    let refused = documents
+        .save(&id, 4)
+        .expect_err("the file changed on disk");
+    assert_eq!(refused.tool_error().code, ErrorCode::RevisionMismatch);
+    documents.save_over(&id, 4, true).expect("keep mine");
+    assert_eq!(
+        std::fs::read(setup.project().join("doc.txt")).expect("read back"),
+        b"fn start() {\n    go();\n}\n"
+    );
+    setup.put("doc.txt", b"outside again\n");
+    let reloaded = documents.reload(&id).expect("reload");
+    assert_eq!(
+        (reloaded.buffer_revision.as_str(), reloaded.dirty),
+        ("5", false)
+    );
+    let document = documents.get(&id).expect("open");
+    assert_eq!(
+        (document.text.as_str(), document.dirty()),
+        ("outside again\n", false)
+    );
+    // A keystroke made before the reload is still kept: the reload replaced the whole text,
+    // so it lands after the reloaded text (the change applied first comes first).
+    documents
+        .edit_as_person(&id, 4, &[text_edit(0, 0, "> ")], Some("w1"))
+        .expect("a keystroke from before the reload");
+    assert_eq!(documents.get(&id).expect("open").text, "outside again\n> ");
 }
 
 // ---- capture sets ----

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 
 use lomi_broker::Broker;
 use lomi_protocol::tools::chat::ChatGetInput;
+use lomi_protocol::tools::editor::TextEdit;
 use lomi_protocol::tools::settings::SettingsSection;
 use lomi_protocol::{
-    ConversationId, DraftRevision, ErrorCode, Family, OperationId, PairingId, Reply,
-    SettingsRevision, ToolError, WorkspaceId,
+    ConversationId, DocumentId, DraftRevision, ErrorCode, Family, OperationId, PairingId,
+    ProjectId, Reply, SettingsRevision, ToolError, WorkspaceId,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -204,6 +205,88 @@ pub enum ControlRequest {
     ChatCancel {
         conversation_id: ConversationId,
     },
+    /// The person opens a project file in the editor: the same document an agent's
+    /// `lomi_editor_open` of the path gets (`lomi document open`).
+    DocumentOpen {
+        workspace_id: WorkspaceId,
+        #[serde(default)]
+        project_id: Option<ProjectId>,
+        path: String,
+    },
+    /// An open document and the state of its file on disk (`lomi document show`).
+    DocumentGet {
+        document_id: DocumentId,
+    },
+    /// The person's edit, made against the text at `expectedBufferRevision`: when an agent
+    /// edited since, it is moved over those edits, never refused for being late. `session`
+    /// names the person's editor in the change feed.
+    DocumentEdit {
+        document_id: DocumentId,
+        expected_buffer_revision: String,
+        edits: Vec<TextEdit>,
+        #[serde(default)]
+        session: Option<String>,
+    },
+    /// The person saves the text at `expectedBufferRevision`; `overwrite` ("keep mine") writes
+    /// over a file that changed on disk since it was opened or saved.
+    DocumentSave {
+        document_id: DocumentId,
+        expected_buffer_revision: String,
+        #[serde(default)]
+        overwrite: bool,
+    },
+    /// The person takes the file's bytes on disk back into the document ("reload").
+    DocumentReload {
+        document_id: DocumentId,
+    },
+    DocumentClose {
+        document_id: DocumentId,
+        #[serde(default)]
+        discard: bool,
+    },
+    /// One directory of a project's file tree (`""` is the root), `.git` left out.
+    FileList {
+        workspace_id: WorkspaceId,
+        #[serde(default)]
+        project_id: Option<ProjectId>,
+        #[serde(default)]
+        path: String,
+    },
+    /// The project's Git status (`lomi git status`).
+    GitStatus {
+        workspace_id: WorkspaceId,
+        #[serde(default)]
+        project_id: Option<ProjectId>,
+    },
+    /// One file's diff: the staged change, or the change not staged yet.
+    GitDiff {
+        workspace_id: WorkspaceId,
+        #[serde(default)]
+        project_id: Option<ProjectId>,
+        path: String,
+        #[serde(default)]
+        staged: bool,
+    },
+    GitStage {
+        workspace_id: WorkspaceId,
+        #[serde(default)]
+        project_id: Option<ProjectId>,
+        paths: Vec<String>,
+    },
+    GitUnstage {
+        workspace_id: WorkspaceId,
+        #[serde(default)]
+        project_id: Option<ProjectId>,
+        paths: Vec<String>,
+    },
+    /// The person commits what is staged, if HEAD is still the `head` of the status they saw.
+    GitCommit {
+        workspace_id: WorkspaceId,
+        #[serde(default)]
+        project_id: Option<ProjectId>,
+        message: String,
+        expected_head_revision: String,
+    },
 }
 
 /// Answers one control request, the person's Chat sends included (they wait for the
@@ -229,6 +312,103 @@ pub async fn answer(lomi: &crate::Lomi, front: &Front, request: ControlRequest) 
             .chat
             .cancel_for_person(&conversation_id)
             .map(|()| json!({"conversationId": conversation_id, "cancelled": true})),
+        ControlRequest::DocumentOpen {
+            workspace_id,
+            project_id,
+            path,
+        } => (lomi.editor)
+            .open_for_person(&workspace_id, project_id.as_ref(), path)
+            .await
+            .map(|document| json!(document)),
+        ControlRequest::DocumentGet { document_id } => (lomi.editor)
+            .document_for_person(&document_id)
+            .await
+            .map(|document| json!(document)),
+        ControlRequest::DocumentEdit {
+            document_id,
+            expected_buffer_revision,
+            edits,
+            session,
+        } => (lomi.editor)
+            .edit_for_person(
+                &document_id,
+                &expected_buffer_revision,
+                &edits,
+                session.as_deref(),
+            )
+            .map(|edited| json!(edited)),
+        ControlRequest::DocumentSave {
+            document_id,
+            expected_buffer_revision,
+            overwrite,
+        } => (lomi.editor)
+            .save_for_person(&document_id, &expected_buffer_revision, overwrite)
+            .await
+            .map(|saved| json!(saved)),
+        ControlRequest::DocumentReload { document_id } => (lomi.editor)
+            .reload_for_person(&document_id)
+            .await
+            .map(|reloaded| json!(reloaded)),
+        ControlRequest::DocumentClose {
+            document_id,
+            discard,
+        } => (lomi.editor.documents())
+            .close(&document_id, discard)
+            .map(|discarded| json!({"documentId": document_id, "discarded": discarded})),
+        ControlRequest::FileList {
+            workspace_id,
+            project_id,
+            path,
+        } => (lomi.files)
+            .list_for_person(&workspace_id, project_id.as_ref(), &path)
+            .map(|listing| json!(listing)),
+        ControlRequest::GitStatus {
+            workspace_id,
+            project_id,
+        } => (lomi.git)
+            .status_for_person(&workspace_id, project_id.as_ref())
+            .await
+            .map(|status| json!(status)),
+        ControlRequest::GitDiff {
+            workspace_id,
+            project_id,
+            path,
+            staged,
+        } => (lomi.git)
+            .diff_for_person(&workspace_id, project_id.as_ref(), &path, staged)
+            .await
+            .map(|diff| json!(diff)),
+        ControlRequest::GitStage {
+            workspace_id,
+            project_id,
+            paths,
+        } => (lomi.git)
+            .stage_for_person(&workspace_id, project_id.as_ref(), &paths, true)
+            .await
+            .map(|staged| json!(staged)),
+        ControlRequest::GitUnstage {
+            workspace_id,
+            project_id,
+            paths,
+        } => (lomi.git)
+            .stage_for_person(&workspace_id, project_id.as_ref(), &paths, false)
+            .await
+            .map(|unstaged| json!(unstaged)),
+        ControlRequest::GitCommit {
+            workspace_id,
+            project_id,
+            message,
+            expected_head_revision,
+        } => {
+            (lomi.git)
+                .commit_for_person(
+                    &workspace_id,
+                    project_id.as_ref(),
+                    &message,
+                    &expected_head_revision,
+                )
+                .await
+        }
         request => return handle(&lomi.broker, front, request),
     };
     Reply::from_result(result).to_value()
@@ -510,6 +690,20 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
             .map(|updated| json!(updated)),
         ControlRequest::ChatSend { .. } | ControlRequest::ChatCancel { .. } => Err(ToolError::internal(
             "Chat sends are answered by control::answer, which has the provider client",
+        )),
+        ControlRequest::DocumentOpen { .. }
+        | ControlRequest::DocumentGet { .. }
+        | ControlRequest::DocumentEdit { .. }
+        | ControlRequest::DocumentSave { .. }
+        | ControlRequest::DocumentReload { .. }
+        | ControlRequest::DocumentClose { .. }
+        | ControlRequest::FileList { .. }
+        | ControlRequest::GitStatus { .. }
+        | ControlRequest::GitDiff { .. }
+        | ControlRequest::GitStage { .. }
+        | ControlRequest::GitUnstage { .. }
+        | ControlRequest::GitCommit { .. } => Err(ToolError::internal(
+            "documents, files and Git are answered by control::answer, which has their runtimes",
         )),
         ControlRequest::ShowWindow {} => match &front.show_window {
             Some(window) => window
@@ -844,5 +1038,169 @@ mod tests {
         );
         assert_eq!(key["code"], "NOT_FOUND", "{key}");
         assert!(!key.to_string().contains("sk-x"), "{key}");
+    }
+
+    fn git(dir: &std::path::Path, args: &[&str]) -> String {
+        let output = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(output.status.success(), "git {args:?}: {output:?}");
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
+    /// The window's editor, file tree and Git view through the same requests the CLI sends:
+    /// the person's late keystroke lands over an agent's edit, the agent's stale edit is
+    /// refused, the save writes what the person sees, and the person stages and commits it.
+    #[tokio::test]
+    async fn the_persons_document_files_and_git_requests() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let project = dir.path().join("project");
+        std::fs::create_dir(&project).expect("project");
+        git(&project, &["init", "-q", "-b", "main"]);
+        git(&project, &["config", "user.name", "Person"]);
+        git(
+            &project,
+            &["config", "user.email", "person@example.invalid"],
+        );
+        std::fs::write(project.join("notes.txt"), "one\ntwo\n").expect("file");
+        git(&project, &["add", "notes.txt"]);
+        git(&project, &["commit", "-q", "-m", "first"]);
+        let lomi = crate::Lomi::new(broker(&dir.path().join("data")));
+        let front = Front {
+            http_url: String::new(),
+            show_window: None,
+        };
+        let workspace = lomi
+            .broker
+            .workspace_add("W", &project)
+            .expect("workspace")
+            .id;
+        let ask = |request: Value| {
+            let request: ControlRequest = serde_json::from_value(request).expect("a request");
+            answer(&lomi, &front, request)
+        };
+        let tree = ask(json!({"fileList": {"workspaceId": workspace, "path": ""}})).await;
+        let names: Vec<&str> = (tree["data"]["entries"].as_array().expect("entries").iter())
+            .filter_map(|e| e["name"].as_str())
+            .collect();
+        assert_eq!(names, ["notes.txt"], "no .git: {tree}");
+
+        let opened =
+            ask(json!({"documentOpen": {"workspaceId": workspace, "path": "notes.txt"}})).await;
+        assert_eq!(opened["data"]["disk"], "same", "{opened}");
+        let id: DocumentId =
+            serde_json::from_value(opened["data"]["document"]["documentId"].clone()).expect("id");
+        let mut feed = lomi.editor.documents().subscribe();
+        lomi.editor
+            .documents()
+            .edit(
+                &id,
+                1,
+                &[TextEdit {
+                    start: 0,
+                    end: 3,
+                    text: "ONE".into(),
+                }],
+            )
+            .expect("the agent's edit");
+        let late = ask(json!({"documentEdit": {
+            "documentId": id, "expectedBufferRevision": "1", "session": "window",
+            "edits": [{"start": 8, "end": 8, "text": "three\n"}],
+        }}))
+        .await;
+        assert_eq!(
+            (
+                late["data"]["bufferRevision"].as_str(),
+                late["data"]["rebased"].as_bool()
+            ),
+            (Some("3"), Some(true)),
+            "{late}"
+        );
+        let stale = lomi
+            .editor
+            .documents()
+            .edit(
+                &id,
+                2,
+                &[TextEdit {
+                    start: 0,
+                    end: 0,
+                    text: "x".into(),
+                }],
+            )
+            .expect_err("the agent's stale edit");
+        assert_eq!(stale.code, ErrorCode::RevisionMismatch);
+        let origins: Vec<String> = std::iter::from_fn(|| feed.try_recv().ok())
+            .map(|e| json!(e)["origin"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(origins, ["agent", "person"]);
+        let behind =
+            ask(json!({"documentSave": {"documentId": id, "expectedBufferRevision": "2"}})).await;
+        assert_eq!(behind["code"], "REVISION_MISMATCH", "{behind}");
+        let saved =
+            ask(json!({"documentSave": {"documentId": id, "expectedBufferRevision": "3"}})).await;
+        assert_eq!(saved["status"], "ok", "{saved}");
+        assert_eq!(
+            std::fs::read_to_string(project.join("notes.txt")).expect("read"),
+            "ONE\ntwo\nthree\n"
+        );
+
+        std::fs::write(project.join("new.txt"), "made by an agent\n").expect("file");
+        let status = ask(json!({"gitStatus": {"workspaceId": workspace}})).await;
+        let entries = status["data"]["entries"]
+            .as_array()
+            .expect("entries")
+            .clone();
+        assert_eq!(entries.len(), 2, "{status}");
+        let untracked =
+            ask(json!({"gitDiff": {"workspaceId": workspace, "path": "new.txt"}})).await;
+        assert!(
+            untracked["data"]["diff"]
+                .as_str()
+                .expect("diff")
+                .contains("+made by an agent"),
+            "{untracked}"
+        );
+        let modified =
+            ask(json!({"gitDiff": {"workspaceId": workspace, "path": "notes.txt"}})).await;
+        assert!(
+            modified["data"]["diff"]
+                .as_str()
+                .expect("diff")
+                .contains("+three"),
+            "{modified}"
+        );
+        let staged =
+            ask(json!({"gitStage": {"workspaceId": workspace, "paths": ["new.txt", "notes.txt"]}}))
+                .await;
+        assert_eq!(staged["status"], "ok", "{staged}");
+        let unstaged =
+            ask(json!({"gitUnstage": {"workspaceId": workspace, "paths": ["notes.txt"]}})).await;
+        assert_eq!(unstaged["status"], "ok", "{unstaged}");
+        let cached =
+            ask(json!({"gitDiff": {"workspaceId": workspace, "path": "new.txt", "staged": true}}))
+                .await;
+        assert!(
+            cached["data"]["diff"]
+                .as_str()
+                .expect("diff")
+                .contains("+made by an agent")
+        );
+        let head = status["data"]["head"].as_str().expect("head").to_owned();
+        let moved = ask(json!({"gitCommit": {"workspaceId": workspace, "message": "Add new.txt", "expectedHeadRevision": "0000000"}})).await;
+        assert_eq!(moved["code"], "REVISION_MISMATCH", "{moved}");
+        let committed = ask(json!({"gitCommit": {"workspaceId": workspace, "message": "Add new.txt", "expectedHeadRevision": head}})).await;
+        assert_eq!(committed["status"], "ok", "{committed}");
+        assert_eq!(
+            git(&project, &["log", "-1", "--format=%s %an"]),
+            "Add new.txt Person"
+        );
+        assert_eq!(
+            git(&project, &["show", "--name-only", "--format=", "HEAD"]),
+            "new.txt"
+        );
     }
 }

@@ -237,10 +237,20 @@ impl Repository {
         Ok(self.run(&["config", "--get", key], &[], 4096).await?.text())
     }
 
-    pub(crate) async fn status(&self) -> Result<GitStatusView, GitError> {
+    /// The status; with `every_untracked_file`, each untracked file of an untracked directory
+    /// (the person's Git view stages files), else the directory once, as Git shows it.
+    pub(crate) async fn status(
+        &self,
+        every_untracked_file: bool,
+    ) -> Result<GitStatusView, GitError> {
+        let untracked = if every_untracked_file {
+            "--untracked-files=all"
+        } else {
+            "--untracked-files=normal"
+        };
         let output = self
             .run(
-                &["status", "--porcelain=v2", "--branch", "-z"],
+                &["status", "--porcelain=v2", "--branch", "-z", untracked],
                 &[],
                 MAX_STATUS_BYTES,
             )

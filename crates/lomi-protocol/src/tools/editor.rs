@@ -165,3 +165,87 @@ pub struct WorkspaceClosed {
     /// Every document that was closed (saved, discarded or clean).
     pub closed_documents: Vec<DocumentId>,
 }
+
+/// Who made a change to a shared document: an agent (`lomi_editor_edit`), the person (the
+/// window or `lomi document edit`), or the file on disk (the person's reload).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeOrigin {
+    Agent,
+    Person,
+    Disk,
+}
+
+/// What happened to an open document: the person's change feed, one event per change in
+/// `bufferRevision` order, so the window shows an agent's edit as it is made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum DocumentEvent {
+    /// The text changed to `bufferRevision` by `edits` (character offsets of the text before).
+    Changed {
+        document_id: DocumentId,
+        buffer_revision: String,
+        edits: Vec<TextEdit>,
+        origin: ChangeOrigin,
+        /// The person's editor that made it (what it sent as `session`).
+        session: Option<String>,
+        dirty: bool,
+    },
+    /// The text at `bufferRevision` was written; `dirty` if it changed since.
+    Saved {
+        document_id: DocumentId,
+        buffer_revision: String,
+        disk_revision: String,
+        dirty: bool,
+    },
+    Closed {
+        document_id: DocumentId,
+    },
+}
+
+impl DocumentEvent {
+    pub fn document_id(&self) -> &DocumentId {
+        match self {
+            DocumentEvent::Changed { document_id, .. }
+            | DocumentEvent::Saved { document_id, .. }
+            | DocumentEvent::Closed { document_id } => document_id,
+        }
+    }
+}
+
+/// The file behind a document compared with the bytes it was opened with or last saved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiskState {
+    Same,
+    /// Someone else wrote the file: saving would overwrite their bytes.
+    Changed,
+    Deleted,
+}
+
+/// A document as the person's window opens it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PersonDocument {
+    pub workspace_id: WorkspaceId,
+    pub project_id: ProjectId,
+    pub document: EditorDocumentView,
+    pub disk: DiskState,
+}
+
+/// The person's edit as it landed: moved over the edits made since its base, if any.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PersonEdited {
+    pub document_id: DocumentId,
+    pub buffer_revision: String,
+    /// The edits as applied to the text before `bufferRevision`.
+    pub edits: Vec<TextEdit>,
+    /// True when edits were made since the base, so the person's edit was moved over them.
+    pub rebased: bool,
+    pub dirty: bool,
+}
