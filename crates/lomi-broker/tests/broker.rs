@@ -1533,7 +1533,6 @@ where
         generation: None,
         revision: None,
         permit: lomi_broker::Permit::Workspace(workspace.clone()),
-        preview: None,
     };
     broker
         .operate(
