@@ -4,6 +4,7 @@
 
 import { FAMILIES, type Decision, type Pairing, type Workspace } from "./api";
 import { h } from "./dom";
+import { renderEffect } from "./effect";
 
 export interface PairingActions {
   /** `families`: the ticked tool families (all of them is every family, later ones too). */
@@ -157,15 +158,15 @@ export function describeOperation(decision: Decision, workspaces: Workspace[]): 
     case "lomi_android_shell":
       return `Run a shell command on an Android device: ${String(args.command ?? "")}`;
     case "lomi_chat_send": {
-      const preview = decision.preview ?? {};
-      const to = preview.provider ? `${String(preview.provider)}${preview.model ? ` (${String(preview.model)})` : ""}` : "a model provider";
-      const title = preview.conversationTitle ? ` in "${String(preview.conversationTitle)}"` : "";
+      const sent = decision.effect?.kind === "chatSend" ? decision.effect : null;
+      const to = sent?.provider ? `${sent.provider}${sent.model ? ` (${sent.model})` : ""}` : "a model provider";
+      const title = sent?.conversation ? ` in "${sent.conversation}"` : "";
       return `Send this message to ${to}${title}. It cannot be taken back once sent.`;
     }
     case "lomi_terminal_create":
       return `Open a terminal${where}${typeof args.title === "string" ? ` titled "${args.title}"` : ""}.`;
     default:
-      return `Run ${decision.tool}${where}.`;
+      return decision.effect ? `${decision.effect.summary.replace(/\.$/, "")}${where}.` : `Run ${decision.tool}${where}.`;
   }
 }
 
@@ -193,9 +194,7 @@ export function decisionDialog(
       h("strong", { class: "client-name" }, clientName),
     ),
     h("p", { class: "what" }, describeOperation(decision, workspaces)),
-    typeof decision.preview?.message === "string"
-      ? h("pre", { class: "message", id: "decision-message" }, decision.preview.message)
-      : null,
+    decision.effect ? renderEffect(decision.effect) : null,
     h(
       "details",
       {},
