@@ -179,9 +179,7 @@ describe("an agent's Chat send", () => {
       },
       createdAt: "2026-12-04T06:00:00Z",
     };
-    expect(describeOperation(send, workspaces)).toBe(
-      'Send this message to openai (gpt-x) in "Trip". It cannot be taken back once sent.',
-    );
+    expect(describeOperation(send, workspaces)).toBe("In workspace Alpha: Send a message to openai (gpt-x). It cannot be taken back.");
     const dialog = decisionDialog(send, "Claude Code", workspaces, { decide: vi.fn() });
     expect(dialog.querySelector(".effect[data-kind=chatSend] .effect-text")?.textContent).toBe("What should I pack?");
     expect(dialog.querySelector(".effect-facts")?.textContent).toBe("ProvideropenaiModelgpt-xConversationTrip");

@@ -144,6 +144,11 @@ export function describeOperation(decision: Decision, workspaces: Workspace[]): 
   const project = workspace?.projects.find((p) => p.projectId === (args.projectId ?? decision.projectId));
   const where = project ? ` in ${project.root}` : workspace ? ` in workspace ${workspace.name}` : "";
   const path = typeof args.path === "string" ? args.path : undefined;
+  // The broker's own sentence for what it will do, where it acts.
+  if (decision.effect) {
+    const place = project ? project.root : workspace ? `workspace ${workspace.name}` : null;
+    return place ? `In ${place}: ${decision.effect.summary}` : decision.effect.summary;
+  }
   switch (decision.tool) {
     case "lomi_file_delete":
       return `Delete ${path ?? "a file"}${where}. This cannot be undone.`;
@@ -157,16 +162,12 @@ export function describeOperation(decision: Decision, workspaces: Workspace[]): 
       return `Let the agent use the Android device ${String(args.serial ?? "?")}${where}: tap, type, capture the screen and launch apps on it.`;
     case "lomi_android_shell":
       return `Run a shell command on an Android device: ${String(args.command ?? "")}`;
-    case "lomi_chat_send": {
-      const sent = decision.effect?.kind === "chatSend" ? decision.effect : null;
-      const to = sent?.provider ? `${sent.provider}${sent.model ? ` (${sent.model})` : ""}` : "a model provider";
-      const title = sent?.conversation ? ` in "${sent.conversation}"` : "";
-      return `Send this message to ${to}${title}. It cannot be taken back once sent.`;
-    }
+    case "lomi_chat_send":
+      return "Send this message to a model provider. It cannot be taken back once sent.";
     case "lomi_terminal_create":
       return `Open a terminal${where}${typeof args.title === "string" ? ` titled "${args.title}"` : ""}.`;
     default:
-      return decision.effect ? `${decision.effect.summary.replace(/\.$/, "")}${where}.` : `Run ${decision.tool}${where}.`;
+      return `Run ${decision.tool}${where}.`;
   }
 }
 
