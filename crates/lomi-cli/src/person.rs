@@ -513,3 +513,67 @@ pub fn render_operations(list: &Value) {
 pub fn render_operation(op: &Value) {
     println!("{}", serde_json::to_string_pretty(op).unwrap_or_default());
 }
+
+#[cfg(test)]
+mod tests {
+    use lomi_protocol::{Effect, EffectDetail};
+
+    use super::effect_text;
+
+    fn check(effect: EffectDetail, summary: &str, expected: &str) {
+        let text = effect_text(&Effect {
+            summary: summary.to_owned(),
+            detail: effect,
+        });
+        assert_eq!(text, expected, "as printed:\n{text}");
+    }
+
+    #[test]
+    fn a_write_reads_as_its_sizes_and_diff() {
+        check(
+            EffectDetail::FileWrite {
+                path: "notes.txt".to_owned(),
+                creates: false,
+                diff: Some("--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-two\n+2\n".to_owned()),
+                truncated: true,
+                binary: false,
+                size_before: Some(4),
+                size_after: 2,
+                note: None,
+            },
+            "Overwrite notes.txt (+1 −1 lines)",
+            "    Overwrite notes.txt (+1 −1 lines)
+    file: notes.txt
+    size: 4 bytes → 2 bytes
+    diff:
+      --- a/notes.txt
+      +++ b/notes.txt
+      @@ -1 +1 @@
+      -two
+      +2
+      … (cut here; the rest is not shown)
+",
+        );
+    }
+
+    #[test]
+    fn a_chat_send_reads_as_provider_model_and_message() {
+        check(
+            EffectDetail::ChatSend {
+                message: Some("Pack light".to_owned()),
+                conversation: Some("Trip".to_owned()),
+                provider: Some("local".to_owned()),
+                model: None,
+                note: None,
+            },
+            "Send a message to a model provider. It cannot be taken back.",
+            "    Send a message to a model provider. It cannot be taken back.
+    provider: local
+    model: unknown
+    conversation: Trip
+    message:
+      Pack light
+",
+        );
+    }
+}
