@@ -239,6 +239,13 @@ impl Broker {
                 Some(input) => self.workspace_change(&asked, input.change),
                 None => facts(tool, arguments),
             },
+            Tool::TerminalClose | Tool::BrowserClose | Tool::AndroidDetach => {
+                let panel = self.panel_named(&asked, "a panel");
+                change(
+                    format!("Close {panel}: what runs in it ends"),
+                    vec![fact("Panel", panel)],
+                )
+            }
             Tool::PairingStatus
             | Tool::WorkspaceList
             | Tool::PanelList
@@ -250,7 +257,6 @@ impl Broker {
             | Tool::LeaseRelease
             | Tool::TerminalRead
             | Tool::TerminalInterrupt
-            | Tool::TerminalClose
             | Tool::FileRead
             | Tool::DirList
             | Tool::EditorOpen
@@ -261,7 +267,6 @@ impl Broker {
             | Tool::GitStatus
             | Tool::GitDiff
             | Tool::AndroidDevices
-            | Tool::AndroidDetach
             | Tool::AndroidLaunch
             | Tool::AndroidInput
             | Tool::AndroidUiSnapshot
@@ -300,15 +305,26 @@ impl Broker {
             | Tool::BrowserPdf
             | Tool::BrowserNetworkBody
             | Tool::BrowserCaptureSet
-            | Tool::BrowserClose
             | Tool::StoreStatus
             | Tool::SettingsGet
             | Tool::SettingsUpdate
             | Tool::ChatList
             | Tool::ChatGet
             | Tool::ChatCreate
-            | Tool::ChatDraftUpdate => facts(tool, arguments),
+            | Tool::ChatDraftUpdate => self.described(&asked),
         }
+    }
+
+    /// A tool with no kind of its own: its request's fields in words, after the panel it acts
+    /// on (by kind and title) when it names one.
+    fn described(&self, asked: &Asked<'_>) -> Effect {
+        let mut effect = facts(asked.tool, asked.arguments);
+        if asked.arguments.get("panelId").is_some()
+            && let EffectDetail::Change { facts } = &mut effect.detail
+        {
+            facts.insert(0, fact("Panel", self.panel_named(asked, "a closed panel")));
+        }
+        effect
     }
 
     /// The project's root, if the caller may use it.
@@ -1297,6 +1313,50 @@ mod tests {
                         value: "{\"cols\":100}".to_owned()
                     },
                 ]
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_panel_tool_names_the_panel_it_acts_on() {
+        let f = fixture(FakeSight::default());
+        let panel = PanelId::from_random([7; 16]);
+        f.broker
+            .panel_add(
+                lomi_protocol::DomainRevision(1),
+                panel.clone(),
+                crate::PanelRecord {
+                    workspace_id: f.workspace.clone(),
+                    kind: lomi_protocol::tools::session::PanelKind::Terminal,
+                    title: "Tests".to_owned(),
+                    project_id: None,
+                    generation: Some("g1".to_owned()),
+                },
+            )
+            .expect("panel");
+        let close = f
+            .effect(
+                Tool::TerminalClose,
+                json!({"panelId": panel, "expectedRevision": "2"}),
+            )
+            .await;
+        assert_eq!(
+            close.summary,
+            "Close the terminal \"Tests\": what runs in it ends"
+        );
+        let interrupt = f
+            .effect(
+                Tool::TerminalInterrupt,
+                json!({"panelId": panel, "generation": "g1"}),
+            )
+            .await;
+        assert_eq!(
+            interrupt.detail,
+            EffectDetail::Change {
+                facts: vec![Fact {
+                    label: "Panel".to_owned(),
+                    value: "the terminal \"Tests\"".to_owned()
+                }]
             }
         );
     }
