@@ -158,10 +158,11 @@ async def each_family(agent, ws: str, project: Path, head: str, see: See, phone_
     }, "change", ["Renamed effects"])
 
     if phone_serial is not None:
-        # A phone: which device (its model, as the adb server reports it), then a command on it.
+        # A phone: which device (its model, as the adb server lists it: the device itself is
+        # asked nothing before the person decides), then a command on it.
         attached = await ask("lomi_android_attach", {
             "workspaceId": ws, "serial": phone_serial, "expectedRevision": await revision(),
-        }, "device", [phone_serial], approve=True)
+        }, "device", [phone_serial, "LomiFixture"], approve=True)
         result = attached["result"]
         await ask("lomi_android_shell", {
             "panelId": result["panelId"], "leaseId": result["leaseId"], "generation": result["generation"],

@@ -239,6 +239,19 @@ impl Broker {
                 Some(input) => self.workspace_change(&asked, input.change),
                 None => facts(tool, arguments),
             },
+            Tool::BrowserType => match decode::<Typing>(arguments) {
+                Some(input) => {
+                    let into = self.panel_named(&asked, "the browser");
+                    Effect {
+                        summary: format!("Type into the page of {into}"),
+                        detail: EffectDetail::Typed {
+                            into,
+                            text: input.text,
+                        },
+                    }
+                }
+                None => self.described(&asked),
+            },
             Tool::TerminalClose | Tool::BrowserClose | Tool::AndroidDetach => {
                 let panel = self.panel_named(&asked, "a panel");
                 change(
@@ -285,7 +298,6 @@ impl Broker {
             | Tool::BrowserSnapshot
             | Tool::BrowserWait
             | Tool::BrowserClick
-            | Tool::BrowserType
             | Tool::BrowserPress
             | Tool::BrowserSelect
             | Tool::BrowserHover
@@ -614,6 +626,11 @@ struct OnPanel {
 #[derive(Deserialize)]
 struct Command {
     command: String,
+}
+
+#[derive(Deserialize)]
+struct Typing {
+    text: String,
 }
 
 #[derive(Deserialize)]
@@ -1187,6 +1204,19 @@ mod tests {
             EffectDetail::Script {
                 script: "document.title".to_owned(),
                 truncated: false
+            }
+        );
+        let typed = f
+            .effect(
+                Tool::BrowserType,
+                json!({"panelId": "pnl_x", "text": "secret search"}),
+            )
+            .await;
+        assert_eq!(
+            typed.detail,
+            EffectDetail::Typed {
+                into: "the browser".to_owned(),
+                text: "secret search".to_owned()
             }
         );
         let open = f

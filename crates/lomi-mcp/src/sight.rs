@@ -30,13 +30,13 @@ impl Sight for HostSight {
 
     fn device_model(&self, serial: String) -> BoxFuture<'static, Option<String>> {
         let adb = self.adb;
+        // From the adb server's own listing: nothing runs on the device before the person
+        // decides. A server that does not answer leaves the model unknown; the serial is shown.
         async move {
-            // An adb server that does not answer leaves the model unknown; the serial is shown.
-            let listed = off_thread(move || adb.devices()).await.ok()?;
-            listed
-                .into_iter()
-                .find(|device| device.serial == serial)
-                .and_then(|device| device.model)
+            off_thread(move || adb.listed_model(&serial))
+                .await
+                .ok()
+                .flatten()
         }
         .boxed()
     }
