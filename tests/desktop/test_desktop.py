@@ -715,7 +715,7 @@ async def test_each_familys_decision_dialog_shows_its_effect(desktop: Desktop, t
 
         async with mcp.session(token=token) as agent:
             await effects.each_family(agent, a["workspaceId"], project, head, see, phone_serial=phone.serial)
-        assert len(seen) == 13, seen
+        assert len(seen) == 14, seen
 
         # Settings: "Ask me before" in plain words, grouped by family, the tool as the detail.
         window.click_on("#tab-settings")

@@ -18,7 +18,7 @@ from conftest import dump
 # send and a device's first attach ask already).
 ASK = [
     "lomi_file_write", "lomi_file_create", "lomi_file_rename", "lomi_git_stage", "lomi_git_commit",
-    "lomi_terminal_create", "lomi_browser_navigate", "lomi_workspace_update",
+    "lomi_terminal_create", "lomi_browser_navigate", "lomi_workspace_update", "lomi_editor_save",
 ]
 
 NOTES = "one\ntwo\nthree\n"
@@ -111,6 +111,18 @@ async def each_family(agent, ws: str, project: Path, head: str, see: See, phone_
     await ask("lomi_file_rename", {
         "workspaceId": ws, "from": "old.log", "to": "logs/old.log", "createParents": True,
     }, "move", ["old.log", "logs/old.log"])
+
+    # An editor document: saving it shows the diff from the disk to the document's text.
+    doc = await agent.ok("lomi_editor_open", {"workspaceId": ws, "path": "old.log"})
+    edited = await agent.ok("lomi_editor_edit", {
+        "documentId": doc["documentId"], "expectedBufferRevision": doc["bufferRevision"],
+        "edits": [{"start": 0, "end": len("first"), "text": "edited"}],
+    })
+    await ask("lomi_editor_save", {
+        "documentId": doc["documentId"], "expectedBufferRevision": edited["bufferRevision"],
+    }, "fileWrite", ["Overwrite old.log (+1 −1 lines)"],
+        added=["+edited line of the log"], removed=["-first line of the log"])
+    assert (project / "old.log").read_text() == OLD_LOG, "denied: nothing saved"
 
     # Git: the files staged, then the staged diff and the message of a commit.
     await ask("lomi_git_stage", {"workspaceId": ws, "paths": ["notes.txt"]}, "git", ["notes.txt", "Stage 1 file"],

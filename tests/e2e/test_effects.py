@@ -49,4 +49,4 @@ async def test_each_familys_waiting_operation_shows_its_effect(lomi, workspaces,
 
     async with mcp.session(token=token) as agent:
         await each_family(agent, a["workspaceId"], project, head, see, phone_serial=phone.serial)
-    assert len(seen) == 13, seen
+    assert len(seen) == 14, seen

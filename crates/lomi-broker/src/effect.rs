@@ -11,8 +11,8 @@ use futures_util::future::BoxFuture;
 use lomi_protocol::effect::{MAX_EFFECT_TEXT_BYTES, bounded};
 use lomi_protocol::tools::session::{WorkspaceChange, WorkspaceChangeArguments};
 use lomi_protocol::{
-    ConversationId, DraftRevision, Effect, EffectDetail, Fact, PairingId, PanelId, ProjectId, Tool,
-    WorkspaceId,
+    ConversationId, DocumentId, DraftRevision, Effect, EffectDetail, Fact, PairingId, PanelId,
+    ProjectId, Tool, WorkspaceId,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -60,10 +60,23 @@ pub trait Sight: Send + Sync {
 
     /// The model name of the Android device with this adb serial, if it is listed.
     fn device_model(&self, serial: String) -> BoxFuture<'static, Option<String>>;
+
+    /// An open editor document: its workspace, project, path and the bytes a save writes.
+    fn document(&self, id: DocumentId) -> Option<OpenDocument>;
+}
+
+/// An open editor document as a save would write it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenDocument {
+    pub workspace: WorkspaceId,
+    pub project: ProjectId,
+    pub path: String,
+    pub bytes: Vec<u8>,
 }
 
 /// What an effect is computed from: the waiting operation's tool, who asked, where, and
 /// its arguments.
+#[derive(Clone, Copy)]
 pub struct Asked<'a> {
     pub tool: Tool,
     pub caller: &'a PairingId,
@@ -239,6 +252,7 @@ impl Broker {
                 Some(input) => self.workspace_change(&asked, input.change),
                 None => facts(tool, arguments),
             },
+            Tool::EditorSave => self.document_save(&asked).await,
             Tool::BrowserType => match decode::<Typing>(arguments) {
                 Some(input) => {
                     let into = self.panel_named(&asked, "the browser");
@@ -274,7 +288,6 @@ impl Broker {
             | Tool::DirList
             | Tool::EditorOpen
             | Tool::EditorEdit
-            | Tool::EditorSave
             | Tool::EditorClose
             | Tool::WorkspaceClose
             | Tool::GitStatus
@@ -339,6 +352,26 @@ impl Broker {
         effect
     }
 
+    /// Saving an editor document: the diff from the file on disk to the document's text, read
+    /// in the document's own project (the caller's grants still decide whether it is read).
+    async fn document_save(&self, asked: &Asked<'_>) -> Effect {
+        let document = match (decode::<OnDocument>(asked.arguments), self.sight()) {
+            (Some(on), Some(sight)) => sight.document(on.document_id),
+            _ => None,
+        };
+        match document {
+            Some(document) if &document.workspace == asked.workspace => {
+                let in_project = Asked {
+                    project: Some(&document.project),
+                    ..*asked
+                };
+                self.compared(&in_project, &document.path, document.bytes)
+                    .await
+            }
+            _ => self.described(asked),
+        }
+    }
+
     /// The project's root, if the caller may use it.
     fn root(&self, asked: &Asked<'_>) -> Result<PathBuf, String> {
         self.project_root(asked.caller, asked.workspace, asked.project)
@@ -379,6 +412,11 @@ impl Broker {
             }
             (None, None) => Vec::new(),
         };
+        self.compared(asked, path, new).await
+    }
+
+    /// Writing `new` at `path`: the diff against what is on disk now.
+    async fn compared(&self, asked: &Asked<'_>, path: &str, new: Vec<u8>) -> Effect {
         match self.peek(asked, path, MAX_DIFF_SOURCE_BYTES + 1).await {
             Ok(old) => {
                 let note = old
@@ -626,6 +664,12 @@ struct OnPanel {
 #[derive(Deserialize)]
 struct Command {
     command: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OnDocument {
+    document_id: DocumentId,
 }
 
 #[derive(Deserialize)]
@@ -903,6 +947,7 @@ mod tests {
         files: BTreeMap<String, Vec<u8>>,
         staged: Option<Staged>,
         asked: Mutex<Vec<String>>,
+        documents: Mutex<Vec<(DocumentId, OpenDocument)>>,
     }
 
     impl Sight for FakeSight {
@@ -934,6 +979,15 @@ mod tests {
 
         fn device_model(&self, serial: String) -> BoxFuture<'static, Option<String>> {
             Box::pin(async move { (serial == "emulator-5554").then(|| "Pixel 7".to_owned()) })
+        }
+
+        fn document(&self, id: DocumentId) -> Option<OpenDocument> {
+            self.documents
+                .lock()
+                .expect("documents")
+                .iter()
+                .find(|(known, _)| *known == id)
+                .map(|(_, document)| document.clone())
         }
     }
 
@@ -1344,6 +1398,52 @@ mod tests {
                     },
                 ]
             }
+        );
+    }
+
+    #[tokio::test]
+    async fn an_editor_save_shows_the_documents_diff_against_the_disk() {
+        let f = fixture(files(&[("doc.md", b"# Title\nold line\n")]));
+        let project = f.broker.workspaces()[0].projects[0].id.clone();
+        let id = DocumentId::from_random([3; 16]);
+        let sight = FakeSight {
+            files: [("doc.md".to_owned(), b"# Title\nold line\n".to_vec())].into(),
+            documents: Mutex::new(vec![(
+                id.clone(),
+                OpenDocument {
+                    workspace: f.workspace.clone(),
+                    project,
+                    path: "doc.md".to_owned(),
+                    bytes: b"# Title\nnew line\n".to_vec(),
+                },
+            )]),
+            ..FakeSight::default()
+        };
+        f.broker.set_sight(Arc::new(sight));
+        let effect = f
+            .effect(
+                Tool::EditorSave,
+                json!({"documentId": id, "expectedBufferRevision": "4"}),
+            )
+            .await;
+        assert_eq!(effect.summary, "Overwrite doc.md (+1 −1 lines)");
+        let EffectDetail::FileWrite {
+            diff: Some(diff), ..
+        } = &effect.detail
+        else {
+            panic!("{effect:#?}");
+        };
+        assert!(diff.contains("\n-old line\n+new line\n"), "{diff}");
+        // A document the sight does not know: its request, in words.
+        let unknown = f
+            .effect(
+                Tool::EditorSave,
+                json!({"documentId": DocumentId::from_random([4; 16]), "expectedBufferRevision": "1"}),
+            )
+            .await;
+        assert!(
+            matches!(unknown.detail, EffectDetail::Change { .. }),
+            "{unknown:#?}"
         );
     }
 

@@ -33,7 +33,7 @@ pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
 pub use chat::{
     MAX_DRAFT_BYTES, check_title, stale as conversation_stale, summary as conversation_summary,
 };
-pub use effect::{Asked, Peek, Sight, Staged};
+pub use effect::{Asked, OpenDocument, Peek, Sight, Staged};
 pub use engine::{
     AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Permit, ProgressNote,
     Remember, off_thread, unless_cancelled,

@@ -4,9 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use lomi_broker::{Peek, Staged, off_thread};
+use lomi_broker::{OpenDocument, Peek, Staged, off_thread};
+use lomi_protocol::DocumentId;
 
 use crate::ProjectRoot;
+use crate::documents::Documents;
 use crate::git::repository::Repository;
 
 /// The first `max` bytes of the regular file `rel` beneath `root` and its size; `Ok(None)`
@@ -65,5 +67,16 @@ pub async fn staged(root: &Path, max: usize) -> Result<Staged, String> {
         files,
         diff: text,
         truncated: diff.truncated || cut,
+    })
+}
+
+/// An open document as a save of it would write it now.
+pub fn document(documents: &Documents, id: &DocumentId) -> Option<OpenDocument> {
+    let document = documents.get(id).ok()?;
+    Some(OpenDocument {
+        bytes: document.bytes(),
+        workspace: document.workspace_id,
+        project: document.project_id,
+        path: document.path,
     })
 }

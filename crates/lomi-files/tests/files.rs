@@ -1172,6 +1172,10 @@ impl lomi_broker::Sight for FilesSight {
     ) -> futures_util::future::BoxFuture<'static, Option<String>> {
         Box::pin(async { None })
     }
+
+    fn document(&self, _id: lomi_protocol::DocumentId) -> Option<lomi_broker::OpenDocument> {
+        None
+    }
 }
 
 /// What a person deciding on a delete or a write is shown is read beneath the project root

@@ -39,14 +39,16 @@ pub struct Lomi {
 
 impl Lomi {
     pub fn new(broker: Broker) -> Self {
+        let editor = ProjectEditor::new(broker.clone());
         broker.set_sight(std::sync::Arc::new(sight::HostSight {
             adb: AdbServer::default(),
+            documents: editor.documents().clone(),
         }));
         Lomi {
             terminals: TerminalPanels::new(broker.clone()),
             files: ProjectFiles::new(broker.clone()),
             git: ProjectGit::new(broker.clone()),
-            editor: ProjectEditor::new(broker.clone()),
+            editor,
             browsers: BrowserPanels::new(broker.clone()),
             android: AndroidPanels::new(broker.clone(), AdbServer::default()),
             chat: ChatSends::new(broker.clone(), {
@@ -62,6 +64,7 @@ impl Lomi {
         self.android = AndroidPanels::new(self.broker.clone(), AdbServer::new(address));
         self.broker.set_sight(std::sync::Arc::new(sight::HostSight {
             adb: AdbServer::new(address),
+            documents: self.editor.documents().clone(),
         }));
         self
     }

@@ -7,11 +7,15 @@ use std::path::PathBuf;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use lomi_android::AdbServer;
-use lomi_broker::{Peek, Sight, Staged, off_thread};
+use lomi_broker::{OpenDocument, Peek, Sight, Staged, off_thread};
+use lomi_files::documents::Documents;
+use lomi_protocol::DocumentId;
 
 /// The runtimes' reads for previews.
 pub struct HostSight {
     pub adb: AdbServer,
+    /// The editor's open documents, for what a save would write.
+    pub documents: Documents,
 }
 
 impl Sight for HostSight {
@@ -39,5 +43,9 @@ impl Sight for HostSight {
                 .flatten()
         }
         .boxed()
+    }
+
+    fn document(&self, id: DocumentId) -> Option<OpenDocument> {
+        lomi_files::preview::document(&self.documents, &id)
     }
 }
