@@ -1505,6 +1505,26 @@ impl<'de> serde::Deserialize<'de> for Tool {
 mod tests {
     use super::*;
 
+    /// The "ask me before" list reads as a list of different actions: no two tools share
+    /// their words, and each starts with a capital, as a person's list item does.
+    #[test]
+    fn every_tool_has_its_own_plain_words() {
+        let mut seen = std::collections::BTreeMap::new();
+        for tool in Tool::ALL {
+            let label = tool.label();
+            assert!(
+                label.starts_with(|c: char| c.is_uppercase()) && !label.contains("lomi_"),
+                "{tool:?}: {label:?}"
+            );
+            if let Some(other) = seen.insert(label, tool) {
+                panic!("{tool:?} and {other:?} both read {label:?}");
+            }
+        }
+        for family in Family::ALL {
+            assert!(!family.label().is_empty(), "{family:?}");
+        }
+    }
+
     #[test]
     fn every_tool_has_one_name_that_leads_back_to_it() {
         let mut names = std::collections::BTreeSet::new();
