@@ -2,6 +2,7 @@
 // socket), the overview stream and terminal streams over Tauri channels.
 
 import { Channel, invoke } from "@tauri-apps/api/core";
+import type { Effect } from "./effect";
 
 export interface Project {
   projectId: string;
@@ -54,8 +55,8 @@ export interface Decision {
   workspaceId: string;
   projectId: string | null;
   arguments: Record<string, unknown>;
-  /** What it will do beyond its arguments (a Chat send: message, provider, model). */
-  preview?: Record<string, unknown>;
+  /** What it will do, in the person's terms (the diff, the file, the command, the message). */
+  effect?: Effect;
   createdAt: string;
 }
 
@@ -94,6 +95,11 @@ export interface BrowserView {
 
 export interface PolicyEntry {
   tool: string;
+  /** The tool in plain words ("Delete files"). */
+  label?: string;
+  family?: string | null;
+  /** Its family in plain words ("Project files"). */
+  familyLabel?: string;
   confirm: boolean;
 }
 

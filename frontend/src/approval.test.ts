@@ -168,13 +168,20 @@ describe("an agent's Chat send", () => {
       workspaceId: "ws_a",
       projectId: null,
       arguments: { conversationId: "cv_1", expectedConversationRevision: "1", expectedDraftRevision: "2" },
-      preview: { message: "What should I pack?", conversationTitle: "Trip", provider: "openai", model: "gpt-x" },
+      effect: {
+        summary: "Send a message to openai (gpt-x). It cannot be taken back.",
+        kind: "chatSend",
+        message: "What should I pack?",
+        conversation: "Trip",
+        provider: "openai",
+        model: "gpt-x",
+        note: null,
+      },
       createdAt: "2026-12-04T06:00:00Z",
     };
-    expect(describeOperation(send, workspaces)).toBe(
-      'Send this message to openai (gpt-x) in "Trip". It cannot be taken back once sent.',
-    );
+    expect(describeOperation(send, workspaces)).toBe("In workspace Alpha: Send a message to openai (gpt-x). It cannot be taken back.");
     const dialog = decisionDialog(send, "Claude Code", workspaces, { decide: vi.fn() });
-    expect(dialog.querySelector("#decision-message")?.textContent).toBe("What should I pack?");
+    expect(dialog.querySelector(".effect[data-kind=chatSend] .effect-text")?.textContent).toBe("What should I pack?");
+    expect(dialog.querySelector(".effect-facts")?.textContent).toBe("ProvideropenaiModelgpt-xConversationTrip");
   });
 });

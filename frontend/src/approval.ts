@@ -4,6 +4,7 @@
 
 import { FAMILIES, type Decision, type Pairing, type Workspace } from "./api";
 import { h } from "./dom";
+import { renderEffect } from "./effect";
 
 export interface PairingActions {
   /** `families`: the ticked tool families (all of them is every family, later ones too). */
@@ -143,6 +144,11 @@ export function describeOperation(decision: Decision, workspaces: Workspace[]): 
   const project = workspace?.projects.find((p) => p.projectId === (args.projectId ?? decision.projectId));
   const where = project ? ` in ${project.root}` : workspace ? ` in workspace ${workspace.name}` : "";
   const path = typeof args.path === "string" ? args.path : undefined;
+  // The broker's own sentence for what it will do, where it acts.
+  if (decision.effect) {
+    const place = project ? project.root : workspace ? `workspace ${workspace.name}` : null;
+    return place ? `In ${place}: ${decision.effect.summary}` : decision.effect.summary;
+  }
   switch (decision.tool) {
     case "lomi_file_delete":
       return `Delete ${path ?? "a file"}${where}. This cannot be undone.`;
@@ -156,12 +162,8 @@ export function describeOperation(decision: Decision, workspaces: Workspace[]): 
       return `Let the agent use the Android device ${String(args.serial ?? "?")}${where}: tap, type, capture the screen and launch apps on it.`;
     case "lomi_android_shell":
       return `Run a shell command on an Android device: ${String(args.command ?? "")}`;
-    case "lomi_chat_send": {
-      const preview = decision.preview ?? {};
-      const to = preview.provider ? `${String(preview.provider)}${preview.model ? ` (${String(preview.model)})` : ""}` : "a model provider";
-      const title = preview.conversationTitle ? ` in "${String(preview.conversationTitle)}"` : "";
-      return `Send this message to ${to}${title}. It cannot be taken back once sent.`;
-    }
+    case "lomi_chat_send":
+      return "Send this message to a model provider. It cannot be taken back once sent.";
     case "lomi_terminal_create":
       return `Open a terminal${where}${typeof args.title === "string" ? ` titled "${args.title}"` : ""}.`;
     default:
@@ -193,9 +195,7 @@ export function decisionDialog(
       h("strong", { class: "client-name" }, clientName),
     ),
     h("p", { class: "what" }, describeOperation(decision, workspaces)),
-    typeof decision.preview?.message === "string"
-      ? h("pre", { class: "message", id: "decision-message" }, decision.preview.message)
-      : null,
+    decision.effect ? renderEffect(decision.effect) : null,
     h(
       "details",
       {},

@@ -118,8 +118,9 @@ describe("settings", () => {
     const view = settingsView(
       state({
         policy: [
-          { tool: "lomi_file_delete", confirm: true },
-          { tool: "lomi_file_write", confirm: false },
+          { tool: "lomi_file_delete", label: "Delete files", family: "files", familyLabel: "Project files", confirm: true },
+          { tool: "lomi_file_write", label: "Overwrite files", family: "files", familyLabel: "Project files", confirm: false },
+          { tool: "lomi_android_shell", label: "Run commands on a phone", family: "android", familyLabel: "Android phones", confirm: true },
         ],
       }),
       act,
@@ -129,6 +130,19 @@ describe("settings", () => {
     expect(boxes.map((b) => [b.dataset.tool, b.checked])).toEqual([
       ["lomi_file_delete", true],
       ["lomi_file_write", false],
+      ["lomi_android_shell", true],
+    ]);
+    // Grouped by family in plain words, the tool's name beside each as the detail.
+    const groups = [...view.querySelectorAll<HTMLElement>(".policy-group")].map((g) => [
+      g.querySelector("h3")!.textContent,
+      [...g.querySelectorAll("li")].map((li) => [
+        li.querySelector(".policy-label")!.textContent,
+        li.querySelector(".policy-tool")!.textContent,
+      ]),
+    ]);
+    expect(groups).toEqual([
+      ["Project files", [["Delete files", "lomi_file_delete"], ["Overwrite files", "lomi_file_write"]]],
+      ["Android phones", [["Run commands on a phone", "lomi_android_shell"]]],
     ]);
     boxes[1].click();
     expect(act.setConfirm).toHaveBeenCalledWith("lomi_file_write", true);

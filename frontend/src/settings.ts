@@ -242,26 +242,34 @@ export function settingsView(state: SettingsState, actions: SettingsActions): HT
     "section",
     { id: "settings-policy" },
     h("h2", {}, "Ask me before"),
-    h("p", { class: "hint" }, "Ticked tools wait for your decision before they run."),
-    h(
-      "ul",
-      { class: "policy" },
-      ...state.policy.map((entry) =>
+    h("p", { class: "hint" }, "Ticked actions wait for your decision before they run."),
+    ...policyGroups(state.policy).map((group) =>
+      h(
+        "div",
+        { class: "policy-group", "data-family": group.family ?? "" },
+        h("h3", {}, group.label),
         h(
-          "li",
-          {},
-          h(
-            "label",
-            {},
-            h("input", {
-              type: "checkbox",
-              class: "confirm-tool",
-              "data-tool": entry.tool,
-              checked: entry.confirm,
-              onchange: (event: Event) =>
-                actions.setConfirm(entry.tool, (event.target as HTMLInputElement).checked),
-            }),
-            h("code", {}, entry.tool),
+          "ul",
+          { class: "policy" },
+          ...group.entries.map((entry) =>
+            h(
+              "li",
+              {},
+              h(
+                "label",
+                {},
+                h("input", {
+                  type: "checkbox",
+                  class: "confirm-tool",
+                  "data-tool": entry.tool,
+                  checked: entry.confirm,
+                  onchange: (event: Event) =>
+                    actions.setConfirm(entry.tool, (event.target as HTMLInputElement).checked),
+                }),
+                h("span", { class: "policy-label" }, entry.label ?? entry.tool),
+                h("code", { class: "policy-tool" }, entry.tool),
+              ),
+            ),
           ),
         ),
       ),
@@ -302,4 +310,21 @@ export function settingsView(state: SettingsState, actions: SettingsActions): HT
   });
 
   return h("div", { class: "settings" }, workspaces, pairings, policy, preferences, endpoint, storage);
+}
+
+/** The policy's tools grouped by family in the order the broker lists them (family by family). */
+export function policyGroups(
+  policy: PolicyEntry[],
+): { family: string | null; label: string; entries: PolicyEntry[] }[] {
+  const groups: { family: string | null; label: string; entries: PolicyEntry[] }[] = [];
+  for (const entry of policy) {
+    const family = entry.family ?? null;
+    const last = groups[groups.length - 1];
+    if (last && last.family === family) {
+      last.entries.push(entry);
+    } else {
+      groups.push({ family, label: entry.familyLabel ?? family ?? "Other", entries: [entry] });
+    }
+  }
+  return groups;
 }

@@ -283,7 +283,8 @@ async def test_an_android_attach_is_decided_in_the_window_and_the_panel_shows_it
             })
             assert answer["state"] == "awaiting_user", dump(answer)
             what = window.text_of("#decision-dialog .what")
-            assert phone.serial in what and "Android device" in what, what
+            assert phone.serial in what and "use the phone" in what, what
+            assert phone.serial in window.text_of("#decision-dialog .effect[data-kind=device]")
             assert window.text_of("#decision-dialog .client-name") == "Android agent"
             window.click_on("#decision-approve")
             attached = await agent.settle(answer["operationId"])
@@ -649,7 +650,7 @@ async def test_the_chat_tab_shows_a_streamed_reply_and_the_persons_draft_edit_wi
                 "retryEpoch": epoch, "requestKey": "s1",
             })
             assert answer["state"] == "awaiting_user", dump(answer)
-            assert window.text_of("#decision-message") == "Agent asks: and the weather?"
+            assert window.text_of("#decision-dialog .effect[data-kind=chatSend] .effect-text") == "Agent asks: and the weather?"
             assert "local (echo-model)" in window.text_of("#decision-dialog .what")
             desktop.screenshot("chat-decision.png")
             window.click_on("#decision-approve")
@@ -661,6 +662,72 @@ async def test_the_chat_tab_shows_a_streamed_reply_and_the_persons_draft_edit_wi
         desktop.screenshot("chat-agent-reply.png")
     finally:
         standin.close()
+
+
+async def test_each_familys_decision_dialog_shows_its_effect(desktop: Desktop, tmp_path: Path):
+    """With the person's policy set to ask, an agent calls one tool of each mutating family
+    (tests/e2e/test_effects.py's scenario, in one window): each decision dialog shows what will
+    happen: the diff against the disk with its added and removed lines coloured, a deleted
+    file's size and first lines, from/to, the staged diff and the commit message, the command,
+    the script, the address, the message with provider and model, the phone."""
+    effects = e2e_module("effects_scenario")
+    android = android_support()
+    logs = tmp_path / "adb-logs"
+    logs.mkdir()
+    adb = android.AdbServer(logs)
+    phone = android.Phone()
+    try:
+        adb.connect(phone.serial)
+        desktop.start("--adb-server", adb.address)
+        lomi = desktop.lomi
+        window = desktop.window
+        assert window is not None
+        project = tmp_path / "project-e"
+        a, token, mcp = one_workspace_agent(desktop, "Effects workspace", "Effects agent", project)
+        head = effects.prepare(lomi, project)
+        seen: list[str] = []
+
+        def lines(css: str) -> list[str]:
+            return window.script(
+                "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent.replace(/\\n$/, ''))", css
+            )
+
+        async def see(waiting) -> None:
+            dialog = f'#decision-dialog[data-operation-id="{waiting.operation_id}"]'
+            window.wait_for(dialog)
+            window.wait_for(f"{dialog} .effect[data-kind={waiting.kind}]")
+            shown = window.text_of(dialog)
+            for text in waiting.shows:
+                assert text.split("\n")[0] in shown, f"{waiting.tool}: {text!r} not in the dialog:\n{shown}"
+            if waiting.added or waiting.removed:
+                added, removed = lines(f"{dialog} .effect-diff .line.add"), lines(f"{dialog} .effect-diff .line.del")
+                assert set(waiting.added) <= set(added), (waiting.tool, added)
+                assert set(waiting.removed) <= set(removed), (waiting.tool, removed)
+                colour = window.script(
+                    "return getComputedStyle(document.querySelector(arguments[0])).backgroundColor",
+                    f"{dialog} .effect-diff .line.add",
+                )
+                assert colour not in ("rgba(0, 0, 0, 0)", "transparent"), colour
+            desktop.screenshot(f"decision-{waiting.tool.removeprefix('lomi_')}.png")
+            seen.append(waiting.tool)
+            window.click_on("#decision-approve" if waiting.approve else "#decision-deny")
+            window.wait_gone(dialog)
+
+        async with mcp.session(token=token) as agent:
+            await effects.each_family(agent, a["workspaceId"], project, head, see, phone_serial=phone.serial)
+        assert len(seen) == 14, seen
+
+        # Settings: "Ask me before" in plain words, grouped by family, the tool as the detail.
+        window.click_on("#tab-settings")
+        group = window.text_of('#settings-policy .policy-group[data-family="files"]')
+        assert "Project files" in group and "Delete files" in group and "lomi_file_delete" in group, group
+        phones_group = window.text_of('#settings-policy .policy-group[data-family="android"]')
+        assert "Run commands on a phone" in phones_group, phones_group
+        window.script("document.getElementById('settings-policy').scrollIntoView(); return true")
+        desktop.screenshot("settings-policy.png")
+    finally:
+        phone.kill()
+        adb.stop()
 
 
 async def test_tool_families_chosen_in_the_window_shape_the_agents_tool_list(desktop: Desktop, tmp_path: Path):

@@ -121,9 +121,10 @@ async def test_list_create_draft_send_approve_stream_and_retry(lomi, workspaces,
         assert answer["state"] == "awaiting_user", dump(answer)
         assert standin.seen() == [], "nothing goes to the provider before the person decides"
         waiting = [d for d in lomi_decisions(lomi) if d["operationId"] == answer["operationId"]]
-        assert waiting and waiting[0]["preview"] == {
-            "message": "Please: what is 2+2?", "conversationTitle": "Plans",
-            "provider": "standin", "model": "echo-model",
+        assert waiting and waiting[0]["effect"] == {
+            "summary": "Send a message to standin (echo-model). It cannot be taken back.",
+            "kind": "chatSend", "message": "Please: what is 2+2?", "conversation": "Plans",
+            "provider": "standin", "model": "echo-model", "note": None,
         }, dump(waiting)
         lomi.cli("decide", answer["operationId"], "approve")
         op = await agent.settle(answer["operationId"])

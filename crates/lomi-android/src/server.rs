@@ -90,6 +90,21 @@ impl AdbServer {
         Ok(devices)
     }
 
+    /// The model the adb server lists for `serial` (`adb devices -l`, from the device's own
+    /// connection banner), without asking the device anything: what the person is shown
+    /// before they decide whether an agent may use it. `None`: not listed, or no model given.
+    pub fn listed_model(&self, serial: &str) -> Result<Option<String>, AndroidError> {
+        let listed = self
+            .client()
+            .devices_long()
+            .map_err(|error| self.unreachable(&error))?;
+        Ok(listed
+            .into_iter()
+            .find(|device| device.identifier == serial)
+            .map(|device| device.model.replace('_', " "))
+            .filter(|model| !model.is_empty()))
+    }
+
     /// Asks the server to connect to a device listening on TCP (`adb connect HOST:PORT`). The
     /// device is then listed under the serial `HOST:PORT`, possibly after a moment.
     pub fn connect(&self, device_address: SocketAddrV4) -> Result<(), AndroidError> {

@@ -75,6 +75,16 @@ fn the_runtime_drives_a_device_through_a_private_adb_server() {
     let listed = adb.attach(&fixture);
     assert_eq!(listed.model.as_deref(), Some("LomiFixture"), "{listed:?}");
     assert_eq!(listed.api_level, Some(34), "{listed:?}");
+    // What the person is shown before an attach: the model from the server's listing (the
+    // device is not asked; tests/e2e/test_engine.py checks that through the fixture's log).
+    assert_eq!(
+        adb.server.listed_model(&fixture.serial()).expect("listing"),
+        Some("LomiFixture".to_owned())
+    );
+    assert_eq!(
+        adb.server.listed_model("emulator-9999").expect("listing"),
+        None
+    );
 
     let device = adb.server.device(&fixture.serial());
     let generation = device.generation().expect("generation");

@@ -7,7 +7,7 @@ use lomi_protocol::tools::chat::{
     ConversationCreated, ConversationSummary, ConversationView, Draft, DraftUpdated,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::tools::settings::{ChatSettings, ProvidersSettings};
+use lomi_protocol::tools::settings::{ChatSettings, Provider, ProvidersSettings};
 use lomi_protocol::{
     ConversationId, ConversationRevision, DraftRevision, EffectState, ErrorCode, PairingId, Tool,
     ToolError, WorkspaceId,
@@ -201,6 +201,58 @@ impl Broker {
         )
     }
 
+    /// Where a send goes: the provider and model named, else the chat section's defaults,
+    /// else the provider's first model; with the system prompt. The same for an agent's send,
+    /// the person's, and what the person is shown before deciding.
+    pub fn chat_destination(
+        &self,
+        provider: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<(Provider, String, String), ToolError> {
+        let (chat, providers) = self.chat_settings();
+        let name = provider
+            .map(str::to_owned)
+            .or_else(|| (!chat.default_provider.is_empty()).then(|| chat.default_provider.clone()));
+        let Some(name) = name else {
+            return Err(ToolError::invalid(
+                "no provider named and no default one: name a provider (lomi_settings_get, section providers), or the person sets chat.defaultProvider",
+            ));
+        };
+        let known: Vec<&str> = providers
+            .providers
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        let provider = providers
+            .providers
+            .iter()
+            .find(|p| p.name == name)
+            .cloned()
+            .ok_or_else(|| {
+                ToolError::invalid(format!(
+                    "there is no provider {name:?}; the person's providers are {known:?}"
+                ))
+            })?;
+        let model = model
+            .map(str::to_owned)
+            .or_else(|| {
+                (provider.name == chat.default_provider && !chat.default_model.is_empty())
+                    .then(|| chat.default_model.clone())
+            })
+            .or_else(|| provider.models.first().cloned())
+            .ok_or_else(|| {
+                ToolError::invalid(format!(
+                    "provider {name} lists no model and none was named: name a model"
+                ))
+            })?;
+        if model.is_empty() || model.len() > 200 || model.chars().any(char::is_control) {
+            return Err(ToolError::invalid(
+                "model takes 1 to 200 characters, none of them control characters",
+            ));
+        }
+        Ok((provider, model, chat.system_prompt))
+    }
+
     /// The person's new conversation in `workspace`.
     pub fn chat_create_for_person(
         &self,
@@ -313,7 +365,6 @@ impl Broker {
             generation: None,
             revision: None,
             permit: Permit::Chat(workspace_id.clone()),
-            preview: None,
         };
         let title = input.title;
         self.operate(
@@ -364,7 +415,6 @@ impl Broker {
             generation: None,
             revision: Some(expected.to_string()),
             permit: Permit::Draft(id.clone()),
-            preview: None,
         };
         let find = {
             let broker = self.clone();

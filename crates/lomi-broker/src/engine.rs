@@ -10,14 +10,15 @@ use futures_util::FutureExt;
 
 use lomi_protocol::tools::operations::{OperationError, OperationView};
 use lomi_protocol::{
-    ConversationId, EffectState, ErrorCode, OperationId, OperationState, PairingId, PanelId,
-    ProjectId, RequestKey, RetryEpoch, Tool, ToolError, WorkspaceId,
+    ConversationId, Effect, EffectState, ErrorCode, OperationId, OperationState, PairingId,
+    PanelId, ProjectId, RequestKey, RetryEpoch, Tool, ToolError, WorkspaceId,
 };
 use lomi_store::{Outcome, OutcomeError, Receipt, ReceiptKey, ReservationRequest, StoreError};
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::effect::Asked;
 use crate::{Broker, store_error, waiting_on_disk};
 
 /// One mutation as a tool hands it to the engine: its identity (the receipt key), what its
@@ -36,9 +37,6 @@ pub struct Mutation {
     pub revision: Option<String>,
     /// Mutations with the same permit run one at a time (waiting ones read `queued`).
     pub permit: Permit,
-    /// What the person is shown beside the arguments when asked to decide (for a provider
-    /// send: the message, provider and model). Not part of the fingerprint.
-    pub preview: Option<Value>,
 }
 
 /// What a mutation holds while its effect runs: changes to one workspace's layout, one
@@ -178,7 +176,7 @@ impl EffectContext {
     }
 }
 
-type Effect =
+type Work =
     Box<dyn FnOnce(EffectContext) -> Pin<Box<dyn Future<Output = EffectOutcome> + Send>> + Send>;
 
 /// Whose operation it is, where it acts, and which permit it waits for.
@@ -212,9 +210,8 @@ pub struct AwaitingDecision {
     pub project_id: Option<ProjectId>,
     /// The tool's whole input, as the agent sent it.
     pub arguments: Value,
-    /// What the tool will do beyond its arguments (a provider send's message, provider, model).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub preview: Option<Value>,
+    /// What it will do, in the person's terms (`Broker::effect`), read when it started waiting.
+    pub effect: Effect,
     pub created_at: lomi_protocol::Timestamp,
 }
 
@@ -250,18 +247,44 @@ impl Broker {
                     Ok(live) => check(self, &live).map(|()| live),
                     Err(error) => Err(error),
                 };
-                self.admit(caller, mutation, confirmation, found, check, run)?
+                // What the person will be shown, read before the reservation (reads only):
+                // only for a request that will wait for them.
+                let effect = match (&found, self.asks(&confirmation, mutation.tool)) {
+                    (Ok(_), true) => Some(
+                        self.effect(Asked {
+                            tool: mutation.tool,
+                            caller,
+                            workspace: &mutation.workspace_id,
+                            project: mutation.project_id.as_ref(),
+                            arguments: &mutation.payload,
+                        })
+                        .await,
+                    ),
+                    _ => None,
+                };
+                self.admit(caller, mutation, confirmation, found, effect, check, run)?
             }
         };
         self.answer(caller, &id).await
     }
 
+    /// Whether a request under `confirmation` will wait for the person.
+    fn asks(&self, confirmation: &Confirmation, tool: Tool) -> bool {
+        match confirmation {
+            Confirmation::Policy => self.domain().policy.confirm_tools.contains(&tool),
+            Confirmation::Ask { .. } => true,
+            Confirmation::Allowed | Confirmation::Declined(_) => false,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn admit<L, Check, Run, Fut>(
         &self,
         caller: &PairingId,
         mutation: Mutation,
         confirmation: Confirmation,
         found: Result<L, ToolError>,
+        effect: Option<Effect>,
         check: Check,
         run: Run,
     ) -> Result<OperationId, ToolError>
@@ -315,7 +338,7 @@ impl Broker {
         if !reservation.created {
             return Ok(receipt.operation_id);
         }
-        let effect: Effect = Box::new(move |context: EffectContext| {
+        let work: Work = Box::new(move |context: EffectContext| {
             Box::pin(async move {
                 // Checked again under the permit: the target may have changed while the
                 // operation waited for it or for the person.
@@ -337,7 +360,9 @@ impl Broker {
             workspace_id: mutation.workspace_id.clone(),
             project_id: mutation.project_id.clone(),
             arguments: mutation.payload.clone(),
-            preview: mutation.preview.clone(),
+            // The policy changed to ask since the effect was read: its request, in words.
+            effect: effect
+                .unwrap_or_else(|| crate::effect::unread(mutation.tool, &mutation.payload)),
             created_at: receipt.created_at,
         });
         self.live().insert(
@@ -360,7 +385,7 @@ impl Broker {
         };
         let task = tokio::spawn(async move {
             broker
-                .run(id.clone(), target, gate, held, cancel, effect)
+                .run(id.clone(), target, gate, held, cancel, work)
                 .await;
             broker.live().remove(&id);
             let _settled = settled_tx.send(true);
@@ -433,7 +458,7 @@ impl Broker {
         gate: Gate,
         held: Option<tokio::sync::OwnedMutexGuard<()>>,
         cancel: CancellationToken,
-        effect: Effect,
+        effect: Work,
     ) {
         if let Gate::Denied(message) = gate {
             let error = ToolError::new(ErrorCode::UserDenied, message);

@@ -4,6 +4,7 @@
 
 mod chat;
 mod domain;
+mod effect;
 mod engine;
 mod entropy;
 pub mod oauth;
@@ -32,6 +33,7 @@ pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
 pub use chat::{
     MAX_DRAFT_BYTES, check_title, stale as conversation_stale, summary as conversation_summary,
 };
+pub use effect::{Asked, OpenDocument, Peek, Sight, Staged};
 pub use engine::{
     AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Permit, ProgressNote,
     Remember, off_thread, unless_cancelled,
@@ -123,6 +125,8 @@ struct Inner {
     families_changed: tokio::sync::watch::Sender<u64>,
     /// OAuth requests, codes and access tokens in flight (`oauth.rs`).
     oauth: Mutex<oauth::OAuthState>,
+    /// What effects are read through (`effect.rs`); the host sets it.
+    sight: Mutex<Option<Arc<dyn effect::Sight>>>,
 }
 
 impl Broker {
@@ -176,6 +180,7 @@ impl Broker {
                 activity: Mutex::new(HashMap::new()),
                 families_changed: tokio::sync::watch::Sender::new(0),
                 oauth: Mutex::new(oauth::OAuthState::default()),
+                sight: Mutex::new(None),
             }),
         })
     }

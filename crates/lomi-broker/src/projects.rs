@@ -81,7 +81,6 @@ impl ProjectChange<'_> {
             generation: None,
             revision: self.revision,
             permit: Permit::Project(project),
-            preview: None,
         }
     }
 }

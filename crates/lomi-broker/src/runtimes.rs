@@ -261,7 +261,6 @@ impl Broker {
             generation: None,
             revision: Some(expected.to_string()),
             permit: Permit::Workspace(workspace_id.clone()),
-            preview: None,
         };
         self.operate(
             caller,
@@ -329,7 +328,6 @@ impl Broker {
             generation: Some(call.generation.to_owned()),
             revision: None,
             permit: Permit::Panel(call.panel_id.clone()),
-            preview: None,
         };
         let check = {
             let (caller, panel, generation, lease) = (

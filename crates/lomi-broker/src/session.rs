@@ -199,7 +199,6 @@ impl Broker {
             generation: None,
             revision: Some(expected.to_string()),
             permit: Permit::Workspace(workspace_id.clone()),
-            preview: None,
         };
         let check_id = workspace_id.clone();
         let layout = match &input.change {

@@ -655,7 +655,6 @@ impl Broker {
             generation: None,
             revision: Some(format!("{section}:{expected}")),
             permit: Permit::Settings,
-            preview: None,
         };
         let values = input.values;
         self.operate(

@@ -678,6 +678,11 @@ async fn awaiting_user_waits_for_the_persons_decision() {
     );
     assert_eq!(asked[0].workspace_id, workspace);
     assert_eq!(asked[0].arguments["change"]["rename"]["name"], "Approved");
+    // And what it will do in their words, read when it started waiting.
+    assert_eq!(
+        asked[0].effect.summary,
+        "Rename the workspace Alpha to Approved"
+    );
     broker.decide(&id, true).expect("approve");
     assert_succeeded(&wait_settled(&broker, &id).await);
     assert!(broker.awaiting_decisions().is_empty());
@@ -1533,7 +1538,6 @@ where
         generation: None,
         revision: None,
         permit: lomi_broker::Permit::Workspace(workspace.clone()),
-        preview: None,
     };
     broker
         .operate(

@@ -21,7 +21,6 @@ use lomi_protocol::{
     PairingId, Tool, ToolError,
 };
 use lomi_store::NewReply;
-use serde_json::json;
 
 use crate::providers::{Piece, ProviderRequest, Reply};
 
@@ -87,60 +86,19 @@ impl ChatSends {
             .ok_or_else(|| ToolError::internal("Lomi could not make its HTTP client for providers"))
     }
 
-    /// Picks the provider and model: the ones named, else the chat section's defaults, else
-    /// the provider's first model.
+    /// Where a send of the conversation goes ([`Broker::chat_destination`]).
     fn target(
         &self,
         conversation_id: ConversationId,
         provider: Option<&str>,
         model: Option<&str>,
     ) -> Result<Target, ToolError> {
-        let (chat, providers) = self.broker.chat_settings();
-        let name = provider
-            .map(str::to_owned)
-            .or_else(|| (!chat.default_provider.is_empty()).then(|| chat.default_provider.clone()));
-        let Some(name) = name else {
-            return Err(ToolError::invalid(
-                "no provider named and no default one: name a provider (lomi_settings_get, section providers), or the person sets chat.defaultProvider",
-            ));
-        };
-        let known: Vec<&str> = providers
-            .providers
-            .iter()
-            .map(|p| p.name.as_str())
-            .collect();
-        let provider = providers
-            .providers
-            .iter()
-            .find(|p| p.name == name)
-            .cloned()
-            .ok_or_else(|| {
-                ToolError::invalid(format!(
-                    "there is no provider {name:?}; the person's providers are {known:?}"
-                ))
-            })?;
-        let model = model
-            .map(str::to_owned)
-            .or_else(|| {
-                (provider.name == chat.default_provider && !chat.default_model.is_empty())
-                    .then(|| chat.default_model.clone())
-            })
-            .or_else(|| provider.models.first().cloned())
-            .ok_or_else(|| {
-                ToolError::invalid(format!(
-                    "provider {name} lists no model and none was named: name a model"
-                ))
-            })?;
-        if model.is_empty() || model.len() > 200 || model.chars().any(char::is_control) {
-            return Err(ToolError::invalid(
-                "model takes 1 to 200 characters, none of them control characters",
-            ));
-        }
+        let (provider, model, system) = self.broker.chat_destination(provider, model)?;
         Ok(Target {
             conversation_id,
             provider,
             model,
-            system: chat.system_prompt,
+            system,
         })
     }
 
@@ -213,26 +171,6 @@ impl ChatSends {
             input.expected_conversation_revision,
             input.expected_draft_revision,
         );
-        // What the person is shown when asked: the message as it stands at the expected draft
-        // revision, and where it goes. Not fingerprinted; `check` compares the revisions again
-        // before anything is sent.
-        let preview = broker
-            .chat_conversation(Some(caller), &id)
-            .ok()
-            .filter(|r| r.draft_revision == expected_draft.0)
-            .map(|record| {
-                let target = self.target(
-                    id.clone(),
-                    input.provider.as_deref(),
-                    input.model.as_deref(),
-                );
-                json!({
-                    "message": record.draft_text,
-                    "conversationTitle": record.title,
-                    "provider": target.as_ref().map(|t| t.provider.name.clone()).ok(),
-                    "model": target.as_ref().map(|t| t.model.clone()).ok(),
-                })
-            });
         let mutation = Mutation {
             tool: Tool::ChatSend,
             retry_epoch: input.retry_epoch.clone(),
@@ -244,7 +182,6 @@ impl ChatSends {
             generation: None,
             revision: Some(format!("{expected}:{expected_draft}")),
             permit: Permit::Conversation(id.clone()),
-            preview,
         };
         let find = {
             let sends = self.clone();

@@ -115,8 +115,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The operations waiting for your decision, with exactly what each will do (for a Chat
-    /// send: the message, provider and model).
+    /// The operations waiting for your decision, with exactly what each will do: the diff of
+    /// a file write, a deleted file's size and first lines, a commit's staged diff and
+    /// message, a command, a script, a Chat send's message, provider and model.
     Decisions {
         #[arg(long)]
         json: bool,
@@ -130,6 +131,12 @@ enum Command {
     Operation {
         #[command(subcommand)]
         command: OperationCommand,
+    },
+    /// What waits for your decision before it runs: every mutating tool, grouped by family
+    /// in plain words ("Delete files"), ticked when it asks (change one with `lomi confirm`).
+    Policy {
+        #[arg(long)]
+        json: bool,
     },
     /// Mark a mutating tool as needing your decision before it runs (or clear the mark).
     Confirm {
@@ -482,6 +489,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                 (ControlRequest::Status {}, false, person::render_operation)
             }
         },
+        Command::Policy { json } => (ControlRequest::PolicyList {}, json, person::render_policy),
         Command::Confirm { tool, off } => (
             ControlRequest::Confirm {
                 tool,

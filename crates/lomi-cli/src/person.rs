@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use lomi_mcp::control::ControlRequest;
-use lomi_protocol::{Family, OperationId, PairingId, ProjectId, WorkspaceId};
+use lomi_protocol::{Effect, EffectDetail, Family, OperationId, PairingId, ProjectId, WorkspaceId};
 use serde_json::Value;
 
 #[derive(Debug, Subcommand)]
@@ -286,7 +286,8 @@ pub fn render_pairings(list: &Value) {
     }
 }
 
-/// Each waiting operation: its id, tool and client, then what it will do.
+/// Each waiting operation: its id, tool and client, then what it will do (its effect: the
+/// diff, the file, the command, the message), then its exact arguments.
 pub fn render_decisions(v: &Value) {
     for d in v.as_array().into_iter().flatten() {
         println!(
@@ -296,15 +297,150 @@ pub fn render_decisions(v: &Value) {
             text(&d["pairingId"]),
             text(&d["workspaceId"])
         );
-        if let Some(preview) = d.get("preview").and_then(Value::as_object) {
-            for (field, value) in preview {
-                match value.as_str() {
-                    Some(words) => println!("    {field}: {words}"),
-                    None => println!("    {field}: {value}"),
-                }
-            }
+        match serde_json::from_value::<Effect>(d["effect"].clone()) {
+            Ok(effect) => print!("{}", effect_text(&effect)),
+            Err(error) => println!("    (what it will do cannot be shown: {error})"),
         }
         println!("    arguments: {}", d["arguments"]);
+    }
+}
+
+/// An effect as a person reads it in a terminal: the sentence, then what exactly, indented.
+pub fn effect_text(effect: &Effect) -> String {
+    let mut out = format!("    {}\n", effect.summary);
+    let mut line = |label: &str, value: &str| out.push_str(&format!("    {label}: {value}\n"));
+    let mut lines = Vec::new();
+    match &effect.detail {
+        EffectDetail::FileWrite {
+            path,
+            diff,
+            truncated,
+            size_before,
+            size_after,
+            note,
+            ..
+        } => {
+            line("file", path);
+            let before = size_before.map_or("none".to_owned(), |s| format!("{s} bytes"));
+            line("size", &format!("{before} → {size_after} bytes"));
+            if let Some(note) = note {
+                line("note", note);
+            }
+            if let Some(diff) = diff {
+                lines.push(("diff", diff.clone(), *truncated));
+            }
+        }
+        EffectDetail::FileDelete {
+            path,
+            size,
+            first_lines,
+            truncated,
+            note,
+            ..
+        } => {
+            line("file", path);
+            if let Some(size) = size {
+                line("size", &format!("{size} bytes"));
+            }
+            if let Some(note) = note {
+                line("note", note);
+            }
+            if let Some(first) = first_lines {
+                lines.push(("first lines", first.clone(), *truncated));
+            }
+        }
+        EffectDetail::Move { from, to } => {
+            line("from", from);
+            line("to", to);
+        }
+        EffectDetail::Commit {
+            message,
+            files,
+            staged_diff,
+            truncated,
+            note,
+        } => {
+            lines.push(("message", message.clone(), false));
+            line("staged files", &files.join(", "));
+            if let Some(note) = note {
+                line("note", note);
+            }
+            if let Some(diff) = staged_diff {
+                lines.push(("staged diff", diff.clone(), *truncated));
+            }
+        }
+        EffectDetail::Git { action, files } => {
+            line("action", action);
+            line("files", &files.join(", "));
+        }
+        EffectDetail::Typed { into, text } => {
+            line("into", into);
+            lines.push(("text", text.clone(), false));
+        }
+        EffectDetail::Command { on, command } => {
+            line("on", on);
+            lines.push(("command", command.clone(), false));
+        }
+        EffectDetail::Script { script, truncated } => {
+            lines.push(("script", script.clone(), *truncated));
+        }
+        EffectDetail::Navigate { url } => line("address", url),
+        EffectDetail::ChatSend {
+            message,
+            conversation,
+            provider,
+            model,
+            note,
+        } => {
+            line("provider", provider.as_deref().unwrap_or("unknown"));
+            line("model", model.as_deref().unwrap_or("unknown"));
+            if let Some(conversation) = conversation {
+                line("conversation", conversation);
+            }
+            if let Some(note) = note {
+                line("note", note);
+            }
+            if let Some(message) = message {
+                lines.push(("message", message.clone(), false));
+            }
+        }
+        EffectDetail::Device { serial, model } => {
+            line("serial", serial);
+            line("model", model.as_deref().unwrap_or("not known"));
+        }
+        EffectDetail::Change { facts } => {
+            for fact in facts {
+                line(&fact.label, &fact.value);
+            }
+        }
+    }
+    for (label, body, truncated) in lines {
+        out.push_str(&format!("    {label}:\n"));
+        for text in body.lines() {
+            out.push_str(&format!("      {text}\n"));
+        }
+        if truncated {
+            out.push_str("      … (cut here; the rest is not shown)\n");
+        }
+    }
+    out
+}
+
+/// Every mutating tool, grouped by family in plain words, ticked when it waits for you.
+pub fn render_policy(v: &Value) {
+    let mut family = "";
+    for t in v.as_array().into_iter().flatten() {
+        let label = text(&t["familyLabel"]);
+        if label != family {
+            println!("{label}");
+            family = label;
+        }
+        println!(
+            "  [{}] {:<44} {}",
+            if t["confirm"] == true { "x" } else { " " },
+            text(&t["label"]),
+            text(&t["tool"])
+        );
     }
 }
 
@@ -376,4 +512,68 @@ pub fn render_operations(list: &Value) {
 
 pub fn render_operation(op: &Value) {
     println!("{}", serde_json::to_string_pretty(op).unwrap_or_default());
+}
+
+#[cfg(test)]
+mod tests {
+    use lomi_protocol::{Effect, EffectDetail};
+
+    use super::effect_text;
+
+    fn check(effect: EffectDetail, summary: &str, expected: &str) {
+        let text = effect_text(&Effect {
+            summary: summary.to_owned(),
+            detail: effect,
+        });
+        assert_eq!(text, expected, "as printed:\n{text}");
+    }
+
+    #[test]
+    fn a_write_reads_as_its_sizes_and_diff() {
+        check(
+            EffectDetail::FileWrite {
+                path: "notes.txt".to_owned(),
+                creates: false,
+                diff: Some("--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-two\n+2\n".to_owned()),
+                truncated: true,
+                binary: false,
+                size_before: Some(4),
+                size_after: 2,
+                note: None,
+            },
+            "Overwrite notes.txt (+1 −1 lines)",
+            "    Overwrite notes.txt (+1 −1 lines)
+    file: notes.txt
+    size: 4 bytes → 2 bytes
+    diff:
+      --- a/notes.txt
+      +++ b/notes.txt
+      @@ -1 +1 @@
+      -two
+      +2
+      … (cut here; the rest is not shown)
+",
+        );
+    }
+
+    #[test]
+    fn a_chat_send_reads_as_provider_model_and_message() {
+        check(
+            EffectDetail::ChatSend {
+                message: Some("Pack light".to_owned()),
+                conversation: Some("Trip".to_owned()),
+                provider: Some("local".to_owned()),
+                model: None,
+                note: None,
+            },
+            "Send a message to a model provider. It cannot be taken back.",
+            "    Send a message to a model provider. It cannot be taken back.
+    provider: local
+    model: unknown
+    conversation: Trip
+    message:
+      Pack light
+",
+        );
+    }
 }

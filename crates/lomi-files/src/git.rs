@@ -14,7 +14,7 @@ use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::{EffectState, PairingId, ProjectId, Tool, ToolError, WorkspaceId};
 use serde_json::Value;
 
-mod repository;
+pub(crate) mod repository;
 
 use repository::{GitError, MAX_MESSAGE_BYTES, Repository, branch_name, git_path};
 

@@ -22,6 +22,7 @@ mod error;
 pub mod git;
 mod listing;
 mod paths;
+pub mod preview;
 pub mod rebase;
 mod root;
 pub mod tools;

@@ -389,6 +389,33 @@ impl ProjectRoot {
         })
     }
 
+    /// The first `max_bytes` of a regular file and its whole size, resolved exactly as
+    /// [`ProjectRoot::read`] resolves it, without reading the rest: what a person deciding on
+    /// a change to it is shown. `Ok(None)`: nothing at `rel`.
+    pub fn peek(&self, rel: &str, max_bytes: usize) -> Result<Option<(Vec<u8>, u64)>, FilesError> {
+        let path = paths::file(rel)?;
+        let full = format!("{}/{}", path.parent, path.name);
+        let fd = match open_beneath(
+            self.fd(),
+            &full,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
+            Mode::empty(),
+            ResolveFlags::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(errno) => return Err(resolve_error("open", rel, errno)),
+        };
+        let stat = rustix::fs::fstat(&fd).map_err(|errno| io_error("inspect", rel, errno))?;
+        if !is_regular(&stat) {
+            return Err(FilesError::NotAFile(format!("{rel} is not a regular file")));
+        }
+        let mut bytes = vec![0; max_bytes.min(usize::try_from(stat.st_size).unwrap_or(0))];
+        let n = read_full(&mut File::from(fd), &mut bytes, rel)?;
+        bytes.truncate(n);
+        Ok(Some((bytes, u64::try_from(stat.st_size).unwrap_or(0))))
+    }
+
     /// Writes a whole file atomically: a temp file in the same directory, fsync, rename over the
     /// name, fsync of the directory. A reader sees the old bytes or the new, never a mix.
     ///

@@ -1250,3 +1250,152 @@ fn a_capture_set_compares_keeps_writes_and_its_manifest_lists_what_is_there() {
     }
     assert!(!check(&["a"], Some(1.5)));
 }
+
+/// The broker's sight for previews, over this crate's reads (the host's has a phone's model too).
+struct FilesSight;
+
+impl lomi_broker::Sight for FilesSight {
+    fn peek(
+        &self,
+        root: PathBuf,
+        rel: String,
+        max: usize,
+    ) -> futures_util::future::BoxFuture<'static, Result<Option<lomi_broker::Peek>, String>> {
+        Box::pin(lomi_files::preview::peek(root, rel, max))
+    }
+
+    fn staged(
+        &self,
+        root: PathBuf,
+        max: usize,
+    ) -> futures_util::future::BoxFuture<'static, Result<lomi_broker::Staged, String>> {
+        Box::pin(async move { lomi_files::preview::staged(&root, max).await })
+    }
+
+    fn device_model(
+        &self,
+        _serial: String,
+    ) -> futures_util::future::BoxFuture<'static, Option<String>> {
+        Box::pin(async { None })
+    }
+
+    fn document(&self, _id: lomi_protocol::DocumentId) -> Option<lomi_broker::OpenDocument> {
+        None
+    }
+}
+
+/// What a person deciding on a delete or a write is shown is read beneath the project root
+/// exactly as the file tools read: `..`, an absolute path and a symlink out are refused, and
+/// not one byte from outside appears in the effect.
+#[tokio::test]
+async fn a_preview_never_reads_outside_the_project() {
+    let s = setup();
+    s.put("inside.txt", b"inside line\n");
+    symlink("../outside/file", s.project().join("link")).expect("symlink out");
+    let before = s.outside_snapshot();
+    let data = tempfile::tempdir().expect("data dir");
+    let broker =
+        lomi_broker::Broker::start(lomi_broker::BrokerConfig::new(data.path())).expect("broker");
+    let workspace = broker
+        .workspace_add("W", &s.project())
+        .expect("workspace")
+        .id;
+    let caller = broker.pairing_begin("agent", None).expect("pairing");
+    broker
+        .pairing_approve(&caller, std::slice::from_ref(&workspace))
+        .expect("approve");
+    broker.set_sight(std::sync::Arc::new(FilesSight));
+    let effect = |tool: lomi_protocol::Tool, arguments: serde_json::Value| {
+        let (broker, caller, workspace) = (broker.clone(), caller.clone(), workspace.clone());
+        async move {
+            broker
+                .effect(lomi_broker::Asked {
+                    tool,
+                    caller: &caller,
+                    workspace: &workspace,
+                    project: None,
+                    arguments: &arguments,
+                })
+                .await
+        }
+    };
+    let secret = String::from_utf8_lossy(OUTSIDE_FILE).trim().to_owned();
+    let outside = s.outside().join("file");
+    for path in ["../outside/file", outside.to_str().expect("utf-8"), "link"] {
+        for tool in [
+            lomi_protocol::Tool::FileDelete,
+            lomi_protocol::Tool::FileWrite,
+        ] {
+            let shown = effect(tool, serde_json::json!({"path": path, "text": "new\n"})).await;
+            let json = serde_json::to_string(&shown).expect("json");
+            assert!(
+                !json.contains(&secret),
+                "{tool:?} {path}: read outside: {json}"
+            );
+            let value = serde_json::to_value(&shown).expect("json");
+            assert!(
+                value["note"].is_string(),
+                "{tool:?} {path}: no refusal said: {json}"
+            );
+            assert!(
+                value["size"].is_null() && value["sizeBefore"].is_null(),
+                "{tool:?} {path}: a size from outside: {json}"
+            );
+        }
+    }
+    let inside = effect(
+        lomi_protocol::Tool::FileDelete,
+        serde_json::json!({"path": "inside.txt"}),
+    )
+    .await;
+    assert_eq!(
+        inside.detail,
+        lomi_protocol::EffectDetail::FileDelete {
+            path: "inside.txt".to_owned(),
+            size: Some(12),
+            first_lines: Some("inside line\n".to_owned()),
+            truncated: false,
+            binary: false,
+            note: None,
+        }
+    );
+    assert_eq!(
+        s.outside_snapshot(),
+        before,
+        "a preview changed something outside"
+    );
+}
+
+/// A commit's preview is what Git has staged now: the files and `git diff --cached`.
+#[tokio::test]
+async fn the_staged_changes_are_what_a_commit_would_record() {
+    let s = setup();
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .arg("-C")
+            .arg(s.project())
+            .args(args)
+            .stdout(Stdio::null())
+            .status()
+            .expect("git");
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    s.put("a.txt", b"hello\n");
+    s.put("b.txt", b"not staged\n");
+    git(&["add", "a.txt"]);
+    let staged = lomi_files::preview::staged(&s.project(), 64 * 1024)
+        .await
+        .expect("staged");
+    assert_eq!(staged.files, vec!["a.txt".to_owned()]);
+    assert!(
+        staged.diff.contains("+hello") && !staged.diff.contains("not staged"),
+        "{}",
+        staged.diff
+    );
+    assert!(!staged.truncated);
+    let cut = lomi_files::preview::staged(&s.project(), 40)
+        .await
+        .expect("staged");
+    assert!(cut.truncated && cut.diff.len() <= 40, "{cut:?}");
+}

@@ -725,12 +725,28 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
 }
 
 /// Every mutating tool of the catalog and whether it waits for the person's decision.
+/// Every mutating tool with whether it waits for the person, grouped by family in the
+/// families' order: each with its words ("Delete files") and its family's ("Project files").
 fn policy_json(broker: &Broker) -> Value {
     let confirmed = broker.confirmation_policy();
-    let tools: Vec<Value> = lomi_protocol::catalog::catalog()
-        .iter()
+    let mut tools: Vec<lomi_protocol::catalog::ToolSpec> = lomi_protocol::catalog::catalog()
+        .into_iter()
         .filter(|t| t.kind == lomi_protocol::catalog::ToolKind::Mutation)
-        .map(|t| json!({"tool": t.name, "confirm": confirmed.contains(&t.tool)}))
+        .collect();
+    // A stable sort: within a family, the catalog's order.
+    tools.sort_by_key(|t| t.tool.family());
+    let tools: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            let family = t.tool.family();
+            json!({
+                "tool": t.name,
+                "label": t.tool.label(),
+                "family": family.map(Family::name),
+                "familyLabel": family.map_or("Lomi", Family::label),
+                "confirm": confirmed.contains(&t.tool),
+            })
+        })
         .collect();
     json!(tools)
 }
@@ -990,6 +1006,30 @@ mod tests {
             "read-only tools are not listed"
         );
         assert!(tools.iter().any(|t| t["tool"] == "lomi_workspace_update"));
+        // Each in plain words, grouped by family in the families' order.
+        let delete = tools
+            .iter()
+            .find(|t| t["tool"] == "lomi_file_delete")
+            .expect("file delete listed");
+        assert_eq!(
+            (&delete["label"], &delete["familyLabel"], &delete["family"]),
+            (
+                &json!("Delete files"),
+                &json!("Project files"),
+                &json!("files")
+            )
+        );
+        let families: Vec<&str> = tools.iter().filter_map(|t| t["family"].as_str()).collect();
+        let mut grouped = families.clone();
+        grouped.dedup();
+        let mut distinct = grouped.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(
+            grouped.len(),
+            distinct.len(),
+            "a family split in two: {families:?}"
+        );
         let feed = handle(&broker, &front, ControlRequest::Feed { limit: 10 });
         assert_eq!(feed["data"], json!([]));
         let decisions = handle(&broker, &front, ControlRequest::DecisionList {});

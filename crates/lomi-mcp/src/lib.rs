@@ -9,6 +9,7 @@ pub mod local;
 pub mod oauth;
 pub mod provider_keys;
 mod server;
+mod sight;
 mod tools;
 
 pub use server::{Caller, LomiServer};
@@ -38,11 +39,16 @@ pub struct Lomi {
 
 impl Lomi {
     pub fn new(broker: Broker) -> Self {
+        let editor = ProjectEditor::new(broker.clone());
+        broker.set_sight(std::sync::Arc::new(sight::HostSight {
+            adb: AdbServer::default(),
+            documents: editor.documents().clone(),
+        }));
         Lomi {
             terminals: TerminalPanels::new(broker.clone()),
             files: ProjectFiles::new(broker.clone()),
             git: ProjectGit::new(broker.clone()),
-            editor: ProjectEditor::new(broker.clone()),
+            editor,
             browsers: BrowserPanels::new(broker.clone()),
             android: AndroidPanels::new(broker.clone(), AdbServer::default()),
             chat: ChatSends::new(broker.clone(), {
@@ -56,6 +62,10 @@ impl Lomi {
     /// Talks to the adb server at `address` instead of the default `127.0.0.1:5037`.
     pub fn with_adb_server(mut self, address: std::net::SocketAddrV4) -> Self {
         self.android = AndroidPanels::new(self.broker.clone(), AdbServer::new(address));
+        self.broker.set_sight(std::sync::Arc::new(sight::HostSight {
+            adb: AdbServer::new(address),
+            documents: self.editor.documents().clone(),
+        }));
         self
     }
 

@@ -234,6 +234,20 @@ impl Family {
         }
     }
 
+    /// The family in a person's words, as Settings and the pairing dialog show it.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Family::Workspace => "Workspace and settings",
+            Family::Terminal => "Terminals",
+            Family::Files => "Project files",
+            Family::Editor => "Editor documents",
+            Family::Git => "Git",
+            Family::Browser => "Browsers",
+            Family::Android => "Android phones",
+            Family::Chat => "Chat",
+        }
+    }
+
     pub fn from_name(name: &str) -> Option<Family> {
         Family::ALL.iter().copied().find(|f| f.name() == name)
     }
@@ -346,6 +360,101 @@ impl Tool {
             | Tool::ChatCreate
             | Tool::ChatDraftUpdate
             | Tool::ChatSend => Some(Chat),
+        }
+    }
+}
+
+impl Tool {
+    /// What the tool does in a person's words, as the "ask me before" list shows it ("Delete
+    /// files"); the wire name is the detail beside it. Exhaustive, like [`Tool::family`].
+    pub const fn label(self) -> &'static str {
+        match self {
+            Tool::PairingStatus => "See whether it is paired",
+            Tool::WorkspaceList => "List workspaces",
+            Tool::PanelList => "List panels",
+            Tool::Connect => "Connect to a workspace",
+            Tool::WorkspaceUpdate => "Rearrange or rename a workspace",
+            Tool::OperationGet => "Follow its operations",
+            Tool::OperationCancel => "Cancel its operations",
+            Tool::EventsRead => "Read its operations' events",
+            Tool::TerminalCreate => "Open terminals",
+            Tool::LeaseAcquire => "Take input control of a panel",
+            Tool::LeaseRelease => "Give input control back",
+            Tool::TerminalInput => "Type into terminals",
+            Tool::TerminalRead => "Read terminals",
+            Tool::TerminalInterrupt => "Interrupt a terminal's program",
+            Tool::TerminalClose => "Close terminals",
+            Tool::FileRead => "Read files",
+            Tool::FileWrite => "Overwrite files",
+            Tool::FileCreate => "Create files",
+            Tool::FileRename => "Rename or move files",
+            Tool::FileDelete => "Delete files",
+            Tool::DirCreate => "Create folders",
+            Tool::DirList => "List folders",
+            Tool::EditorOpen => "Open documents",
+            Tool::EditorEdit => "Edit documents",
+            Tool::EditorSave => "Save documents to disk",
+            Tool::EditorClose => "Close documents",
+            Tool::WorkspaceClose => "Close a workspace",
+            Tool::GitStatus => "Read Git status",
+            Tool::GitDiff => "Read Git diffs",
+            Tool::GitStage => "Stage files in Git",
+            Tool::GitCommit => "Commit to Git",
+            Tool::GitBranch => "Create or switch Git branches",
+            Tool::AndroidDevices => "List phones",
+            Tool::AndroidAttach => "Use a phone",
+            Tool::AndroidDetach => "Let go of a phone",
+            Tool::AndroidLaunch => "Launch apps on a phone",
+            Tool::AndroidInput => "Tap and type on a phone",
+            Tool::AndroidUiSnapshot => "Read a phone's screen layout",
+            Tool::AndroidCapture => "Capture a phone's screen",
+            Tool::AndroidShell => "Run commands on a phone",
+            Tool::AndroidPush => "Copy files to a phone",
+            Tool::AndroidPull => "Copy files from a phone",
+            Tool::AndroidInstall => "Install apps on a phone",
+            Tool::AndroidUninstall => "Uninstall apps from a phone",
+            Tool::AndroidApps => "List a phone's apps",
+            Tool::AndroidStop => "Stop apps on a phone",
+            Tool::AndroidOpenUrl => "Open links on a phone",
+            Tool::AndroidLogcat => "Read a phone's log",
+            Tool::AndroidOrientation => "Read a phone's orientation",
+            Tool::AndroidRotate => "Turn a phone's screen",
+            Tool::AndroidCaptureSet => "Save sets of phone captures into the project",
+            Tool::BrowserCreate => "Open browsers",
+            Tool::BrowserNavigate => "Open web addresses",
+            Tool::BrowserSnapshot => "Read web pages",
+            Tool::BrowserWait => "Wait for a web page",
+            Tool::BrowserClick => "Click in web pages",
+            Tool::BrowserType => "Type into web pages",
+            Tool::BrowserPress => "Press keys in web pages",
+            Tool::BrowserSelect => "Choose options in web pages",
+            Tool::BrowserHover => "Point at elements of web pages",
+            Tool::BrowserScroll => "Scroll web pages",
+            Tool::BrowserUpload => "Upload files to web pages",
+            Tool::BrowserDialog => "Answer web pages' dialogs",
+            Tool::BrowserTabList => "List browser tabs",
+            Tool::BrowserTabOpen => "Open browser tabs",
+            Tool::BrowserTabSwitch => "Switch browser tabs",
+            Tool::BrowserTabClose => "Close browser tabs",
+            Tool::BrowserConsole => "Read a page's console",
+            Tool::BrowserNetwork => "Read a page's network requests",
+            Tool::BrowserEvaluate => "Run scripts in web pages",
+            Tool::BrowserCapture => "Capture web pages",
+            Tool::BrowserDrag => "Drag in web pages",
+            Tool::BrowserFill => "Fill in web forms",
+            Tool::BrowserEmulate => "Emulate devices in a browser",
+            Tool::BrowserPdf => "Save web pages as PDF into the project",
+            Tool::BrowserNetworkBody => "Read network responses",
+            Tool::BrowserCaptureSet => "Save sets of page captures into the project",
+            Tool::BrowserClose => "Close browsers",
+            Tool::StoreStatus => "Read Lomi's storage use",
+            Tool::SettingsGet => "Read settings",
+            Tool::SettingsUpdate => "Change settings",
+            Tool::ChatList => "List conversations",
+            Tool::ChatGet => "Read conversations",
+            Tool::ChatCreate => "Start conversations",
+            Tool::ChatDraftUpdate => "Write chat drafts",
+            Tool::ChatSend => "Send messages to a model provider",
         }
     }
 }
@@ -1395,6 +1504,26 @@ impl<'de> serde::Deserialize<'de> for Tool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The "ask me before" list reads as a list of different actions: no two tools share
+    /// their words, and each starts with a capital, as a person's list item does.
+    #[test]
+    fn every_tool_has_its_own_plain_words() {
+        let mut seen = std::collections::BTreeMap::new();
+        for tool in Tool::ALL {
+            let label = tool.label();
+            assert!(
+                label.starts_with(|c: char| c.is_uppercase()) && !label.contains("lomi_"),
+                "{tool:?}: {label:?}"
+            );
+            if let Some(other) = seen.insert(label, tool) {
+                panic!("{tool:?} and {other:?} both read {label:?}");
+            }
+        }
+        for family in Family::ALL {
+            assert!(!family.label().is_empty(), "{family:?}");
+        }
+    }
 
     #[test]
     fn every_tool_has_one_name_that_leads_back_to_it() {

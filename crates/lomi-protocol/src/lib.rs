@@ -3,6 +3,7 @@
 //! Only this crate knows the JSON shapes; inner crates use its plain types.
 
 pub mod catalog;
+pub mod effect;
 pub mod envelope;
 pub mod error;
 pub mod ids;
@@ -13,6 +14,7 @@ pub mod time;
 pub mod tools;
 
 pub use catalog::{Family, Tool};
+pub use effect::{Effect, EffectDetail, Fact};
 pub use envelope::{
     CONTROL_API_VERSION, MAX_ANSWER_BYTES, MAX_INLINE_IMAGE_BYTES, Reply, json_escaped_len,
     json_escaped_prefix,
