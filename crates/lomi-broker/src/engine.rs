@@ -351,6 +351,8 @@ impl Broker {
                 progress: None,
             },
         );
+        // A new receipt (and perhaps a decision waiting for the person).
+        self.note_change(crate::Area::Operations);
         let broker = self.clone();
         let id = receipt.operation_id.clone();
         let target = Target {
@@ -363,6 +365,7 @@ impl Broker {
                 .run(id.clone(), target, gate, held, cancel, effect)
                 .await;
             broker.live().remove(&id);
+            broker.note_change(crate::Area::Operations);
             let _settled = settled_tx.send(true);
         });
         let mut tasks = self.tasks();
@@ -595,6 +598,9 @@ impl Broker {
         outcome: Option<Outcome>,
     ) -> Result<Receipt, StoreError> {
         let result = waiting_on_disk(|| self.inner.store.transition(id, from, to, effect, outcome));
+        if result.is_ok() {
+            self.note_change(crate::Area::Operations);
+        }
         if let Err(error) = &result
             && !matches!(error, StoreError::StateMismatch { .. })
         {

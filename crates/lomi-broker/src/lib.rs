@@ -2,6 +2,7 @@
 //! retry epochs and the operation engine every mutation goes through. Front doors (MCP, the
 //! command line, the desktop window) call its API; it knows nothing of their protocols.
 
+mod changes;
 mod chat;
 mod domain;
 mod engine;
@@ -23,6 +24,7 @@ use std::time::Duration;
 use lomi_protocol::{BrokerInstanceId, ErrorCode, ToolError};
 use lomi_store::{Clock, Store, StoreError, StoreOptions};
 
+pub use changes::{Area, Changes};
 pub use domain::{Credential, Domain, Pairing, Policy, Project, Workspace};
 
 /// Checks a display name (1 to 120 characters, no control characters).
@@ -123,6 +125,8 @@ struct Inner {
     families_changed: tokio::sync::watch::Sender<u64>,
     /// OAuth requests, codes and access tokens in flight (`oauth.rs`).
     oauth: Mutex<oauth::OAuthState>,
+    /// The change feed (`changes.rs`).
+    changes: tokio::sync::watch::Sender<changes::Changes>,
 }
 
 impl Broker {
@@ -142,8 +146,7 @@ impl Broker {
         // of the workspace's domain and so of its revision.
         let mut dropped = false;
         for workspace in &mut domain.workspaces {
-            if !workspace.panel_order.is_empty() {
-                workspace.panel_order.clear();
+            if workspace.layout.take().is_some() {
                 workspace.revision = workspace.revision.next();
                 dropped = true;
             }
@@ -176,6 +179,7 @@ impl Broker {
                 activity: Mutex::new(HashMap::new()),
                 families_changed: tokio::sync::watch::Sender::new(0),
                 oauth: Mutex::new(oauth::OAuthState::default()),
+                changes: tokio::sync::watch::Sender::new(changes::Changes::default()),
             }),
         })
     }

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 
 use lomi_broker::Broker;
 use lomi_protocol::tools::chat::ChatGetInput;
+use lomi_protocol::tools::layout::LayoutNode;
 use lomi_protocol::tools::settings::SettingsSection;
 use lomi_protocol::{
-    ConversationId, DraftRevision, ErrorCode, Family, OperationId, PairingId, Reply,
-    SettingsRevision, ToolError, WorkspaceId,
+    ConversationId, DomainRevision, DraftRevision, ErrorCode, Family, OperationId, PairingId,
+    Reply, SettingsRevision, ToolError, WorkspaceId,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -42,6 +43,13 @@ pub enum ControlRequest {
     /// Removes a workspace and every grant of it (refused while it has open panels).
     WorkspaceRemove {
         workspace_id: WorkspaceId,
+    },
+    /// The person rearranged a workspace's panels (the window's splits and tab groups):
+    /// compared with the revision they arranged from; the revision moves.
+    WorkspaceLayout {
+        workspace_id: WorkspaceId,
+        expected_revision: DomainRevision,
+        root: LayoutNode,
     },
     /// Adds a project directory to a workspace.
     ProjectAdd {
@@ -404,6 +412,9 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
         ControlRequest::WorkspaceRemove { workspace_id } => broker
             .workspace_remove(&workspace_id)
             .map(|()| json!({"workspaceId": workspace_id, "removed": true})),
+        ControlRequest::WorkspaceLayout { workspace_id, expected_revision, root } => {
+            broker.layout_set_by_person(&workspace_id, expected_revision, root).map(|w| json!(w))
+        }
         ControlRequest::ProjectAdd { workspace_id, project } => broker
             .project_add(&workspace_id, &project)
             .map(|p| json!({"workspaceId": workspace_id, "project": p.view()})),
@@ -466,6 +477,9 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
             let maintenance = maintenance(broker.idle_rule(), retire.as_ref(), idle_for_seconds);
             let store = broker.store();
             let report = if apply { store.reconcile(&maintenance) } else { store.reconcile_preview(&maintenance) };
+            if apply {
+                broker.note_change(lomi_broker::Area::Operations);
+            }
             // The level after the run (or now, for a preview), so the window can update its notice.
             report
                 .and_then(|r| Ok((r, store.status(&broker.idle_rule())?)))
