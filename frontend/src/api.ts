@@ -2,6 +2,7 @@
 // socket), the overview stream and terminal streams over Tauri channels.
 
 import { Channel, invoke } from "@tauri-apps/api/core";
+import type { LayoutNode } from "./layout";
 
 export interface Project {
   projectId: string;
@@ -15,6 +16,8 @@ export interface Workspace {
   domainRevision: string;
   projects: Project[];
   panelOrder: string[];
+  /** How the panels are arranged; null while none is open. */
+  layout: LayoutNode | null;
   persistentBrowserProfile: boolean;
 }
 
@@ -209,9 +212,9 @@ export function appInfo(): Promise<AppInfo> {
   return invoke<AppInfo>("app_info");
 }
 
-/** Calls `onOverview` with the window's overview now and whenever it changes. */
-export async function watch(onOverview: (overview: Overview) => void): Promise<void> {
-  const channel = new Channel<Overview>();
+/** Calls `onOverview` with the whole overview now, then with the parts that changed. */
+export async function watch(onOverview: (overview: Partial<Overview>) => void): Promise<void> {
+  const channel = new Channel<Partial<Overview>>();
   channel.onmessage = onOverview;
   await invoke("watch", { channel });
 }

@@ -38,10 +38,22 @@ pub fn app_info(desktop: State<'_, Desktop>) -> Value {
     })
 }
 
-/// Streams the window's overview (pairings, decisions, workspaces, feed) whenever it changes.
+/// Streams the window's overview (pairings, decisions, workspaces, feed): all of it once, then
+/// the parts that changed.
 #[tauri::command]
 pub fn watch(desktop: State<'_, Desktop>, channel: Channel<Value>) {
     crate::watch::overview(desktop.lomi.clone(), desktop.front.clone(), channel);
+}
+
+/// How many times the overview's parts were read and how many messages went to the window
+/// since Lomi started: a test checks that both stay still while nothing changes.
+#[tauri::command]
+pub fn overview_stats() -> Value {
+    use std::sync::atomic::Ordering;
+    json!({
+        "reads": crate::watch::OVERVIEW_READS.load(Ordering::Relaxed),
+        "messages": crate::watch::OVERVIEW_MESSAGES.load(Ordering::Relaxed),
+    })
 }
 
 /// Streams a terminal panel's output (raw bytes) until the panel ends or the window drops the
