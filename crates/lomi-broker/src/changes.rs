@@ -10,8 +10,8 @@ pub enum Area {
     Domain,
     /// Panels' runtimes (a new generation) and what they show (an Android capture).
     Panels,
-    /// Operations: reserved, moved to another state, waiting for or given a decision; and the
-    /// store's counts that follow them.
+    /// Operations: reserved, moved to another state, waiting for or given a decision, or
+    /// refused because the store could not write; and the store's status that follows them.
     Operations,
     /// An agent's call: its pairing's last activity.
     Activity,

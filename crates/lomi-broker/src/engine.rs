@@ -310,7 +310,11 @@ impl Broker {
             Some(_) => self.inner.store.reserve_running(&request),
             None => self.inner.store.reserve(&request),
         })
-        .map_err(store_error)?;
+        .map_err(|error| {
+            // A store that cannot write is news for the person's window too.
+            self.note_change(crate::Area::Operations);
+            store_error(error)
+        })?;
         let receipt = reservation.receipt;
         if !reservation.created {
             return Ok(receipt.operation_id);
@@ -598,9 +602,8 @@ impl Broker {
         outcome: Option<Outcome>,
     ) -> Result<Receipt, StoreError> {
         let result = waiting_on_disk(|| self.inner.store.transition(id, from, to, effect, outcome));
-        if result.is_ok() {
-            self.note_change(crate::Area::Operations);
-        }
+        // Moved, or the store could not write: either is news for the person's window.
+        self.note_change(crate::Area::Operations);
         if let Err(error) = &result
             && !matches!(error, StoreError::StateMismatch { .. })
         {
