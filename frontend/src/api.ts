@@ -2,24 +2,11 @@
 // socket), the overview stream and terminal streams over Tauri channels.
 
 import { Channel, invoke } from "@tauri-apps/api/core";
-import type { LayoutNode } from "./layout";
 
-export interface Project {
-  projectId: string;
-  name: string;
-  root: string;
-}
-
-export interface Workspace {
-  workspaceId: string;
-  name: string;
-  domainRevision: string;
-  projects: Project[];
-  panelOrder: string[];
-  /** How the panels are arranged; null while none is open. */
-  layout: LayoutNode | null;
-  persistentBrowserProfile: boolean;
-}
+// Reply shapes generated from lomi-protocol's Rust types (src/generated/protocol.ts); the rest
+// of this file's shapes are still written by hand (see docs/decisions.md).
+export type { LayoutNode, OperationView, PanelView as Panel, WorkspaceView as Workspace } from "./generated/protocol";
+import type { PanelView as Panel, WorkspaceView as Workspace } from "./generated/protocol";
 
 export interface Pairing {
   pairingId: string;
@@ -73,14 +60,6 @@ export interface FeedItem {
   clientName: string | null;
   updatedAt: string;
   errorCode: string | null;
-}
-
-export interface Panel {
-  panelId: string;
-  kind: string;
-  title: string;
-  projectId: string | null;
-  generation: string | null;
 }
 
 /** A browser panel as the window shows it: its active tab's address and title and a JPEG of

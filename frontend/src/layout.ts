@@ -2,9 +2,9 @@
 // leaves are tab groups. The person's edits here make a new tree that the window sends with
 // the revision it was shown at (`workspaceLayout`); the broker checks it like an agent's.
 
-export type LayoutNode =
-  | { split: { direction: "row" | "column"; children: LayoutNode[] } }
-  | { tabs: { panels: string[] } };
+import type { LayoutNode } from "./generated/protocol";
+
+export type { LayoutNode };
 
 export function leaves(node: LayoutNode | null): string[] {
   if (!node) return [];

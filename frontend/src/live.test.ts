@@ -6,7 +6,7 @@ describe("panels' lasting views", () => {
   it("shows an Android panel's latest capture, fetched again only when it changes", async () => {
     const capture = vi.fn().mockResolvedValue(new Uint8Array([0x89, 0x50, 0x4e, 0x47]));
     const views = new PanelElements({ attach: vi.fn(), input: vi.fn(), capture, browser: vi.fn() });
-    const panel = { panelId: "pn_1", kind: "android", title: "Pixel", projectId: null, generation: "g1" };
+    const panel = { panelId: "pn_1", kind: "android" as const, title: "Pixel", projectId: null, generation: "g1" };
     // jsdom has no object URLs: give it one.
     URL.createObjectURL = vi.fn(() => "blob:capture-1");
     URL.revokeObjectURL = vi.fn();
@@ -31,7 +31,7 @@ describe("panels' lasting views", () => {
       return true;
     });
     const views = new PanelElements({ attach: vi.fn(), input: vi.fn(), capture: vi.fn(), browser });
-    const panel = { panelId: "pn_1", kind: "browser", title: "Docs", projectId: "pr_1", generation: "g1" };
+    const panel = { panelId: "pn_1", kind: "browser" as const, title: "Docs", projectId: "pr_1", generation: "g1" };
     const card = views.view(panel);
     expect(card.matches('.browser-panel[data-panel-id="pn_1"]')).toBe(true);
     expect(card.querySelector(".note")!.textContent).toContain("Waiting");

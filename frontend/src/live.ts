@@ -158,7 +158,7 @@ export class PanelElements {
       note,
       image,
     );
-    this.browsers.set(panel.panelId, { element, generation: panel.generation });
+    this.browsers.set(panel.panelId, { element, generation: panel.generation ?? null });
     const show = (view: BrowserView) => {
       if (view.ended) {
         note.textContent = "The browser has ended.";

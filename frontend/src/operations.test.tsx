@@ -68,10 +68,10 @@ describe("the operation view", () => {
       effectState: "unknown",
       workspaceId: "ws_a",
       requestKey: "k-3",
+      retryEpoch: "re_1",
       createdAt: "2026-12-03T06:00:00Z",
       updatedAt: "2026-12-03T06:00:01Z",
       settledAt: "2026-12-03T06:00:01Z",
-      result: null,
       error: { code: "OUTCOME_UNKNOWN", message: "Lomi stopped while it ran" },
     };
     const show = vi.fn().mockResolvedValue(receipt);

@@ -3,23 +3,11 @@
 // moved; an `outcome_unknown` row says how to find out what really happened for its tool.
 
 import { useState } from "preact/hooks";
-import type { FeedItem } from "./api";
+import type { FeedItem, OperationView } from "./api";
 import { ago } from "./dom";
 
 /** The receipt as `operationShow` answers it. */
-export interface Receipt {
-  operationId: string;
-  tool: string;
-  state: string;
-  effectState: string;
-  workspaceId: string | null;
-  requestKey: string;
-  createdAt: string;
-  updatedAt: string;
-  settledAt: string | null;
-  result: unknown;
-  error: { code: string; message: string } | null;
-}
+export type Receipt = OperationView;
 
 /** What to check when Lomi cannot tell whether a tool's effect happened, by its family. */
 export function recoverySteps(tool: string): string {
@@ -65,7 +53,7 @@ function ReceiptView({ receipt, close }: { receipt: Receipt; close(): void }) {
   const times: [string, string | null][] = [
     ["Reserved", receipt.createdAt],
     ["Last moved", receipt.updatedAt],
-    ["Settled", receipt.settledAt],
+    ["Settled", receipt.settledAt ?? null],
   ];
   return (
     <div class="receipt" id="receipt" data-receipt-id={receipt.operationId}>

@@ -22,7 +22,7 @@ function TabGroup({ group, props }: { group: string[]; props: TilesProps }) {
   const [chosen, choose] = useState<string | null>(null);
   const active = chosen && group.includes(chosen) ? chosen : group[0];
   const byId = new Map(props.panels.map((p) => [p.panelId, p]));
-  const root = props.workspace.layout;
+  const root = props.workspace.layout ?? null;
   const others = groups(root).filter((g) => !g.includes(active));
   const arrange = (next: LayoutNode | null) => next && props.arrange(next);
   return (

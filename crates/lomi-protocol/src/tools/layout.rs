@@ -49,34 +49,55 @@ impl schemars::JsonSchema for LayoutNode {
     }
 
     /// Written out rather than derived: the type is recursive, and tool schemas are inlined
-    /// (no `$ref`), so a nested node is described in words; Lomi checks it the same way.
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let node = serde_json::json!({
-            "type": "object",
-            "description": "A nested node: {\"split\": …} or {\"tabs\": …}, as this one."
-        });
-        schemars::json_schema!({
-            "description": "Exactly one of `split` (two or more nodes side by side or stacked) or `tabs` (one or more panel ids).",
+    /// (no `$ref`), so there a nested node is described in words; Lomi checks it the same way.
+    /// Where subschemas are referenced (the window's generated types), it refers to itself.
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let inlined = generator.settings().inline_subschemas;
+        let node = if inlined {
+            serde_json::json!({
+                "type": "object",
+                "description": "A nested node: {\"split\": …} or {\"tabs\": …}, as this one."
+            })
+        } else {
+            generator.subschema_for::<LayoutNode>().to_value()
+        };
+        let split = serde_json::json!({
             "type": "object",
             "properties": {
-                "split": {
-                    "type": "object",
-                    "properties": {
-                        "direction": { "type": "string", "enum": ["row", "column"] },
-                        "children": { "type": "array", "items": node, "minItems": 2 }
-                    },
-                    "required": ["direction", "children"],
-                    "additionalProperties": false
-                },
-                "tabs": {
-                    "type": "object",
-                    "properties": {
-                        "panels": { "type": "array", "items": { "type": "string" }, "minItems": 1 }
-                    },
-                    "required": ["panels"],
-                    "additionalProperties": false
-                }
+                "direction": { "type": "string", "enum": ["row", "column"] },
+                "children": { "type": "array", "items": node, "minItems": 2 }
             },
+            "required": ["direction", "children"],
+            "additionalProperties": false
+        });
+        let tabs = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "panels": { "type": "array", "items": { "type": "string" }, "minItems": 1 }
+            },
+            "required": ["panels"],
+            "additionalProperties": false
+        });
+        let description = "Exactly one of `split` (two or more nodes side by side or stacked) or `tabs` (one or more panel ids).";
+        if !inlined {
+            // Referenced (the window's types): one closed object per variant, a plain union.
+            let variant = |name: &str, schema: &serde_json::Value| {
+                serde_json::json!({
+                    "type": "object",
+                    "properties": { name: schema },
+                    "required": [name],
+                    "additionalProperties": false
+                })
+            };
+            return schemars::json_schema!({
+                "description": description,
+                "oneOf": [variant("split", &split), variant("tabs", &tabs)]
+            });
+        }
+        schemars::json_schema!({
+            "description": description,
+            "type": "object",
+            "properties": { "split": split, "tabs": tabs },
             "oneOf": [{ "required": ["split"] }, { "required": ["tabs"] }],
             "additionalProperties": false
         })
