@@ -1,7 +1,8 @@
 """Window idle benchmark: the CPU the desktop app uses (lomi-desktop and every process under it:
 WebKit's web and network processes, the terminals' shells) over a quiet stretch with four
 terminal panels open in the window and no agent acting. Each run starts the app on a fresh data
-dir, opens the panels through MCP, lets the window settle, then reads the processes' CPU time
+dir, opens the panels through MCP (`--browser`: the fourth a browser on a blank page), lets
+the window settle, then reads the processes' CPU time
 (/proc utime + stime) at the start and the end of the stretch. Prints each run and the
 min / median / max in percent of one core. Run it with bench/window_idle (see README)."""
 
@@ -70,37 +71,29 @@ def cli(lomi, data_dir, *args):
     return json.loads(out.stdout)
 
 
-async def open_panels(url, token, workspace_id):
+async def open_panels(url, token, workspace_id, browser):
     async with httpx.AsyncClient(timeout=30.0) as client:
         session = Session(client, url, token)
         await session.open()
         epoch = ok(await session.call("lomi_connect", {"workspaceId": workspace_id}), "connect")["retryEpoch"]
         for n in range(PANELS):
             revision = ok(await session.call("lomi_panel_list", {"workspaceId": workspace_id}), "panels")["domainRevision"]
-            op = ok(
-                await session.call(
-                    "lomi_terminal_create",
-                    {
-                        "workspaceId": workspace_id,
-                        "cwdRelative": "",
-                        "title": f"Shell {n + 1}",
-                        "expectedRevision": revision,
-                        "retryEpoch": epoch,
-                        "requestKey": f"idle-{n}",
-                    },
-                ),
-                "terminal_create",
-            )
+            common = {"workspaceId": workspace_id, "expectedRevision": revision, "retryEpoch": epoch, "requestKey": f"idle-{n}"}
+            if browser and n == PANELS - 1:
+                tool, arguments = "lomi_browser_create", {**common, "title": "Browser"}
+            else:
+                tool, arguments = "lomi_terminal_create", {**common, "cwdRelative": "", "title": f"Shell {n + 1}"}
+            op = ok(await session.call(tool, arguments), tool)
             for _ in range(200):
                 got = ok(await session.call("lomi_operation_get", {"operationId": op["operationId"]}), "get")
                 if got["state"] == "succeeded":
                     break
                 if got["state"] in ("failed", "cancelled", "outcome_unknown"):
-                    raise RuntimeError(f"terminal_create: {got}")
+                    raise RuntimeError(f"{tool}: {got}")
                 await asyncio.sleep(0.05)
 
 
-def run(desktop, lomi, seconds, settle):
+def run(desktop, lomi, seconds, settle, browser):
     with tempfile.TemporaryDirectory(prefix="lomi-window-idle-") as tmp:
         data_dir, project = Path(tmp) / "data", Path(tmp) / "project"
         data_dir.mkdir()
@@ -123,7 +116,7 @@ def run(desktop, lomi, seconds, settle):
                     time.sleep(0.05)
             workspace = cli(lomi, data_dir, "workspace", "add", "--name", "Idle", "--project", str(project))
             token = cli(lomi, data_dir, "pairing", "create", "--name", "idle-bench", "--workspace", workspace["workspaceId"])["token"]
-            asyncio.run(open_panels(url, token, workspace["workspaceId"]))
+            asyncio.run(open_panels(url, token, workspace["workspaceId"], browser))
             time.sleep(settle)
             before = cpu_ticks(tree(app.pid))
             time.sleep(seconds)
@@ -147,15 +140,17 @@ def main():
     parser.add_argument("--seconds", type=float, default=30.0, help="the quiet stretch measured")
     parser.add_argument("--settle", type=float, default=5.0, help="wait after the panels opened")
     parser.add_argument("--label", default="", help="a name for this build in the output")
+    parser.add_argument("--browser", action="store_true", help="make the fourth panel a browser (Chromium, a blank page)")
     args = parser.parse_args()
     figures = []
     for n in range(args.runs):
-        percent, processes = run(args.desktop, args.lomi, args.seconds, args.settle)
+        percent, processes = run(args.desktop, args.lomi, args.seconds, args.settle, args.browser)
         figures.append(percent)
         print(f"run {n + 1}: {percent:.2f} % of a core over {args.seconds:.0f} s ({processes} processes)", flush=True)
     label = f"{args.label}: " if args.label else ""
+    panels = f"{PANELS - 1} terminal panels and a browser panel" if args.browser else f"{PANELS} terminal panels"
     print(
-        f"{label}window idle CPU with {PANELS} terminal panels, % of one core over {args.seconds:.0f} s:"
+        f"{label}window idle CPU with {panels}, % of one core over {args.seconds:.0f} s:"
         f" min {min(figures):.2f} / median {statistics.median(figures):.2f} / max {max(figures):.2f}"
     )
 
