@@ -6,30 +6,9 @@ import { useState } from "preact/hooks";
 import type { FeedItem, OperationView } from "./api";
 import { ago } from "./dom";
 
-/** The receipt as `operationShow` answers it. */
-export type Receipt = OperationView;
-
-/** What to check when Lomi cannot tell whether a tool's effect happened, by its family. */
-export function recoverySteps(tool: string): string {
-  const family = tool.replace(/^lomi_/, "").split("_")[0];
-  switch (family) {
-    case "terminal":
-      return "Look at the terminal's screen: the command may have started. Do not run it again before you know.";
-    case "file":
-    case "editor":
-      return "Open the file and compare it with what was meant to be written; its disk revision tells whether it changed.";
-    case "git":
-      return "Run `git status` and `git log -1` in the project: the commit or staging may have happened.";
-    case "browser":
-      return "Look at the browser panel: the page may have navigated or the action may have landed.";
-    case "android":
-      return "Look at the device's screen (take a capture): the input or launch may have reached it.";
-    case "chat":
-      return "Open the conversation: the message may have reached the provider even without a reply.";
-    default:
-      return "Read the workspace again (its panels and revision) before deciding what to do.";
-  }
-}
+/** The receipt as `operationShow` answers it; `recovery` (an `outcome_unknown` one): what to
+ * look at for its tool before doing anything again (`Family::recovery_steps` in Rust). */
+export type Receipt = OperationView & { recovery?: string };
 
 export function feedFilter(items: FeedItem[], filter: { workspace: string; agent: string; state: string }): FeedItem[] {
   return items.filter(
@@ -88,7 +67,7 @@ function ReceiptView({ receipt, close }: { receipt: Receipt; close(): void }) {
       )}
       {receipt.state === "outcome_unknown" && (
         <p class="recovery" id="recovery">
-          <strong>Lomi cannot tell whether this happened.</strong> {recoverySteps(receipt.tool)} (See docs/recovery.md.)
+          <strong>Lomi cannot tell whether this happened.</strong> {receipt.recovery ?? ""} (See docs/recovery.md.)
         </p>
       )}
       <h4>Result</h4>

@@ -11,7 +11,7 @@ use lomi_protocol::tools::layout::LayoutNode;
 use lomi_protocol::tools::settings::SettingsSection;
 use lomi_protocol::{
     ConversationId, DomainRevision, DraftRevision, ErrorCode, Family, OperationId, PairingId,
-    Reply, SettingsRevision, ToolError, WorkspaceId,
+    Reply, SettingsRevision, Tool, ToolError, WorkspaceId,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -444,10 +444,10 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
         }),
         ControlRequest::OperationList { limit } => broker.operations(limit.clamp(1, 4_096)).map(|ops| json!(ops)),
         ControlRequest::OperationShow { operation_id } => match broker.operation(&operation_id) {
-            Ok(op) => Ok(json!(op)),
+            Ok(op) => Ok(with_recovery(json!(op))),
             // Not live: it may have moved to the history.
             Err(error) if error.code == ErrorCode::NotFound => match broker.store().history_get(&operation_id) {
-                Ok(Some(archived)) => Ok(archived_json(&archived)),
+                Ok(Some(archived)) => Ok(with_recovery(archived_json(&archived))),
                 Ok(None) => Err(error),
                 Err(e) => Err(ToolError::new(e.code(), e.to_string())),
             },
@@ -556,6 +556,21 @@ fn policy_json(broker: &Broker) -> Value {
 }
 
 /// The newest receipts with the name of the client whose operation each is.
+/// A receipt whose outcome is unknown gets `recovery`: what to look at for its tool's family
+/// before doing anything again.
+fn with_recovery(mut receipt: Value) -> Value {
+    let family = receipt["tool"]
+        .as_str()
+        .and_then(Tool::from_name)
+        .and_then(Tool::family);
+    if receipt["state"] == "outcome_unknown"
+        && let Some(family) = family
+    {
+        receipt["recovery"] = json!(family.recovery_steps());
+    }
+    receipt
+}
+
 fn feed(broker: &Broker, limit: usize) -> Result<Value, ToolError> {
     let receipts = broker
         .store()
@@ -638,6 +653,14 @@ fn browser_profile(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_outcome_says_what_to_look_at_for_its_tool() {
+        let unknown = with_recovery(json!({"tool": "lomi_git_commit", "state": "outcome_unknown"}));
+        assert_eq!(unknown["recovery"], json!(Family::Git.recovery_steps()));
+        let settled = with_recovery(json!({"tool": "lomi_git_commit", "state": "succeeded"}));
+        assert!(settled.get("recovery").is_none(), "{settled}");
+    }
 
     fn broker(dir: &std::path::Path) -> Broker {
         Broker::start(lomi_broker::BrokerConfig::new(dir)).expect("broker")
