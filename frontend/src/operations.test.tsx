@@ -74,6 +74,10 @@ describe("the operation view", () => {
       settledAt: "2026-12-03T06:00:01Z",
       error: { code: "OUTCOME_UNKNOWN", message: "Lomi stopped while it ran" },
       recovery: "Read the terminal's screen.",
+      timeline: [
+        { state: "running", effectState: "none", at: "2026-12-03T06:00:00Z" },
+        { state: "outcome_unknown", effectState: "unknown", at: "2026-12-03T06:00:01Z" },
+      ],
     };
     const show = vi.fn().mockResolvedValue(receipt);
     const root = mount(show);
@@ -83,5 +87,7 @@ describe("the operation view", () => {
     expect(root.querySelector("#receipt .effect-state")!.textContent).toBe("unknown");
     expect(root.querySelector("#receipt")!.textContent).toContain("Lomi stopped while it ran");
     expect(root.querySelector("#recovery")!.textContent).toContain("Read the terminal's screen.");
+    const states = [...root.querySelectorAll<HTMLElement>("#receipt .timeline li")].map((li) => li.dataset.state);
+    expect(states).toEqual(["running", "outcome_unknown"]);
   });
 });

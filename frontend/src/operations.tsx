@@ -2,13 +2,20 @@
 // opens its receipt (`operationShow`): arguments' outcome, result, effect, error and when it
 // moved; an `outcome_unknown` row says how to find out what really happened for its tool.
 
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { FeedItem, OperationView } from "./api";
 import { ago } from "./dom";
 
 /** The receipt as `operationShow` answers it; `recovery` (an `outcome_unknown` one): what to
  * look at for its tool before doing anything again (`Family::recovery_steps` in Rust). */
-export type Receipt = OperationView & { recovery?: string };
+export type Receipt = OperationView & { recovery?: string; timeline?: TimelineEntry[] };
+
+/** One state an operation went through (`operationShow`'s `timeline`, from the event feed). */
+export interface TimelineEntry {
+  state: string;
+  effectState: string;
+  at: string;
+}
 
 export function feedFilter(items: FeedItem[], filter: { workspace: string; agent: string; state: string }): FeedItem[] {
   return items.filter(
@@ -34,8 +41,11 @@ function ReceiptView({ receipt, close }: { receipt: Receipt; close(): void }) {
     ["Last moved", receipt.updatedAt],
     ["Settled", receipt.settledAt ?? null],
   ];
+  const shown = useRef<HTMLDivElement>(null);
+  // The receipt opens above the rows, maybe out of sight: bring it into view.
+  useEffect(() => shown.current?.scrollIntoView?.({ block: "start" }), [receipt.operationId]);
   return (
-    <div class="receipt" id="receipt" data-receipt-id={receipt.operationId}>
+    <div class="receipt" id="receipt" data-receipt-id={receipt.operationId} ref={shown}>
       <h3>
         <code>{receipt.tool}</code> <span class={`badge ${receipt.state}`}>{receipt.state.replace("_", " ")}</span>
         <button class="small" onClick={close}>
@@ -60,6 +70,19 @@ function ReceiptView({ receipt, close }: { receipt: Receipt; close(): void }) {
           </>
         ))}
       </dl>
+      <h4>Timeline</h4>
+      {receipt.timeline && receipt.timeline.length > 0 ? (
+        <ol class="timeline">
+          {receipt.timeline.map((entry) => (
+            <li key={`${entry.state}-${entry.at}`} data-state={entry.state}>
+              <span class={`badge ${entry.state}`}>{entry.state.replace("_", " ")}</span> effect {entry.effectState} ·{" "}
+              <time>{entry.at}</time>
+            </li>
+          ))}
+        </ol>
+      ) : (
+        <p class="empty">Its states have left the event feed (the receipt is in the history).</p>
+      )}
       {receipt.error && (
         <p class="receipt-error">
           <span class="error-code">{receipt.error.code}</span> {receipt.error.message}

@@ -790,6 +790,8 @@ async def test_the_person_splits_a_workspace_and_the_agents_layout_updates_compa
         window.click_on(f'#feed tr.state-succeeded[data-operation-id="{answer["operationId"]}"] td code')
         window.wait_for(f'#receipt[data-receipt-id="{answer["operationId"]}"]')
         assert "complete" in window.text_of("#receipt .effect-state")
+        timeline = window.script("return [...document.querySelectorAll('#receipt .timeline li')].map((li) => li.dataset.state)")
+        assert timeline[-1] == "succeeded" and len(timeline) >= 2, timeline
         desktop.screenshot("operations-receipt.png")
 
     # Nothing happens now: no message reaches the page and nothing is read for it.

@@ -444,7 +444,7 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
         }),
         ControlRequest::OperationList { limit } => broker.operations(limit.clamp(1, 4_096)).map(|ops| json!(ops)),
         ControlRequest::OperationShow { operation_id } => match broker.operation(&operation_id) {
-            Ok(op) => Ok(with_recovery(json!(op))),
+            Ok(op) => with_timeline(broker, with_recovery(json!(op)), &operation_id),
             // Not live: it may have moved to the history.
             Err(error) if error.code == ErrorCode::NotFound => match broker.store().history_get(&operation_id) {
                 Ok(Some(archived)) => Ok(with_recovery(archived_json(&archived))),
@@ -556,6 +556,28 @@ fn policy_json(broker: &Broker) -> Value {
 }
 
 /// The newest receipts with the name of the client whose operation each is.
+/// How many of an operation's state changes its receipt view lists (an operation has a
+/// handful: queued, awaiting_user, running, cancelling, settled).
+const TIMELINE_LIMIT: usize = 16;
+
+/// The receipt with `timeline`: the states it went through and when, as the event feed still
+/// holds them (a receipt moved to the history has left the feed).
+fn with_timeline(
+    broker: &Broker,
+    mut receipt: Value,
+    id: &OperationId,
+) -> Result<Value, ToolError> {
+    let events = broker
+        .store()
+        .events_of(id, TIMELINE_LIMIT)
+        .map_err(|e| ToolError::new(e.code(), e.to_string()))?;
+    receipt["timeline"] = events
+        .iter()
+        .map(|e| json!({"state": e.state, "effectState": e.effect_state, "at": e.at}))
+        .collect();
+    Ok(receipt)
+}
+
 /// A receipt whose outcome is unknown gets `recovery`: what to look at for its tool's family
 /// before doing anything again.
 fn with_recovery(mut receipt: Value) -> Value {
