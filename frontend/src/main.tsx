@@ -31,7 +31,7 @@ import type { LayoutNode } from "./layout";
 import { PanelElements } from "./live";
 import { Operations, type Receipt } from "./operations";
 import { settingsView } from "./settings";
-import { WorkspaceView } from "./workspace";
+import { Sidebar, WorkspaceView } from "./workspace";
 import {
   DEFAULT_RETIRE,
   type RetireChoice,
@@ -171,41 +171,17 @@ function dialogView(): VNode | null {
   return null;
 }
 
-/** Operations that are not settled yet: the agents' activity in a workspace. */
-const UNSETTLED = new Set(["queued", "awaiting_user", "running", "cancelling"]);
-
 function sidebarView(workspaces: Workspace[], chosen: string | null): VNode {
-  const decisions = overview ? dataOr(overview.decisions, []) : [];
-  const feed = overview ? dataOr(overview.feed, []) : [];
-  return h(
-    "aside",
-    { id: "sidebar" },
-    h("h2", {}, "Workspaces"),
-    workspaces.length === 0 ? h("p", { class: "empty" }, "No workspace yet: add one in Settings.") : null,
-    h(
-      "ul",
-      { class: "workspace-list" },
-      ...workspaces.map((w) => {
-        const waiting = decisions.filter((d) => d.workspaceId === w.workspaceId).length;
-        const active = feed.filter((f) => f.workspaceId === w.workspaceId && UNSETTLED.has(f.state)).length;
-        return h(
-          "li",
-          {
-            class: w.workspaceId === chosen ? "workspace-item chosen" : "workspace-item",
-            "data-workspace-id": w.workspaceId,
-            onclick: () => {
-              chosenWorkspace = w.workspaceId;
-              render();
-            },
-          },
-          h("span", { class: "workspace-name" }, w.name),
-          h("span", { class: "panel-count", title: "Open panels" }, String(w.panelOrder.length)),
-          waiting ? h("span", { class: "badge awaiting_user decisions-badge", title: "Decisions waiting for you" }, `${waiting} to decide`) : null,
-          active ? h("span", { class: "badge running activity-badge", title: "Agents' operations under way" }, `${active} running`) : null,
-        );
-      }),
-    ),
-  );
+  return createElement(Sidebar, {
+    workspaces,
+    chosen,
+    decisions: overview ? dataOr(overview.decisions, []) : [],
+    feed: overview ? dataOr(overview.feed, []) : [],
+    choose: (workspaceId: string) => {
+      chosenWorkspace = workspaceId;
+      render();
+    },
+  });
 }
 
 /** The person's new arrangement, compared with the revision it was made from. */

@@ -181,8 +181,8 @@ export function settingsView(state: SettingsState, actions: SettingsActions): VN
         id: "workspace-add",
         onsubmit: (event: Event) => {
           event.preventDefault();
-          // Read from the form on screen: after an in-place update (`morph`) it holds the field
-          // the person typed in, not the `name` of this render.
+          // Read from the form on screen: the field keeps what the person typed (its value is
+          // theirs, not the render's).
           const field = (event.currentTarget as HTMLFormElement).querySelector<HTMLInputElement>("#workspace-name");
           const value = (field?.value ?? "").trim();
           if (value) actions.addWorkspace(value);

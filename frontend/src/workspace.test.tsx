@@ -1,8 +1,8 @@
 import { render } from "preact";
 import { describe, expect, it, vi } from "vitest";
-import type { Panel, Workspace } from "./api";
+import type { Decision, FeedItem, Panel, Workspace } from "./api";
 import { PanelElements } from "./live";
-import { WorkspaceView } from "./workspace";
+import { Sidebar, WorkspaceView } from "./workspace";
 
 const panels: Panel[] = [
   { panelId: "pn_a", kind: "android", title: "Phone", projectId: null, generation: "g1" },
@@ -56,5 +56,29 @@ describe("the workspace's tiles", () => {
 
   it("says when no panel is open", () => {
     expect(mount(null).textContent).toContain("No panel open");
+  });
+});
+
+describe("the sidebar of workspaces", () => {
+  it("shows each workspace's decisions waiting and its agents' work under way, and chooses one", () => {
+    const other = { ...workspace(null), workspaceId: "ws_b", name: "Beta", panelOrder: [] };
+    const decision = { operationId: "op_1", tool: "lomi_file_delete", pairingId: "pa_1", workspaceId: "ws_b" } as Decision;
+    const op = (id: string, state: string, workspaceId: string) => ({ operationId: id, state, workspaceId }) as FeedItem;
+    const feed = [op("op_1", "awaiting_user", "ws_b"), op("op_2", "running", "ws_b"), op("op_3", "succeeded", "ws_a")];
+    const choose = vi.fn();
+    const root = document.body.appendChild(document.createElement("div"));
+    render(
+      <Sidebar workspaces={[workspace(null), other]} chosen="ws_a" decisions={[decision]} feed={feed} choose={choose} />,
+      root,
+    );
+    const alpha = root.querySelector<HTMLElement>('li[data-workspace-id="ws_a"]')!;
+    const beta = root.querySelector<HTMLElement>('li[data-workspace-id="ws_b"]')!;
+    expect(alpha.className).toContain("chosen");
+    expect(alpha.querySelector(".panel-count")!.textContent).toBe("2");
+    expect(alpha.querySelector(".decisions-badge, .activity-badge")).toBeNull();
+    expect(beta.querySelector(".decisions-badge")!.textContent).toBe("1 to decide");
+    expect(beta.querySelector(".activity-badge")!.textContent).toBe("2 running");
+    beta.click();
+    expect(choose).toHaveBeenCalledWith("ws_b");
   });
 });

@@ -4,7 +4,7 @@
 // was made from, so an agent's change meanwhile is never overwritten.
 
 import { useState } from "preact/hooks";
-import type { Panel, Workspace } from "./api";
+import type { Decision, FeedItem, Panel, Workspace } from "./api";
 import { type LayoutNode, groups, joinTabs, split } from "./layout";
 import type { PanelElements } from "./live";
 import { PanelView, workspaceViews } from "./panels";
@@ -133,5 +133,55 @@ export function WorkspaceView(props: TilesProps) {
         <p class="empty">No panel open. An agent opens terminals, browsers and Android panels here.</p>
       )}
     </section>
+  );
+}
+
+/** Operations that are not settled yet: the agents' activity in a workspace. */
+const UNSETTLED = new Set(["queued", "awaiting_user", "running", "cancelling"]);
+
+export interface SidebarProps {
+  workspaces: Workspace[];
+  chosen: string | null;
+  decisions: Decision[];
+  feed: FeedItem[];
+  choose(workspaceId: string): void;
+}
+
+/** The workspaces, each with its open panels, the decisions waiting and its agents' work under way. */
+export function Sidebar({ workspaces, chosen, decisions, feed, choose }: SidebarProps) {
+  return (
+    <aside id="sidebar">
+      <h2>Workspaces</h2>
+      {workspaces.length === 0 && <p class="empty">No workspace yet: add one in Settings.</p>}
+      <ul class="workspace-list">
+        {workspaces.map((w) => {
+          const waiting = decisions.filter((d) => d.workspaceId === w.workspaceId).length;
+          const active = feed.filter((f) => f.workspaceId === w.workspaceId && UNSETTLED.has(f.state)).length;
+          return (
+            <li
+              key={w.workspaceId}
+              class={w.workspaceId === chosen ? "workspace-item chosen" : "workspace-item"}
+              data-workspace-id={w.workspaceId}
+              onClick={() => choose(w.workspaceId)}
+            >
+              <span class="workspace-name">{w.name}</span>
+              <span class="panel-count" title="Open panels">
+                {w.panelOrder.length}
+              </span>
+              {waiting > 0 && (
+                <span class="badge awaiting_user decisions-badge" title="Decisions waiting for you">
+                  {waiting} to decide
+                </span>
+              )}
+              {active > 0 && (
+                <span class="badge running activity-badge" title="Agents' operations under way">
+                  {active} running
+                </span>
+              )}
+            </li>
+          );
+        })}
+      </ul>
+    </aside>
   );
 }

@@ -52,6 +52,9 @@ const PREVIEW_LIMIT: Duration = Duration::from_secs(3);
 /// How often a watched panel looks which of its tabs is active (an agent may switch tabs,
 /// which paints nothing in the tab watched): a lock read, nothing asked of Chromium.
 const ACTIVE_TAB_CHECK: Duration = Duration::from_secs(1);
+/// How long after the last of a tab's events (a load, a navigation) the live view takes one
+/// picture of it, in case the page painted nothing the screencast saw.
+const SHOT_AFTER_EVENTS: Duration = Duration::from_millis(200);
 const MAX_NAVIGATE_MS: u32 = 60_000;
 const MAX_WAIT_MS: u32 = 60_000;
 /// The matching lines a wait answers with: a few screens, not the page.
@@ -412,6 +415,9 @@ impl BrowserPanels {
             };
             view.tab_id = Some(tab.id.clone());
             let mut changes = tab.changes();
+            // A navigation may move the page to another renderer, where the screencast does
+            // not follow: it starts again for each document.
+            let cast_url = tab.current_url();
             let (frames_tx, mut frames) = tokio::sync::mpsc::channel(2);
             let cast = async {
                 // No frames while a dialog is open: the page does not paint.
@@ -425,6 +431,11 @@ impl BrowserPanels {
             };
             tokio::pin!(cast);
             let mut look = true;
+            // A screencast sends frames only for new paints, and a page that is already still
+            // when it starts (or moved to another renderer) paints none: so one picture is
+            // taken when the watch (re)starts, and again shortly after the tab's events (a
+            // load, a navigation) stop arriving.
+            let mut shoot_at = Some(tokio::time::Instant::now());
             loop {
                 if look {
                     look = false;
@@ -442,8 +453,20 @@ impl BrowserPanels {
                         return;
                     }
                 }
+                let shot_due = shoot_at.unwrap_or_else(tokio::time::Instant::now);
                 tokio::select! {
                     () = &mut cast => {}
+                    () = tokio::time::sleep_until(shot_due), if shoot_at.is_some() => {
+                        shoot_at = None;
+                        if tab.dialog().is_none()
+                            && let Ok(Ok(jpeg)) = tokio::time::timeout(PREVIEW_LIMIT, tab.preview(quality)).await
+                        {
+                            view.jpeg_base64 = Some(jpeg);
+                            if !send(view.clone(), &mut last).await {
+                                return;
+                            }
+                        }
+                    }
                     frame = frames.recv() => {
                         let Some(jpeg) = frame else { break };
                         view.jpeg_base64 = Some(jpeg);
@@ -459,7 +482,8 @@ impl BrowserPanels {
                         let dialog_now = tab.dialog().is_some();
                         let had_dialog = view.note.is_some();
                         look = true;
-                        if dialog_now != had_dialog {
+                        shoot_at = Some(tokio::time::Instant::now() + SHOT_AFTER_EVENTS);
+                        if dialog_now != had_dialog || tab.current_url() != cast_url {
                             break;
                         }
                     }

@@ -2496,6 +2496,16 @@ impl Tab {
         }))
     }
 
+    /// A JPEG of the viewport for the person's live view, base64 as Chromium sends it (the
+    /// window shows it as is). Not an agent's capture: no receipt, no checks beyond Chromium's.
+    pub async fn preview(&self, quality: u8) -> Result<String, BrowserError> {
+        self.no_dialog()?;
+        self.screenshot(json!({
+            "format": "jpeg", "quality": quality, "optimizeForSpeed": true,
+        }))
+        .await
+    }
+
     /// The person's live view as Chromium paints it: `Page.startScreencast` sends a JPEG of
     /// the viewport (base64) only when the page repaints, so a still page costs nothing. Each
     /// frame is acknowledged (Chromium sends the next only then) and goes to `frames`; the
