@@ -1,5 +1,5 @@
 // Builds the window's page into dist/ (what tauri.conf.json's frontendDist embeds) and runs
-// the Vitest unit tests in jsdom.
+// the Vitest unit tests in jsdom. Preact's preset compiles the TSX components.
 import preact from "@preact/preset-vite";
 import { defineConfig } from "vitest/config";
 

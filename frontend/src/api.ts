@@ -4,20 +4,10 @@
 import { Channel, invoke } from "@tauri-apps/api/core";
 import type { Effect } from "./effect";
 
-export interface Project {
-  projectId: string;
-  name: string;
-  root: string;
-}
-
-export interface Workspace {
-  workspaceId: string;
-  name: string;
-  domainRevision: string;
-  projects: Project[];
-  panelOrder: string[];
-  persistentBrowserProfile: boolean;
-}
+// Reply shapes generated from lomi-protocol's Rust types (src/generated/protocol.ts); the rest
+// of this file's shapes are still written by hand (see docs/decisions.md).
+export type { LayoutNode, OperationView, PanelView as Panel, WorkspaceView as Workspace } from "./generated/protocol";
+import type { PanelView as Panel, WorkspaceView as Workspace } from "./generated/protocol";
 
 export interface Pairing {
   pairingId: string;
@@ -71,14 +61,6 @@ export interface FeedItem {
   clientName: string | null;
   updatedAt: string;
   errorCode: string | null;
-}
-
-export interface Panel {
-  panelId: string;
-  kind: string;
-  title: string;
-  projectId: string | null;
-  generation: string | null;
 }
 
 /** A browser panel as the window shows it: its active tab's address and title and a JPEG of
@@ -215,9 +197,9 @@ export function appInfo(): Promise<AppInfo> {
   return invoke<AppInfo>("app_info");
 }
 
-/** Calls `onOverview` with the window's overview now and whenever it changes. */
-export async function watch(onOverview: (overview: Overview) => void): Promise<void> {
-  const channel = new Channel<Overview>();
+/** Calls `onOverview` with the whole overview now, then with the parts that changed. */
+export async function watch(onOverview: (overview: Partial<Overview>) => void): Promise<void> {
+  const channel = new Channel<Partial<Overview>>();
   channel.onmessage = onOverview;
   await invoke("watch", { channel });
 }

@@ -1,6 +1,10 @@
 import { describe, expect, it, vi } from "vitest";
 import type { Decision, Pairing, Workspace } from "./api";
-import { decisionDialog, describeOperation, pairingDialog } from "./approval";
+import { decisionDialog as decisionVNode, describeOperation, pairingDialog as pairingVNode } from "./approval";
+import { mount } from "./dom";
+
+const pairingDialog = (...a: Parameters<typeof pairingVNode>) => mount(pairingVNode(...a));
+const decisionDialog = (...a: Parameters<typeof decisionVNode>) => mount(decisionVNode(...a));
 
 const workspaces: Workspace[] = [
   {
@@ -9,6 +13,7 @@ const workspaces: Workspace[] = [
     domainRevision: "1",
     projects: [{ projectId: "pr_a", name: "alpha", root: "/home/p/alpha" }],
     panelOrder: [],
+    layout: null,
     persistentBrowserProfile: false,
   },
   {
@@ -17,6 +22,7 @@ const workspaces: Workspace[] = [
     domainRevision: "3",
     projects: [{ projectId: "pr_b", name: "beta", root: "/home/p/beta" }],
     panelOrder: [],
+    layout: null,
     persistentBrowserProfile: false,
   },
 ];
@@ -56,14 +62,15 @@ describe("pairing approval dialog", () => {
     expect(dialog.querySelector(".grant-summary")!.textContent).toContain("see nothing");
   });
 
-  it("approves with exactly the ticked workspaces", () => {
+  it("approves with exactly the ticked workspaces", async () => {
     const approve = vi.fn();
     const dialog = pairingDialog(pairing, workspaces, { approve, deny: vi.fn() });
     // Checkboxes fire change events only when they are in the document, as in the window.
     document.body.replaceChildren(dialog);
     const beta = dialog.querySelector<HTMLInputElement>('input[data-workspace-id="ws_b"]')!;
     beta.click();
-    expect(dialog.querySelector(".grant-summary")!.textContent).toContain("1 workspace and nothing else");
+    // Preact renders the summary again after the event.
+    await vi.waitFor(() => expect(dialog.querySelector(".grant-summary")!.textContent).toContain("1 workspace and nothing else"));
     click(dialog, "#approve");
     expect(approve).toHaveBeenCalledWith("pa_1", ["ws_b"], false, ALL);
   });

@@ -3,7 +3,9 @@
 // (what exactly it will do).
 
 import { FAMILIES, type Decision, type Pairing, type Workspace } from "./api";
-import { h } from "./dom";
+import { createElement } from "preact";
+import { useState } from "preact/hooks";
+import { h, type VNode } from "./dom";
 import { renderEffect } from "./effect";
 
 export interface PairingActions {
@@ -12,63 +14,41 @@ export interface PairingActions {
   deny(pairingId: string): void;
 }
 
-/** The dialog for one pending pairing. */
-export function pairingDialog(
-  pairing: Pairing,
-  workspaces: Workspace[],
-  actions: PairingActions,
-): HTMLElement {
-  const boxes = workspaces.map((workspace) => {
-    const box = h("input", {
-      type: "checkbox",
-      class: "grant",
-      "data-workspace-id": workspace.workspaceId,
-      id: `grant-${workspace.workspaceId}`,
-    });
-    const projects = workspace.projects.map((p) => p.root).join(", ");
-    return {
-      box,
-      row: h(
-        "label",
-        { class: "grant-row", for: `grant-${workspace.workspaceId}` },
-        box,
-        h("span", { class: "grant-name" }, workspace.name),
-        h("span", { class: "grant-projects" }, projects),
-      ),
-    };
-  });
-  const chosen = () => boxes.filter((b) => b.box.checked).map((b) => b.box.dataset.workspaceId!);
+/** What the dialog says about the ticked workspaces. */
+export function grantSummary(count: number): string {
+  return count === 0
+    ? "No workspace ticked: the agent will see nothing until you grant one."
+    : `The agent will see ${count} workspace${count === 1 ? "" : "s"} and nothing else.`;
+}
+
+/** The ticked boxes of a kind in the dialog a click came from, by their data attribute. */
+function ticked(event: Event, selector: string, attribute: string): string[] {
+  const dialog = (event.currentTarget as HTMLElement).closest(".dialog");
+  return [...(dialog?.querySelectorAll<HTMLInputElement>(selector) ?? [])]
+    .filter((box) => box.checked)
+    .map((box) => box.getAttribute(attribute)!);
+}
+
+interface PairingDialogProps {
+  pairing: Pairing;
+  workspaces: Workspace[];
+  actions: PairingActions;
+}
+
+/** The dialog for one pending pairing. The boxes are the person's: a re-render never unticks one. */
+function PairingDialog({ pairing, workspaces, actions }: PairingDialogProps): VNode {
+  const [count, setCount] = useState(0);
+  const approve = (session: boolean) => (event: Event) =>
+    actions.approve(
+      pairing.pairingId,
+      ticked(event, "input.grant", "data-workspace-id"),
+      session,
+      // Every family ticked is "all": Lomi then also shows families a later version adds.
+      ticked(event, "input.family", "data-family"),
+    );
   // What the client asked for (an OAuth client's scopes) is ticked; a client that did not say
   // gets every family ticked.
   const asked = pairing.requestedFamilies ?? null;
-  const familyBoxes = FAMILIES.map((family) => {
-    const ticked = asked === null || asked.includes(family.name);
-    const box = h("input", {
-      type: "checkbox",
-      class: "family",
-      "data-family": family.name,
-      id: `family-${family.name}`,
-      checked: ticked,
-    }) as HTMLInputElement;
-    box.checked = ticked;
-    return {
-      box,
-      row: h("label", { class: "family-row", for: `family-${family.name}` }, box, h("span", {}, family.label)),
-    };
-  });
-  // Every family ticked is "all": Lomi then also shows families a later version adds.
-  const families = () => familyBoxes.filter((b) => b.box.checked).map((b) => b.box.dataset.family!);
-  const summary = h("p", { class: "grant-summary" });
-  const refresh = () => {
-    const count = chosen().length;
-    summary.textContent =
-      count === 0
-        ? "No workspace ticked: the agent will see nothing until you grant one."
-        : `The agent will see ${count} workspace${count === 1 ? "" : "s"} and nothing else.`;
-  };
-  for (const b of boxes) b.box.addEventListener("change", refresh);
-  refresh();
-
   return h(
     "div",
     {
@@ -103,34 +83,58 @@ export function pairingDialog(
     h("h3", {}, "Workspaces it may use"),
     workspaces.length === 0
       ? h("p", { class: "empty" }, "No workspace yet: add one in Settings first.")
-      : h("div", { class: "grants" }, ...boxes.map((b) => b.row)),
-    summary,
+      : h(
+          "div",
+          { class: "grants" },
+          ...workspaces.map((workspace) =>
+            h(
+              "label",
+              { class: "grant-row", for: `grant-${workspace.workspaceId}`, key: workspace.workspaceId },
+              h("input", {
+                type: "checkbox",
+                class: "grant",
+                "data-workspace-id": workspace.workspaceId,
+                id: `grant-${workspace.workspaceId}`,
+                onchange: (event: Event) => setCount(ticked(event, "input.grant", "data-workspace-id").length),
+              }),
+              h("span", { class: "grant-name" }, workspace.name),
+              h("span", { class: "grant-projects" }, workspace.projects.map((p) => p.root).join(", ")),
+            ),
+          ),
+        ),
+    h("p", { class: "grant-summary" }, grantSummary(count)),
     h("h3", {}, "Tools it may see"),
-    h("div", { class: "families" }, ...familyBoxes.map((b) => b.row)),
+    h(
+      "div",
+      { class: "families" },
+      ...FAMILIES.map((family) =>
+        h(
+          "label",
+          { class: "family-row", for: `family-${family.name}`, key: family.name },
+          h("input", {
+            type: "checkbox",
+            class: "family",
+            "data-family": family.name,
+            id: `family-${family.name}`,
+            defaultChecked: asked === null || asked.includes(family.name),
+          }),
+          h("span", {}, family.label),
+        ),
+      ),
+    ),
     h(
       "div",
       { class: "buttons" },
-      h(
-        "button",
-        { id: "deny", class: "secondary", onclick: () => actions.deny(pairing.pairingId) },
-        "Deny",
-      ),
-      h(
-        "button",
-        {
-          id: "approve-session",
-          class: "secondary",
-          onclick: () => actions.approve(pairing.pairingId, chosen(), true, families()),
-        },
-        "Approve for this session",
-      ),
-      h(
-        "button",
-        { id: "approve", class: "primary", onclick: () => actions.approve(pairing.pairingId, chosen(), false, families()) },
-        "Approve",
-      ),
+      h("button", { id: "deny", class: "secondary", onclick: () => actions.deny(pairing.pairingId) }, "Deny"),
+      h("button", { id: "approve-session", class: "secondary", onclick: approve(true) }, "Approve for this session"),
+      h("button", { id: "approve", class: "primary", onclick: approve(false) }, "Approve"),
     ),
   );
+}
+
+/** The dialog for one pending pairing. */
+export function pairingDialog(pairing: Pairing, workspaces: Workspace[], actions: PairingActions): VNode {
+  return createElement(PairingDialog, { pairing, workspaces, actions, key: pairing.pairingId });
 }
 
 export interface DecisionActions {
@@ -177,7 +181,7 @@ export function decisionDialog(
   clientName: string,
   workspaces: Workspace[],
   actions: DecisionActions,
-): HTMLElement {
+): VNode {
   return h(
     "div",
     {

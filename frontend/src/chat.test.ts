@@ -1,5 +1,8 @@
+import { mounted } from "./test-support";
 import { describe, expect, it } from "vitest";
-import { type ChatState, chatView, nextDraft, streaming } from "./chat";
+import { type ChatState, chatView as chatViewVNode, nextDraft, streaming } from "./chat";
+
+const chatView = mounted(chatViewVNode);
 
 const noop = {
   chooseWorkspace: () => {},

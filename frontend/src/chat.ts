@@ -6,7 +6,7 @@
 // made against a revision the person's Save moved fails the same way.
 
 import type { Workspace } from "./api";
-import { h } from "./dom";
+import { h, type VNode } from "./dom";
 
 export interface ConversationSummary {
   conversationId: string;
@@ -73,7 +73,7 @@ export function nextDraft(
   return { text: saved.text, from: saved.draftRevision, dirty: false };
 }
 
-function message(m: ChatMessage): HTMLElement {
+function message(m: ChatMessage): VNode {
   const who = m.role === "user" ? "You" : m.model ? `${m.model}` : "Assistant";
   const note = m.state === "complete" ? "" : ` · ${m.state}`;
   return h(
@@ -84,7 +84,7 @@ function message(m: ChatMessage): HTMLElement {
   );
 }
 
-export function chatView(state: ChatState, actions: ChatActions): HTMLElement {
+export function chatView(state: ChatState, actions: ChatActions): VNode {
   const picker = h(
     "select",
     {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { type Effect, diffLineClass, effectSections, renderEffect, size } from "./effect";
+import { mount } from "./dom";
 
 const write: Effect = {
   summary: "Overwrite notes.txt (+1 −1 lines)",
@@ -120,7 +121,7 @@ describe("effectSections", () => {
 
 describe("renderEffect", () => {
   it("colours added and removed lines of a diff", () => {
-    const element = renderEffect(write);
+    const element = mount(renderEffect(write));
     expect(element.classList.contains("effect")).toBe(true);
     expect(element.dataset.kind).toBe("fileWrite");
     const lines = [...element.querySelectorAll(".effect-diff .line")].map((l) => [l.className, l.textContent]);

@@ -2,7 +2,7 @@
 // waiting (`Effect` in lomi-protocol's effect.rs): the sections a person reads (`effectSections`,
 // pure) and the element the decision dialog shows (`renderEffect`).
 
-import { h } from "./dom";
+import { h, type VNode } from "./dom";
 
 export interface Fact {
   label: string;
@@ -179,7 +179,7 @@ export function diffLineClass(line: string): string {
   return "same";
 }
 
-function sectionBody(section: Section): HTMLElement {
+function sectionBody(section: Section): VNode {
   switch (section.kind) {
     case "facts":
       return h(
@@ -204,7 +204,7 @@ function sectionBody(section: Section): HTMLElement {
 }
 
 /** The effect as the decision dialog shows it: each section with its title. */
-export function renderEffect(effect: Effect): HTMLElement {
+export function renderEffect(effect: Effect): VNode {
   return h(
     "div",
     { class: "effect", "data-kind": effect.kind },

@@ -1,59 +1,28 @@
 import { describe, expect, it, vi } from "vitest";
-import type { BrowserView, FeedItem, Workspace } from "./api";
-import { PanelsView, feedView, inOrder } from "./live";
+import type { BrowserView } from "./api";
+import { PanelElements, inOrder } from "./live";
 
-const workspace: Workspace = {
-  workspaceId: "ws_a",
-  name: "Alpha",
-  domainRevision: "2",
-  projects: [],
-  panelOrder: ["pn_1"],
-  persistentBrowserProfile: false,
-};
-
-describe("live view", () => {
-  it("lists operations with state, tool, workspace and who", () => {
-    const items: FeedItem[] = [
-      {
-        operationId: "op_1",
-        tool: "lomi_file_delete",
-        state: "awaiting_user",
-        effectState: "none",
-        workspaceId: "ws_a",
-        workspaceName: "Alpha",
-        pairingId: "pa_1",
-        clientName: "Claude Code",
-        updatedAt: "2026-12-03T06:00:00Z",
-        errorCode: null,
-      },
-    ];
-    const view = feedView(items, new Date("2026-12-03T06:00:05Z"));
-    const row = view.querySelector('tr[data-operation-id="op_1"]')!;
-    expect(row.className).toContain("state-awaiting_user");
-    expect(row.textContent).toContain("awaiting user");
-    expect(row.textContent).toContain("lomi_file_delete");
-    expect(row.textContent).toContain("Alpha");
-    expect(row.textContent).toContain("Claude Code");
-    expect(row.textContent).toContain("5 s ago");
-  });
-
+describe("panels' lasting views", () => {
   it("shows an Android panel's latest capture, fetched again only when it changes", async () => {
     const capture = vi.fn().mockResolvedValue(new Uint8Array([0x89, 0x50, 0x4e, 0x47]));
-    const view = new PanelsView({ attach: vi.fn(), input: vi.fn(), capture, browser: vi.fn() });
-    const panels = { ws_a: [{ panelId: "pn_1", kind: "android", title: "Pixel", projectId: null, generation: "g1" }] };
+    const views = new PanelElements({ attach: vi.fn(), input: vi.fn(), capture, browser: vi.fn() });
+    const panel = { panelId: "pn_1", kind: "android" as const, title: "Pixel", projectId: null, generation: "g1" };
     // jsdom has no object URLs: give it one.
     URL.createObjectURL = vi.fn(() => "blob:capture-1");
     URL.revokeObjectURL = vi.fn();
-    view.update([workspace], panels, {});
-    expect(view.element.querySelector(".no-capture")).not.toBeNull();
+    const element = views.view(panel, 0);
+    expect(element.querySelector(".no-capture")).not.toBeNull();
     expect(capture).not.toHaveBeenCalled();
-    view.update([workspace], panels, { pn_1: 1 });
-    await vi.waitFor(() => expect(view.element.querySelector<HTMLImageElement>("img.capture")!.src).toBe("blob:capture-1"));
-    expect(view.element.querySelector(".no-capture")).toBeNull();
-    view.update([workspace], panels, { pn_1: 1 });
+    expect(views.view(panel, 1)).toBe(element);
+    await vi.waitFor(() => expect(element.querySelector<HTMLImageElement>("img.capture")!.src).toBe("blob:capture-1"));
+    expect(element.querySelector(".no-capture")).toBeNull();
+    views.view(panel, 1);
     expect(capture).toHaveBeenCalledTimes(1);
-    view.update([workspace], panels, { pn_1: 2 });
+    views.view(panel, 2);
     expect(capture).toHaveBeenCalledTimes(2);
+    // Closed, its view goes; opened again, it is a new one.
+    views.retain(new Set());
+    expect(views.view(panel, 2)).not.toBe(element);
   });
   it("shows a browser panel's address and live view, and says when its browser ended", async () => {
     let push: (view: BrowserView) => void = () => {};
@@ -61,10 +30,10 @@ describe("live view", () => {
       push = onView;
       return true;
     });
-    const view = new PanelsView({ attach: vi.fn(), input: vi.fn(), capture: vi.fn(), browser });
-    const panel = { panelId: "pn_1", kind: "browser", title: "Docs", projectId: "pr_1", generation: "g1" };
-    view.update([workspace], { ws_a: [panel] });
-    const card = view.element.querySelector('.browser-panel[data-panel-id="pn_1"]')!;
+    const views = new PanelElements({ attach: vi.fn(), input: vi.fn(), capture: vi.fn(), browser });
+    const panel = { panelId: "pn_1", kind: "browser" as const, title: "Docs", projectId: "pr_1", generation: "g1" };
+    const card = views.view(panel);
+    expect(card.matches('.browser-panel[data-panel-id="pn_1"]')).toBe(true);
     expect(card.querySelector(".note")!.textContent).toContain("Waiting");
     await vi.waitFor(() => expect(browser).toHaveBeenCalledTimes(1));
 
@@ -81,16 +50,15 @@ describe("live view", () => {
     expect(card.querySelector(".note")!.textContent).toContain("dialog");
 
     // Another overview with the same panel keeps the card (no second stream).
-    view.update([workspace], { ws_a: [panel], ws_b: [] });
+    expect(views.view(panel)).toBe(card);
     expect(browser).toHaveBeenCalledTimes(1);
-    expect(view.element.querySelector('.browser-panel[data-panel-id="pn_1"]')).toBe(card);
 
     push({ ended: true });
     expect(card.querySelector(".note")!.textContent).toBe("The browser has ended.");
     expect(image.hidden).toBe(true);
 
     // A new browser generation in the panel gets a new view.
-    view.update([workspace], { ws_a: [{ ...panel, generation: "g2" }] });
+    views.view({ ...panel, generation: "g2" });
     expect(browser).toHaveBeenCalledTimes(2);
   });
 

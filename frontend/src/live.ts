@@ -1,46 +1,24 @@
-// The live view: the operation feed (state, tool, target, who) and the panels of each
-// workspace. Terminal panels are xterm.js terminals the person can type in (a takeover);
-// browser panels show their active tab's address and a live view of its viewport; Android
-// panels show the latest capture an agent took.
+// What a panel shows, kept across re-renders and moves in the layout: terminal panels are
+// xterm.js terminals the person can type in (a takeover); browser panels show their active
+// tab's address and a live view of its viewport; Android panels show the latest capture an
+// agent took. Each is one element made once per panel (per browser generation) and mounted
+// by the layout's tile (panels.tsx), so moving a panel to another tile keeps its screen.
 
 import { Terminal } from "@xterm/xterm";
-import type { BrowserView, FeedItem, Panel, Workspace } from "./api";
-import { ago, h } from "./dom";
-import { openWorkbench } from "./workbench";
+import type { BrowserView, Panel } from "./api";
 
-export function feedView(items: FeedItem[], now: Date = new Date()): HTMLElement {
-  return h(
-    "section",
-    { id: "feed" },
-    h("h2", {}, "Operations"),
-    items.length === 0
-      ? h("p", { class: "empty" }, "No operation yet.")
-      : h(
-          "table",
-          { class: "feed" },
-          h("thead", {}, h("tr", {}, ...["State", "Tool", "Workspace", "Who", "When"].map((t) => h("th", {}, t)))),
-          h(
-            "tbody",
-            {},
-            ...items.map((item) =>
-              h(
-                "tr",
-                { class: `op state-${item.state}`, "data-operation-id": item.operationId },
-                h(
-                  "td",
-                  {},
-                  h("span", { class: `badge ${item.state}` }, item.state.replace("_", " ")),
-                  item.errorCode ? h("span", { class: "error-code" }, ` ${item.errorCode}`) : null,
-                ),
-                h("td", {}, h("code", {}, item.tool)),
-                h("td", {}, item.workspaceName ?? item.workspaceId ?? ""),
-                h("td", {}, item.clientName ?? "a past pairing"),
-                h("td", {}, ago(item.updatedAt, now)),
-              ),
-            ),
-          ),
-        ),
-  );
+type Attrs = Record<string, string>;
+
+/** One element for a panel's lasting view (not rendered by Preact: it outlives renders). */
+function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, value);
+  element.append(...children);
+  return element;
 }
 
 /**
@@ -99,65 +77,38 @@ interface OpenTerminal {
   terminal: Terminal;
 }
 
-/** The panels of every workspace; terminals stay mounted between renders. */
-export class PanelsView {
-  readonly element = h("section", { id: "panels" });
+/** Every open panel's lasting view, made on first use and dropped when the panel closes. */
+export class PanelElements {
   private terminals = new Map<string, OpenTerminal>();
   private captures = new Map<string, OpenCapture>();
   private browsers = new Map<string, OpenBrowser>();
   private sequences: Record<string, number> = {};
-  /** The layout last rendered; an unchanged one is not rebuilt, so a focused terminal keeps focus. */
-  private layout = "";
 
   constructor(private hooks: TerminalHooks) {}
 
-  update(workspaces: Workspace[], panels: Record<string, Panel[]>, captures: Record<string, number> = {}): void {
-    this.sequences = captures;
-    const layout = JSON.stringify([
-      workspaces.map((w) => [w.workspaceId, w.name]),
-      panels,
-      captures,
-    ]);
-    if (layout === this.layout) return;
-    this.layout = layout;
-    const live = new Set<string>();
-    const groups: HTMLElement[] = [];
-    for (const workspace of workspaces) {
-      const list = panels[workspace.workspaceId] ?? [];
-      const cards = list.map((panel) => {
-        live.add(panel.panelId);
-        return this.card(panel);
-      });
-      groups.push(
-        h(
-          "div",
-          { class: "workspace-panels", "data-workspace-id": workspace.workspaceId },
-          h(
-            "h2",
-            {},
-            workspace.name,
-            h("button", { class: "open-files small", onclick: () => openWorkbench(workspace) }, "Files"),
-          ),
-          cards.length === 0 ? h("p", { class: "empty" }, "No panel open.") : h("div", { class: "cards" }, ...cards),
-        ),
-      );
-    }
-    for (const [id, open] of this.terminals) {
-      if (!live.has(id)) {
-        open.terminal.dispose();
+  /** Drops the views of panels no longer open, ending their terminals. */
+  retain(open: Set<string>): void {
+    for (const [id, view] of this.terminals) {
+      if (!open.has(id)) {
+        view.terminal.dispose();
         this.terminals.delete(id);
       }
     }
     for (const id of this.browsers.keys()) {
-      if (!live.has(id)) this.browsers.delete(id);
+      if (!open.has(id)) this.browsers.delete(id);
     }
-    for (const [id, open] of this.captures) {
-      if (!live.has(id)) {
-        if (open.url) URL.revokeObjectURL(open.url);
+    for (const [id, view] of this.captures) {
+      if (!open.has(id)) {
+        if (view.url) URL.revokeObjectURL(view.url);
         this.captures.delete(id);
       }
     }
-    this.element.replaceChildren(...groups);
+  }
+
+  /** The view of a panel; an Android panel fetches its capture again when `sequence` moved. */
+  view(panel: Panel, sequence = 0): HTMLElement {
+    this.sequences[panel.panelId] = sequence;
+    return this.card(panel);
   }
 
   private card(panel: Panel): HTMLElement {
@@ -207,7 +158,7 @@ export class PanelsView {
       note,
       image,
     );
-    this.browsers.set(panel.panelId, { element, generation: panel.generation });
+    this.browsers.set(panel.panelId, { element, generation: panel.generation ?? null });
     const show = (view: BrowserView) => {
       if (view.ended) {
         note.textContent = "The browser has ended.";

@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
 import type { SettingsSections } from "./api";
-import { show } from "./dom";
-import { SECTIONS, changedValues, parse, preferencesSection, providerRequest, saveRequest } from "./preferences";
+import { show } from "./test-support";
+import { SECTIONS, changedValues, parse, preferencesSection as preferencesSectionVNode, providerRequest, saveRequest } from "./preferences";
+
 
 const sections: SettingsSections = {
   terminal: { settingsRevision: "3", shell: "", cols: 80, rows: 24, scrollbackLines: 5000 },
@@ -62,7 +63,7 @@ describe("preferencesSection", () => {
   it("shows each section with its revision and saves through settingsSet", () => {
     const send = vi.fn();
     const root = document.body.appendChild(document.createElement("div"));
-    show(root, preferencesSection(sections, { send, say: vi.fn() }));
+    show(root, preferencesSectionVNode(sections, { send, say: vi.fn() }));
     const form = root.querySelector<HTMLFormElement>("#settings-terminal")!;
     expect(form.dataset.revision).toBe("3");
     form.querySelector<HTMLInputElement>('[data-key="cols"]')!.value = "132";
@@ -75,7 +76,7 @@ describe("preferencesSection", () => {
   it("shows whether a provider key is stored, never a key, and stores a new one", () => {
     const send = vi.fn();
     const root = document.body.appendChild(document.createElement("div"));
-    show(root, preferencesSection(sections, { send, say: vi.fn() }));
+    show(root, preferencesSectionVNode(sections, { send, say: vi.fn() }));
     const provider = root.querySelector<HTMLElement>('[data-provider="local"]')!;
     expect(provider.querySelector(".key-stored")!.textContent).toBe("key stored in the keyring");
     const field = provider.querySelector<HTMLInputElement>('input[type="password"]')!;
@@ -89,7 +90,7 @@ describe("preferencesSection", () => {
     const send = vi.fn();
     const say = vi.fn();
     const root = document.body.appendChild(document.createElement("div"));
-    show(root, preferencesSection(sections, { send, say }));
+    show(root, preferencesSectionVNode(sections, { send, say }));
     const form = root.querySelector<HTMLFormElement>("#settings-browser")!;
     form.querySelector<HTMLButtonElement>(".save-section")!.click();
     expect(say).toHaveBeenLastCalledWith("Browsers: nothing changed");

@@ -5,7 +5,7 @@
 // Provider keys go to the OS keyring with `providerKey`; only `keyStored` ever comes back.
 
 import type { SettingsSections, SettingsSectionView } from "./api";
-import { h } from "./dom";
+import { h, type VNode } from "./dom";
 
 export type FieldKind = "int" | "text" | "longtext" | "bool" | "lineEndings" | "viewport";
 
@@ -148,7 +148,7 @@ function typedValues(form: HTMLFormElement, fields: Field[]): Record<string, str
   return typed;
 }
 
-function input(section: string, field: Field, value: unknown): HTMLElement {
+function input(section: string, field: Field, value: unknown): VNode {
   const common = { class: "setting", "data-section": section, "data-key": field.key };
   switch (field.kind) {
     case "bool":
@@ -168,7 +168,7 @@ function input(section: string, field: Field, value: unknown): HTMLElement {
 }
 
 /** The preference sections, each a form with its fields, its revision and Save. */
-export function preferencesSection(sections: SettingsSections | null, actions: PreferencesActions): HTMLElement {
+export function preferencesSection(sections: SettingsSections | null, actions: PreferencesActions): VNode {
   if (!sections) return h("section", { id: "settings-preferences" }, h("h2", {}, "Preferences"), h("p", {}, "…"));
   const forms = SECTIONS.filter(({ section }) => sections[section]).map(({ section, title, fields }) => {
     const current = sections[section];

@@ -1,8 +1,10 @@
 import { describe, expect, it, vi } from "vitest";
 import type { Pairing, Workspace } from "./api";
-import { show } from "./dom";
-import { clientConfigs, portOf, settingsView, type SettingsActions, type SettingsState } from "./settings";
+import { mounted, show } from "./test-support";
+import { clientConfigs, portOf, settingsView as settingsViewVNode, type SettingsActions, type SettingsState } from "./settings";
 import { DEFAULT_RETIRE } from "./storage";
+
+const settingsView = mounted(settingsViewVNode);
 
 const workspaces: Workspace[] = [
   {
@@ -11,6 +13,7 @@ const workspaces: Workspace[] = [
     domainRevision: "1",
     projects: [{ projectId: "pr_a", name: "alpha", root: "/home/p/alpha" }],
     panelOrder: [],
+    layout: null,
     persistentBrowserProfile: false,
   },
 ];
@@ -211,7 +214,7 @@ describe("settings", () => {
     const render = (lastActiveAt: string) =>
       show(
         container,
-        settingsView(state({ pairings: [pairing("pa_1", "approved", { grants: ["ws_a"], lastActiveAt })] }), act),
+        settingsViewVNode(state({ pairings: [pairing("pa_1", "approved", { grants: ["ws_a"], lastActiveAt })] }), act),
       );
     render("2026-12-03T06:09:30Z");
     const revoke = container.querySelector<HTMLElement>('.pairing-row[data-pairing-id="pa_1"] .revoke')!;
@@ -227,10 +230,10 @@ describe("settings", () => {
     const act = actions();
     const container = document.createElement("div");
     document.body.append(container);
-    show(container, settingsView(state(), act));
+    show(container, settingsViewVNode(state(), act));
     const field = container.querySelector<HTMLInputElement>("#workspace-name")!;
     field.value = "Gamma";
-    show(container, settingsView(state({ now: new Date("2026-12-03T06:10:15Z") }), act));
+    show(container, settingsViewVNode(state({ now: new Date("2026-12-03T06:10:15Z") }), act));
     expect(container.querySelector("#workspace-name")).toBe(field);
     container.querySelector<HTMLFormElement>("#workspace-add")!.requestSubmit();
     expect(act.addWorkspace).toHaveBeenCalledWith("Gamma");

@@ -3,7 +3,7 @@
 // (storage.ts).
 
 import { FAMILIES, type Pairing, type PolicyEntry, type SettingsSections, type StoreStatus, type Workspace } from "./api";
-import { ago, h } from "./dom";
+import { ago, h, type VNode } from "./dom";
 import { preferencesSection } from "./preferences";
 import { type RetireChoice, storageSection } from "./storage";
 
@@ -70,7 +70,7 @@ export function portOf(url: string): string {
 }
 
 /** The families a pairing sees, each a toggle while it is approved. */
-function familiesCell(pairing: Pairing, actions: SettingsActions): HTMLElement {
+function familiesCell(pairing: Pairing, actions: SettingsActions): VNode {
   const all = pairing.families == null;
   const sees = (name: string) => all || (pairing.families ?? []).includes(name);
   const editable = pairing.state === "approved" && actions.setFamilies !== undefined;
@@ -106,7 +106,7 @@ function workspaceNames(pairing: Pairing, workspaces: Workspace[]): string {
     .join(", ");
 }
 
-export function settingsView(state: SettingsState, actions: SettingsActions): HTMLElement {
+export function settingsView(state: SettingsState, actions: SettingsActions): VNode {
   const now = state.now ?? new Date();
   const name = h("input", { type: "text", id: "workspace-name", placeholder: "Workspace name" });
 
@@ -181,8 +181,8 @@ export function settingsView(state: SettingsState, actions: SettingsActions): HT
         id: "workspace-add",
         onsubmit: (event: Event) => {
           event.preventDefault();
-          // Read from the form on screen: after an in-place update (`morph`) it holds the field
-          // the person typed in, not the `name` of this render.
+          // Read from the form on screen: the field keeps what the person typed (its value is
+          // theirs, not the render's).
           const field = (event.currentTarget as HTMLFormElement).querySelector<HTMLInputElement>("#workspace-name");
           const value = (field?.value ?? "").trim();
           if (value) actions.addWorkspace(value);

@@ -1,20 +1,25 @@
 import { describe, expect, it, vi } from "vitest";
 import type { Pairing, ReconcileReport, StoreStatus } from "./api";
-import { show } from "./dom";
+import { mounted, show } from "./test-support";
 import {
   DEFAULT_RETIRE,
   StoreNotice,
-  freeRoomDialog,
-  noticeBanner,
+  freeRoomDialog as freeRoomDialogVNode,
+  noticeBanner as noticeBannerVNode,
   previewText,
   resultText,
   retireRequest,
   shownChoice,
-  storageSection,
+  storageSection as storageSectionVNode,
   type StorageActions,
-  writeFailureBanner,
+  writeFailureBanner as writeFailureBannerVNode,
   writeFailureText,
 } from "./storage";
+
+const storageSection = mounted(storageSectionVNode);
+const freeRoomDialog = mounted(freeRoomDialogVNode);
+const noticeBanner = mounted(noticeBannerVNode);
+const writeFailureBanner = mounted(writeFailureBannerVNode);
 
 function status(extra: Partial<StoreStatus> = {}): StoreStatus {
   return {
@@ -216,7 +221,7 @@ describe("the storage section", () => {
     const render = (receipts: number) =>
       show(
         container,
-        storageSection({ store: status({ receipts }), pairings, retire: DEFAULT_RETIRE, lastResult: null }, act),
+        storageSectionVNode({ store: status({ receipts }), pairings, retire: DEFAULT_RETIRE, lastResult: null }, act),
       );
     render(18);
     const idle = container.querySelector<HTMLInputElement>(".retire-idle")!;

@@ -3,7 +3,7 @@
 // the window shows once each time the store's warning level rises (75 %, 90 %, full).
 
 import type { Pairing, ReconcileReport, Retire, StoreStatus, WarningLevel, WriteFailure } from "./api";
-import { h } from "./dom";
+import { h, type VNode } from "./dom";
 
 /** What "Free room" retires: the person's choice in the Storage view. */
 export interface RetireChoice {
@@ -152,7 +152,7 @@ export interface StorageActions {
   freeRoom(): void;
 }
 
-function meter(id: string, label: string, used: number, cap: number, left: number): HTMLElement {
+function meter(id: string, label: string, used: number, cap: number, left: number): VNode {
   const share = percent(used, cap);
   const level = share >= 100 ? "full" : share >= 90 ? "critical" : share >= 75 ? "warning" : "none";
   return h(
@@ -173,7 +173,7 @@ export function pairingName(pairings: Pairing[], pairingId: string): string {
   return pairings.find((p) => p.pairingId === pairingId)?.clientName ?? pairingId;
 }
 
-export function storageSection(state: StorageState, actions: StorageActions): HTMLElement {
+export function storageSection(state: StorageState, actions: StorageActions): VNode {
   const store = state.store;
   const heading = h("h2", {}, "Storage");
   const intro = h(
@@ -317,7 +317,7 @@ export function freeRoomDialog(
   text: string,
   onConfirm: () => void,
   onCancel: () => void,
-): HTMLElement {
+): VNode {
   const nothing = nothingToFree(preview);
   return h(
     "div",
@@ -348,7 +348,7 @@ export function writeFailureText(failure: WriteFailure): string {
  * The notice shown while the store cannot write (above any other): it stays until writes
  * succeed again, since every agent's change is refused meanwhile.
  */
-export function writeFailureBanner(failure: WriteFailure): HTMLElement {
+export function writeFailureBanner(failure: WriteFailure): VNode {
   return h(
     "div",
     { id: "write-failure", class: "notice level-full", role: "alert" },
@@ -361,7 +361,7 @@ export function noticeBanner(
   level: WarningLevel,
   status: StoreStatus,
   actions: { open(): void; dismiss(): void },
-): HTMLElement {
+): VNode {
   return h(
     "div",
     { id: "store-notice", class: `notice level-${level}`, role: "alert" },

@@ -1,22 +1,20 @@
-// A workspace's files, Git view and editor together, opened from the workspace's "Files"
-// button. Self-contained: rendered with Preact into its own element over the window, so
-// the components can move into any layout as they are.
+// A workspace's files, Git view and editor together: the workspace's "Files" view, beside
+// its panels (registered in panels.tsx's workspaceViews).
 
-import { render } from "preact";
 import { useState } from "preact/hooks";
 import { control, type Workspace } from "./api";
 import { Editor } from "./editor";
 import { FileTree } from "./files";
 import { DiffView, GitView, type DiffSelection } from "./git";
+import { type WorkspaceViewProps, workspaceViews } from "./panels";
 import type { Control } from "./project-api";
 
 export interface WorkbenchProps {
   workspace: Workspace;
   control: Control;
-  onClose(): void;
 }
 
-export function Workbench({ workspace, control, onClose }: WorkbenchProps) {
+export function Workbench({ workspace, control }: WorkbenchProps) {
   const [projectId, setProjectId] = useState(workspace.projects[0]?.projectId ?? "");
   const [open, setOpen] = useState<string | null>(null);
   const [diff, setDiff] = useState<DiffSelection | null>(null);
@@ -44,9 +42,6 @@ export function Workbench({ workspace, control, onClose }: WorkbenchProps) {
         ) : (
           <span class="hint">{workspace.projects[0]?.root}</span>
         )}
-        <button class="close-workbench small" onClick={onClose}>
-          Close
-        </button>
       </div>
       <div class="workbench-body">
         <div class="workbench-side">
@@ -85,15 +80,10 @@ export function Workbench({ workspace, control, onClose }: WorkbenchProps) {
   );
 }
 
-/** Shows a workspace's workbench over the window until the person closes it. */
-export function openWorkbench(workspace: Workspace): void {
-  document.getElementById("workbench-layer")?.remove();
-  const layer = document.createElement("div");
-  layer.id = "workbench-layer";
-  document.body.append(layer);
-  const close = () => {
-    render(null, layer);
-    layer.remove();
-  };
-  render(<Workbench workspace={workspace} control={control} onClose={close} />, layer);
-}
+/** A workspace's "Files" view beside its panels: its project's tree, Git and editor. */
+workspaceViews.set("files", {
+  label: "Files",
+  component: ({ workspace }: WorkspaceViewProps) => (
+    <Workbench key={workspace.workspaceId} workspace={workspace} control={control} />
+  ),
+});

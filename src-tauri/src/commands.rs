@@ -13,9 +13,6 @@ use crate::Desktop;
 /// How much earlier output a panel replays when it opens, so the person sees the screen.
 const REPLAY_BYTES: u64 = 256 * 1024;
 
-/// How often a watched browser panel's view is taken again (it is sent only when it changed).
-const BROWSER_VIEW_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
-
 /// The JPEG quality of a browser panel's view: enough to read a page, light to send.
 const BROWSER_VIEW_QUALITY: u8 = 70;
 
@@ -39,10 +36,22 @@ pub fn app_info(desktop: State<'_, Desktop>) -> Value {
     })
 }
 
-/// Streams the window's overview (pairings, decisions, workspaces, feed) whenever it changes.
+/// Streams the window's overview (pairings, decisions, workspaces, feed): all of it once, then
+/// the parts that changed.
 #[tauri::command]
 pub fn watch(desktop: State<'_, Desktop>, channel: Channel<Value>) {
     crate::watch::overview(desktop.lomi.clone(), desktop.front.clone(), channel);
+}
+
+/// How many times the overview's parts were read and how many messages went to the window
+/// since Lomi started: a test checks that both stay still while nothing changes.
+#[tauri::command]
+pub fn overview_stats() -> Value {
+    use std::sync::atomic::Ordering;
+    json!({
+        "reads": crate::watch::OVERVIEW_READS.load(Ordering::Relaxed),
+        "messages": crate::watch::OVERVIEW_MESSAGES.load(Ordering::Relaxed),
+    })
 }
 
 /// Streams a terminal panel's output (raw bytes) until the panel ends or the window drops the
@@ -120,47 +129,35 @@ pub fn android_capture(
         .ok_or_else(|| format!("no capture of panel {panel_id} yet"))
 }
 
-/// Streams a browser panel's view — its active tab's address and title and a JPEG of the
-/// viewport — now and whenever it changes, while the window is shown, until the panel's browser
-/// ends or the window drops the channel. Answers false when the panel has no browser running.
+/// Streams a browser panel's view — its active tab's address and title and JPEG frames of the
+/// viewport as Chromium paints them (a screencast: a still page sends nothing) — until the
+/// panel's browser ends (then `{"ended": true}`) or the window drops the channel. Answers
+/// false when the panel has no browser running.
 #[tauri::command]
-pub async fn browser_watch(
-    app: tauri::AppHandle,
+pub fn browser_watch(
+    desktop: State<'_, Desktop>,
     panel_id: PanelId,
     channel: Channel<Value>,
 ) -> bool {
-    use tauri::Manager;
-    let browsers = app.state::<Desktop>().lomi.browsers.clone();
-    let Some(first) = browsers.preview(&panel_id, BROWSER_VIEW_QUALITY).await else {
+    let browsers = desktop.lomi.browsers.clone();
+    if !browsers.runs(&panel_id) {
         return false;
-    };
-    let mut last = json!(first);
-    if channel.send(last.clone()).is_err() {
-        return true;
     }
+    let (views_tx, mut views) = tokio::sync::mpsc::channel(4);
     tauri::async_runtime::spawn(async move {
-        loop {
-            tokio::time::sleep(BROWSER_VIEW_EVERY).await;
-            let shown = app
-                .get_webview_window("main")
-                .is_some_and(|w| w.is_visible().unwrap_or(true));
-            if !shown {
-                continue;
-            }
-            let now = match browsers.preview(&panel_id, BROWSER_VIEW_QUALITY).await {
-                Some(preview) => json!(preview),
-                None => json!({ "ended": true }),
-            };
-            let ended = now.get("ended").is_some();
-            if now != last {
-                if channel.send(now.clone()).is_err() {
-                    return;
-                }
-                last = now;
-            }
-            if ended {
+        browsers
+            .watch_view(&panel_id, BROWSER_VIEW_QUALITY, &views_tx)
+            .await;
+    });
+    tauri::async_runtime::spawn(async move {
+        while let Some(view) = views.recv().await {
+            if channel.send(json!(view)).is_err() {
                 return;
             }
+        }
+        // The watch ended: the panel's browser is gone.
+        if let Err(error) = channel.send(json!({ "ended": true })) {
+            tracing::debug!("browser view: {error}");
         }
     });
     true

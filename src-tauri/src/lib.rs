@@ -156,6 +156,7 @@ fn start(args: Args) -> anyhow::Result<ExitCode> {
         .invoke_handler(tauri::generate_handler![
             commands::control,
             commands::watch,
+            commands::overview_stats,
             commands::terminal_attach,
             commands::terminal_input,
             commands::app_info,

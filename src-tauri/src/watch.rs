@@ -1,27 +1,39 @@
-//! What the window watches: the overview stream (over a Tauri channel), native notifications
-//! for new pending pairings and decisions and for the store filling up, and requests to show
-//! the window.
+//! What the window watches: the overview (over a Tauri channel), sent part by part as the
+//! broker's change feed says an area changed; native notifications for new pending pairings
+//! and decisions and for the store filling up; and requests to show the window.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use lomi_broker::Broker;
+use lomi_broker::{Broker, Changes};
 use lomi_mcp::control::{self, ControlRequest, Front};
 use lomi_protocol::tools::session::PairingState;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Manager};
 use tauri_plugin_notification::NotificationExt;
+use tokio::time::Instant;
 
-/// How often the broker's state is compared with what the window last saw.
-const POLL: Duration = Duration::from_millis(250);
+/// After a change, how long more changes are gathered into the same message: an agent's call
+/// moves several areas at once (a receipt, a decision, its pairing's activity).
+const GATHER: Duration = Duration::from_millis(30);
 
-/// The store's status is read every this many polls (once a second): it counts every table,
-/// the history too, which grows without a cap.
-const STORE_EVERY: u64 = 4;
+/// The store's status counts every table, the history too, which grows without a cap: after an
+/// operation it is read at most this often.
+const STORE_AT_MOST_EVERY: Duration = Duration::from_secs(2);
+
+/// With nothing happening, the store's status is still read this often: a disk can fill up
+/// with no operation running (it is sent only if it changed).
+const STORE_QUIET_EVERY: Duration = Duration::from_secs(30);
 
 /// How many operations the feed shows.
 const FEED_LIMIT: usize = 50;
+
+/// How many times the overview's parts (other than the store's status) were read, and how many
+/// messages went to windows: how a test tells that nothing is rebuilt while nothing changes.
+pub static OVERVIEW_READS: AtomicU64 = AtomicU64::new(0);
+pub static OVERVIEW_MESSAGES: AtomicU64 = AtomicU64::new(0);
 
 /// True while some agent is paired (approved) or waiting for approval: closing the window
 /// then keeps Lomi in the tray.
@@ -32,67 +44,175 @@ pub fn agents_paired(broker: &Broker) -> bool {
         .any(|p| matches!(p.state, PairingState::Approved | PairingState::Pending))
 }
 
-/// Everything the main window shows, in one value: each part is the same envelope the
-/// matching control request answers (`store` is the last `storeStatus`, read less often).
-fn snapshot(lomi: &lomi_mcp::Lomi, front: &Front, store: &Value) -> Value {
-    let broker = &lomi.broker;
-    let ask = |request| control::handle(broker, front, request);
-    let workspaces = ask(ControlRequest::WorkspaceList {});
-    let panels: serde_json::Map<String, Value> = broker
-        .workspaces()
-        .iter()
-        .map(|w| {
-            (
-                w.id.to_string(),
-                ask(ControlRequest::PanelList {
-                    workspace_id: w.id.clone(),
-                }),
-            )
-        })
-        .collect();
-    // Android panels show the latest capture an agent took: its sequence says when to fetch.
-    let captures: serde_json::Map<String, Value> = broker
-        .workspaces()
-        .iter()
-        .flat_map(|w| broker.panels_for_person(&w.id))
-        .filter_map(|panel| {
-            lomi.android
-                .latest_capture(&panel.panel_id)
-                .map(|c| (panel.panel_id.to_string(), json!(c.sequence)))
-        })
-        .collect();
-    json!({
-        "captures": captures,
-        "pairings": ask(ControlRequest::PairingList {}),
-        "decisions": ask(ControlRequest::DecisionList {}),
-        "workspaces": workspaces,
-        "panels": panels,
-        "feed": ask(ControlRequest::Feed { limit: FEED_LIMIT }),
-        "policy": ask(ControlRequest::PolicyList {}),
-        // Settings → the sections with their revisions (never a provider key).
-        "settings": ask(ControlRequest::SettingsGet { section: None }),
-        // Settings → Storage and the window's "store almost full" notice read this.
-        "store": store,
-    })
+/// One part of the overview: each is the same envelope the matching control request answers,
+/// except `panels` (workspace id → its `panelList`) and `captures` (Android panel id → its
+/// latest capture's sequence, which says when to fetch it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    Workspaces,
+    Panels,
+    Captures,
+    Pairings,
+    Decisions,
+    Feed,
+    Policy,
+    Settings,
 }
 
-/// Sends the overview now and again whenever it changes, until the window drops the channel.
+impl Part {
+    const ALL: [Part; 8] = [
+        Part::Workspaces,
+        Part::Panels,
+        Part::Captures,
+        Part::Pairings,
+        Part::Decisions,
+        Part::Feed,
+        Part::Policy,
+        Part::Settings,
+    ];
+
+    fn key(self) -> &'static str {
+        match self {
+            Part::Workspaces => "workspaces",
+            Part::Panels => "panels",
+            Part::Captures => "captures",
+            Part::Pairings => "pairings",
+            Part::Decisions => "decisions",
+            Part::Feed => "feed",
+            Part::Policy => "policy",
+            Part::Settings => "settings",
+        }
+    }
+
+    /// Whether this part may differ after the areas that moved from `before` to `now`.
+    fn touched(self, before: &Changes, now: &Changes) -> bool {
+        let domain = before.domain != now.domain;
+        let panels = before.panels != now.panels;
+        let operations = before.operations != now.operations;
+        let activity = before.activity != now.activity;
+        match self {
+            // Workspace names show in the feed and the decisions.
+            Part::Workspaces | Part::Policy | Part::Settings => domain,
+            Part::Panels | Part::Captures => domain || panels,
+            Part::Pairings => domain || activity,
+            Part::Decisions | Part::Feed => domain || operations,
+        }
+    }
+
+    fn read(self, lomi: &lomi_mcp::Lomi, front: &Front) -> Value {
+        OVERVIEW_READS.fetch_add(1, Ordering::Relaxed);
+        let broker = &lomi.broker;
+        let ask = |request| control::handle(broker, front, request);
+        match self {
+            Part::Workspaces => ask(ControlRequest::WorkspaceList {}),
+            Part::Panels => Value::Object(
+                broker
+                    .workspaces()
+                    .iter()
+                    .map(|w| {
+                        let panels = ask(ControlRequest::PanelList {
+                            workspace_id: w.id.clone(),
+                        });
+                        (w.id.to_string(), panels)
+                    })
+                    .collect(),
+            ),
+            Part::Captures => Value::Object(
+                broker
+                    .workspaces()
+                    .iter()
+                    .flat_map(|w| broker.panels_for_person(&w.id))
+                    .filter_map(|panel| {
+                        lomi.android
+                            .latest_capture(&panel.panel_id)
+                            .map(|c| (panel.panel_id.to_string(), json!(c.sequence)))
+                    })
+                    .collect(),
+            ),
+            Part::Pairings => ask(ControlRequest::PairingList {}),
+            Part::Decisions => ask(ControlRequest::DecisionList {}),
+            Part::Feed => ask(ControlRequest::Feed { limit: FEED_LIMIT }),
+            Part::Policy => ask(ControlRequest::PolicyList {}),
+            // Settings → the sections with their revisions (never a provider key).
+            Part::Settings => ask(ControlRequest::SettingsGet { section: None }),
+        }
+    }
+}
+
+/// When the store's status is read next: soon after operations moved (but not more often than
+/// [`STORE_AT_MOST_EVERY`]), else after [`STORE_QUIET_EVERY`].
+struct StoreClock {
+    last: Instant,
+    due: Instant,
+}
+
+impl StoreClock {
+    fn new(now: Instant) -> StoreClock {
+        StoreClock {
+            last: now,
+            due: now + STORE_QUIET_EVERY,
+        }
+    }
+
+    fn operations_moved(&mut self) {
+        self.due = self.due.min(self.last + STORE_AT_MOST_EVERY);
+    }
+
+    fn read(&mut self, now: Instant) {
+        self.last = now;
+        self.due = now + STORE_QUIET_EVERY;
+    }
+}
+
+/// Sends the whole overview once, then, each time the broker's change feed moves, the parts
+/// that changed (an object with only those keys; `store` is the last `storeStatus`), until the
+/// window drops the channel. Nothing is read while nothing changes.
 pub fn overview(lomi: lomi_mcp::Lomi, front: Front, channel: Channel<Value>) {
     tauri::async_runtime::spawn(async move {
-        let mut last = Value::Null;
-        let mut store = Value::Null;
-        for tick in 0u64.. {
-            if tick % STORE_EVERY == 0 {
-                store = control::handle(&lomi.broker, &front, ControlRequest::StoreStatus {});
+        let mut feed = lomi.broker.changes();
+        let mut before = *feed.borrow_and_update();
+        let mut sent = Map::new();
+        let mut store_clock = StoreClock::new(Instant::now());
+        let mut first = true;
+        loop {
+            let now = *feed.borrow_and_update();
+            let mut delta = Map::new();
+            for part in Part::ALL {
+                if first || part.touched(&before, &now) {
+                    let value = part.read(&lomi, &front);
+                    if sent.get(part.key()) != Some(&value) {
+                        delta.insert(part.key().to_owned(), value);
+                    }
+                }
             }
-            let now = snapshot(&lomi, &front, &store);
-            if now != last {
-                if channel.send(now.clone()).is_err() {
+            if before.operations != now.operations {
+                store_clock.operations_moved();
+            }
+            if first || Instant::now() >= store_clock.due {
+                store_clock.read(Instant::now());
+                let store = control::handle(&lomi.broker, &front, ControlRequest::StoreStatus {});
+                if sent.get("store") != Some(&store) {
+                    delta.insert("store".to_owned(), store);
+                }
+            }
+            before = now;
+            first = false;
+            if !delta.is_empty() {
+                sent.extend(delta.clone());
+                OVERVIEW_MESSAGES.fetch_add(1, Ordering::Relaxed);
+                if channel.send(Value::Object(delta)).is_err() {
                     return;
                 }
-                last = now;
             }
-            tokio::time::sleep(POLL).await;
+            tokio::select! {
+                changed = feed.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(GATHER).await;
+                }
+                () = tokio::time::sleep_until(store_clock.due) => {}
+            }
         }
     });
 }
@@ -159,14 +279,19 @@ fn write_failure_notice(failure: &Value) -> (String, String) {
 /// are refused then, as they wait for a decision.
 pub fn notifications(app: AppHandle) {
     tauri::async_runtime::spawn(async move {
+        let (broker, front) = {
+            let desktop = app.state::<crate::Desktop>();
+            (desktop.broker().clone(), desktop.front.clone())
+        };
+        let mut feed = broker.changes();
+        let mut before = *feed.borrow_and_update();
         let mut seen: HashSet<String> = HashSet::new();
         let mut store_level = 0;
         let mut writes_failing = false;
-        for tick in 0u64.. {
-            let (broker, front) = {
-                let desktop = app.state::<crate::Desktop>();
-                (desktop.broker().clone(), desktop.front.clone())
-            };
+        let mut store_clock = StoreClock::new(Instant::now());
+        let mut first = true;
+        loop {
+            let now = *feed.borrow_and_update();
             let mut fresh = Vec::new();
             for pairing in broker.pairing_list() {
                 if pairing.state == PairingState::Pending
@@ -190,7 +315,11 @@ pub fn notifications(app: AppHandle) {
                 }
             }
             let mut show = !fresh.is_empty();
-            if tick % STORE_EVERY == 0 {
+            if before.operations != now.operations {
+                store_clock.operations_moved();
+            }
+            if first || Instant::now() >= store_clock.due {
+                store_clock.read(Instant::now());
                 let status = control::handle(&broker, &front, ControlRequest::StoreStatus {});
                 let level = status["data"]["warningLevel"].as_str().unwrap_or("none");
                 let rank = STORE_LEVELS.iter().position(|l| *l == level).unwrap_or(0);
@@ -209,13 +338,23 @@ pub fn notifications(app: AppHandle) {
                 }
                 writes_failing = failure.is_object();
             }
+            before = now;
+            first = false;
             if show {
                 show_window(&app);
             }
             for (title, body) in fresh {
                 notify(&app, title, body).await;
             }
-            tokio::time::sleep(POLL).await;
+            tokio::select! {
+                changed = feed.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(GATHER).await;
+                }
+                () = tokio::time::sleep_until(store_clock.due) => {}
+            }
         }
     });
 }

@@ -778,7 +778,10 @@ def editor_text(window) -> str:
 def open_files(desktop: Desktop, workspace_id: str) -> None:
     window = desktop.window
     assert window is not None
-    window.click_on(f'.workspace-panels[data-workspace-id="{workspace_id}"] .open-files')
+    # The workspace chosen in the sidebar, then its "Files" view beside its panels.
+    window.click_on(f'#sidebar .workspace-item[data-workspace-id="{workspace_id}"]')
+    window.wait_for(f'#workspace[data-workspace-id="{workspace_id}"]')
+    window.click_on("#workspace-view-files")
     window.wait_for(".workbench .file-tree")
 
 
@@ -924,12 +927,113 @@ async def test_an_agents_new_file_shows_in_the_tree_and_the_person_commits_it(de
     wait_until(lambda: window.find_all(".git-list.staged .git-row", deadline=0.2) == [], "the staged list emptied")
     desktop.screenshot("git-after-commit.png")
 
-    # Closed and opened again, the tree is live still: a terminal's new file shows in it and
-    # in the Git view.
-    window.click_on(".close-workbench")
+    # Left for the panels and opened again, the tree is live still: a terminal's new file
+    # shows in it and in the Git view.
+    window.click_on("#workspace-view-panels")
     window.wait_gone(".workbench")
     open_files(desktop, w["workspaceId"])
     window.wait_for('.tree-row.file[data-path="README.md"]')
     (project / "later.txt").write_text("written by a terminal\n")
     window.wait_for('.tree-row.file[data-path="later.txt"]')
     window.wait_for('.git-list.unstaged .git-row[data-path="later.txt"]')
+
+
+def groups_in(window, split: str) -> list[str]:
+    """The panels of each tab group directly in the split `split`, in order."""
+    return window.script(
+        "return [...document.querySelectorAll(`.split${arguments[0]} > .tab-group`)].map((g) => g.dataset.groupPanels)",
+        split,
+    )
+
+
+def overview_stats(window) -> tuple[int, int, int]:
+    """(messages the page received, overview parts the app read, messages it sent)."""
+    window.script(
+        "window.__TAURI_INTERNALS__.invoke('overview_stats').then((s) => { window.lomiStats = s; });"
+        " window.lomiStats = null; return true"
+    )
+    wait_until(lambda: window.script("return window.lomiStats !== null"), "overview_stats")
+    stats = window.script("return window.lomiStats")
+    return window.script("return window.lomiWindow.overviewMessages"), stats["reads"], stats["messages"]
+
+
+async def test_the_person_splits_a_workspace_and_the_agents_layout_updates_compare_revisions(
+    desktop: Desktop, tmp_path: Path
+):
+    """The person splits two panels of one tab group side by side in the window: the layout is
+    the workspace's, so the revision moves; the agent's update from the old revision is refused,
+    its fresh one rearranges the window at once. Meanwhile, with nothing happening, the window
+    is sent nothing and nothing is read for it (no periodic rebuild of the overview)."""
+    desktop.start()
+    window = desktop.window
+    assert window is not None
+    a, token, mcp = one_workspace_agent(desktop, "Layout workspace", "Layout agent", tmp_path / "project-a")
+    async with mcp.session(token=token) as agent:
+        epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
+        panels = []
+        for n in range(2):
+            revision = (await agent.ok("lomi_panel_list", {"workspaceId": a["workspaceId"]}))["domainRevision"]
+            created = await agent.ok("lomi_terminal_create", {
+                "workspaceId": a["workspaceId"], "cwdRelative": "", "title": f"Shell {n + 1}",
+                "expectedRevision": revision, "retryEpoch": epoch, "requestKey": f"term-{n}",
+            })
+            panels.append((await agent.settle(created["operationId"]))["result"]["panelId"])
+        one, two = panels
+        # Both in one tab group; the first shows.
+        window.wait_for(f'.tab-group[data-group-panels="{one} {two}"]')
+        window.wait_for(f'.terminal-panel[data-panel-id="{one}"] .xterm-rows')
+        desktop.screenshot("workspace-tabs.png")
+        listed = (await agent.ok("lomi_workspace_list", {}))["workspaces"][0]
+        before = listed["domainRevision"]
+        assert listed["layout"] == {"tabs": {"panels": [one, two]}}, dump(listed)
+
+        # The person splits the shown panel out to the right.
+        window.click_on(f'.tab-group[data-group-panels="{one} {two}"] .split-right')
+        window.wait_for(".split.split-row")
+        assert groups_in(window, ".split-row") == [two, one]
+        listed = (await agent.ok("lomi_workspace_list", {}))["workspaces"][0]
+        assert int(listed["domainRevision"]) == int(before) + 1, dump(listed)
+        assert listed["layout"] == {"split": {"direction": "row", "children": [
+            {"tabs": {"panels": [two]}}, {"tabs": {"panels": [one]}}]}}, dump(listed)
+        assert listed["panelOrder"] == [two, one], dump(listed)
+        desktop.screenshot("workspace-split.png")
+
+        # The agent's change from the revision before the person's is refused.
+        stacked = {"split": {"direction": "column", "children": [
+            {"tabs": {"panels": [one]}}, {"tabs": {"panels": [two]}}]}}
+        await agent.error("lomi_workspace_update", {
+            "workspaceId": a["workspaceId"], "expectedRevision": before, "retryEpoch": epoch,
+            "requestKey": "stack-stale", "change": {"layout": {"root": stacked}},
+        }, "REVISION_MISMATCH")
+        assert window.find_all(".split.split-row"), "the person's layout stays"
+        # A layout that leaves a panel out is refused with what to fix.
+        missing = await agent.error("lomi_workspace_update", {
+            "workspaceId": a["workspaceId"], "expectedRevision": listed["domainRevision"], "retryEpoch": epoch,
+            "requestKey": "stack-missing", "change": {"layout": {"root": {"tabs": {"panels": [one]}}}},
+        }, "INVALID_ARGUMENT")
+        assert f"leaves out panel {two}" in missing["message"], dump(missing)
+
+        # From the fresh revision it goes through and the window shows it at once.
+        answer = await agent.ok("lomi_workspace_update", {
+            "workspaceId": a["workspaceId"], "expectedRevision": listed["domainRevision"], "retryEpoch": epoch,
+            "requestKey": "stack-fresh", "change": {"layout": {"root": stacked}},
+        })
+        assert (await agent.settle(answer["operationId"]))["state"] == "succeeded"
+        window.wait_for(".split.split-column")
+        assert groups_in(window, ".split-column") == [one, two]
+        window.wait_for(f'.terminal-panel[data-panel-id="{two}"] .xterm-rows')
+        desktop.screenshot("workspace-agent-layout.png")
+
+        # The operation view: the agent's layout change, its receipt opened from its row.
+        window.click_on(f'#feed tr.state-succeeded[data-operation-id="{answer["operationId"]}"] td code')
+        window.wait_for(f'#receipt[data-receipt-id="{answer["operationId"]}"]')
+        assert "complete" in window.text_of("#receipt .effect-state")
+        timeline = window.script("return [...document.querySelectorAll('#receipt .timeline li')].map((li) => li.dataset.state)")
+        assert timeline[-1] == "succeeded" and len(timeline) >= 2, timeline
+        desktop.screenshot("operations-receipt.png")
+
+    # Nothing happens now: no message reaches the page and nothing is read for it.
+    time.sleep(1.0)
+    first = overview_stats(window)
+    time.sleep(5.0)
+    assert overview_stats(window) == first, "the overview was read or sent while nothing changed"

@@ -124,6 +124,8 @@ async def test_restart_leaves_waiting_operation_outcome_unknown(lomi, workspaces
     shown = lomi.cli("operation", "show", operation_id)
     assert (shown["state"], shown["effectState"]) == ("outcome_unknown", "unknown"), dump(shown)
     assert shown["settledAt"] is not None, dump(shown)
+    # What to look at before doing anything again, for a workspace change.
+    assert "lomi_workspace_list" in shown["recovery"], dump(shown)
     listed = [o for o in lomi.cli("operation", "list") if o["operationId"] == operation_id]
     assert len(listed) == 1 and listed[0]["state"] == "outcome_unknown", dump(listed)
     unchanged = lomi.workspace(a["workspaceId"])

@@ -1143,6 +1143,8 @@ impl AndroidPanels {
                 },
             );
         }
+        // The person's window shows the latest capture.
+        self.broker.note_change(lomi_broker::Area::Panels);
         // What the image's pixels are measured against: the clip, or the whole screen.
         let source_width = match &input.clip {
             Some(clip) => clip.width,

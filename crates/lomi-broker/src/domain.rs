@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use lomi_protocol::tools::layout::LayoutNode;
 use lomi_protocol::tools::session::{PairingState, ProjectView, WorkspaceView};
 use lomi_protocol::{
     DomainRevision, Family, PairingId, PanelId, ProjectId, Timestamp, Tool, WorkspaceId,
@@ -32,7 +33,11 @@ pub struct Workspace {
     pub name: String,
     pub revision: DomainRevision,
     pub projects: Vec<Project>,
-    pub panel_order: Vec<PanelId>,
+    /// How the open panels are arranged; `None` while none is open. Panels do not survive a
+    /// restart, so neither does this (the field is still read from older `domain.json` files
+    /// that kept a flat `panelOrder`, which is ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<LayoutNode>,
     /// The person chose that this workspace's browser panels keep one persistent Chromium
     /// profile (`browser-profiles/<workspaceId>` in the data dir) instead of a fresh one each.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -197,13 +202,22 @@ impl Default for Policy {
 }
 
 impl Workspace {
+    /// The open panels in layout order.
+    pub fn panel_order(&self) -> Vec<PanelId> {
+        self.layout
+            .as_ref()
+            .map(LayoutNode::leaves)
+            .unwrap_or_default()
+    }
+
     pub fn view(&self) -> WorkspaceView {
         WorkspaceView {
             workspace_id: self.id.clone(),
             name: self.name.clone(),
             domain_revision: self.revision,
             projects: self.projects.iter().map(Project::view).collect(),
-            panel_order: self.panel_order.clone(),
+            panel_order: self.panel_order(),
+            layout: self.layout.clone(),
             persistent_browser_profile: self.persistent_browser_profile,
         }
     }

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use base64::Engine as _;
 use futures_util::future::BoxFuture;
 use lomi_protocol::effect::{MAX_EFFECT_TEXT_BYTES, bounded};
-use lomi_protocol::tools::session::{WorkspaceChange, WorkspaceChangeArguments};
+use lomi_protocol::tools::layout::{LayoutNode, SplitDirection};
+use lomi_protocol::tools::session::{LayoutChange, WorkspaceChange, WorkspaceChangeArguments};
 use lomi_protocol::{
     ConversationId, DocumentId, DraftRevision, Effect, EffectDetail, Fact, PairingId, PanelId,
     ProjectId, Tool, WorkspaceId,
@@ -567,9 +568,8 @@ impl Broker {
                 format!("Rename the workspace {name} to {}", rename.name),
                 vec![fact("From", name), fact("To", rename.name)],
             ),
-            WorkspaceChange::Layout(layout) => {
-                let order: Vec<String> = layout
-                    .panel_order
+            WorkspaceChange::Layout(LayoutChange::PanelOrder(order)) => {
+                let order: Vec<String> = order
                     .iter()
                     .map(|panel| self.panel_title(asked.caller, panel, panel.as_str()))
                     .collect();
@@ -577,6 +577,43 @@ impl Broker {
                     format!("Rearrange the panels of the workspace {name}"),
                     vec![fact("New order", order.join(", "))],
                 )
+            }
+            WorkspaceChange::Layout(LayoutChange::Root(root)) => self::change(
+                format!("Rearrange the panels of the workspace {name}"),
+                vec![fact(
+                    "New arrangement",
+                    self.arrangement(asked.caller, &root),
+                )],
+            ),
+        }
+    }
+
+    /// A layout in words: "the terminal \"A\" beside (the browser \"B\" above the terminal
+    /// \"C\")", tab groups as "tabs: …".
+    fn arrangement(&self, caller: &PairingId, node: &LayoutNode) -> String {
+        match node {
+            LayoutNode::Tabs(tabs) => {
+                let titles: Vec<String> = tabs
+                    .panels
+                    .iter()
+                    .map(|panel| self.panel_title(caller, panel, panel.as_str()))
+                    .collect();
+                match titles.as_slice() {
+                    [one] => one.clone(),
+                    _ => format!("tabs: {}", titles.join(", ")),
+                }
+            }
+            LayoutNode::Split(split) => {
+                let joint = match split.direction {
+                    SplitDirection::Row => " beside ",
+                    SplitDirection::Column => " above ",
+                };
+                let parts: Vec<String> = split
+                    .children
+                    .iter()
+                    .map(|child| format!("({})", self.arrangement(caller, child)))
+                    .collect();
+                parts.join(joint)
             }
         }
     }

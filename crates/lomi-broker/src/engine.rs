@@ -333,7 +333,11 @@ impl Broker {
             Some(_) => self.inner.store.reserve_running(&request),
             None => self.inner.store.reserve(&request),
         })
-        .map_err(store_error)?;
+        .map_err(|error| {
+            // A store that cannot write is news for the person's window too.
+            self.note_change(crate::Area::Operations);
+            store_error(error)
+        })?;
         let receipt = reservation.receipt;
         if !reservation.created {
             return Ok(receipt.operation_id);
@@ -376,6 +380,8 @@ impl Broker {
                 progress: None,
             },
         );
+        // A new receipt (and perhaps a decision waiting for the person).
+        self.note_change(crate::Area::Operations);
         let broker = self.clone();
         let id = receipt.operation_id.clone();
         let target = Target {
@@ -388,6 +394,7 @@ impl Broker {
                 .run(id.clone(), target, gate, held, cancel, work)
                 .await;
             broker.live().remove(&id);
+            broker.note_change(crate::Area::Operations);
             let _settled = settled_tx.send(true);
         });
         let mut tasks = self.tasks();
@@ -620,6 +627,8 @@ impl Broker {
         outcome: Option<Outcome>,
     ) -> Result<Receipt, StoreError> {
         let result = waiting_on_disk(|| self.inner.store.transition(id, from, to, effect, outcome));
+        // Moved, or the store could not write: either is news for the person's window.
+        self.note_change(crate::Area::Operations);
         if let Err(error) = &result
             && !matches!(error, StoreError::StateMismatch { .. })
         {

@@ -2,6 +2,7 @@
 //! retry epochs and the operation engine every mutation goes through. Front doors (MCP, the
 //! command line, the desktop window) call its API; it knows nothing of their protocols.
 
+mod changes;
 mod chat;
 mod domain;
 mod effect;
@@ -24,6 +25,7 @@ use std::time::Duration;
 use lomi_protocol::{BrokerInstanceId, ErrorCode, ToolError};
 use lomi_store::{Clock, Store, StoreError, StoreOptions};
 
+pub use changes::{Area, Changes};
 pub use domain::{Credential, Domain, Pairing, Policy, Project, Workspace};
 
 /// Checks a display name (1 to 120 characters, no control characters).
@@ -127,6 +129,8 @@ struct Inner {
     oauth: Mutex<oauth::OAuthState>,
     /// What effects are read through (`effect.rs`); the host sets it.
     sight: Mutex<Option<Arc<dyn effect::Sight>>>,
+    /// The change feed (`changes.rs`).
+    changes: tokio::sync::watch::Sender<changes::Changes>,
 }
 
 impl Broker {
@@ -146,8 +150,7 @@ impl Broker {
         // of the workspace's domain and so of its revision.
         let mut dropped = false;
         for workspace in &mut domain.workspaces {
-            if !workspace.panel_order.is_empty() {
-                workspace.panel_order.clear();
+            if workspace.layout.take().is_some() {
                 workspace.revision = workspace.revision.next();
                 dropped = true;
             }
@@ -181,6 +184,7 @@ impl Broker {
                 families_changed: tokio::sync::watch::Sender::new(0),
                 oauth: Mutex::new(oauth::OAuthState::default()),
                 sight: Mutex::new(None),
+                changes: tokio::sync::watch::Sender::new(changes::Changes::default()),
             }),
         })
     }

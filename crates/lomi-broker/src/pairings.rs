@@ -66,6 +66,8 @@ impl Broker {
         crate::settings::Settings::note_changes(&domain, &mut next);
         self.save(&next)?;
         *domain = next;
+        drop(domain);
+        self.note_change(crate::Area::Domain);
         Ok(value)
     }
 
@@ -236,6 +238,7 @@ impl Broker {
                 let grants = pairing.grants.clone();
                 drop(domain);
                 self.activity().insert(id.clone(), self.now());
+                self.note_change(crate::Area::Activity);
                 Ok(grants)
             }
             PairingState::Pending => Err(ToolError::new(

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 
+use lomi_protocol::tools::layout::{LayoutNode, LayoutTabs};
 use lomi_protocol::tools::operations::PanelEvent;
 use lomi_protocol::tools::session::{PanelKind, PanelView};
 use lomi_protocol::tools::terminal::{LeaseReleased, LeaseView};
@@ -16,6 +17,7 @@ use lomi_protocol::{
 use serde_json::Value;
 
 use crate::Broker;
+use crate::domain::Workspace;
 
 /// How many earlier inputs a lease remembers for duplicate detection.
 const SEQUENCE_MEMORY: usize = 256;
@@ -126,7 +128,7 @@ impl Broker {
             .workspaces
             .iter()
             .find(|w| &w.id == workspace)
-            .map(|w| w.panel_order.clone())
+            .map(Workspace::panel_order)
             .unwrap_or_default();
         self.workspace_panels(workspace, &order)
     }
@@ -151,7 +153,12 @@ impl Broker {
             if workspace.revision != expected {
                 return Err(crate::session::revision_mismatch(workspace));
             }
-            workspace.panel_order.push(id.clone());
+            workspace.layout = Some(match workspace.layout.take() {
+                Some(layout) => layout.with_panel(id.clone()),
+                None => LayoutNode::Tabs(LayoutTabs {
+                    panels: vec![id.clone()],
+                }),
+            });
             workspace.revision = workspace.revision.next();
             Ok(workspace.revision)
         })?;
@@ -195,7 +202,7 @@ impl Broker {
             {
                 return Err(crate::session::revision_mismatch(workspace));
             }
-            workspace.panel_order.retain(|p| p != id);
+            workspace.layout = workspace.layout.take().and_then(|l| l.without_panel(id));
             workspace.revision = workspace.revision.next();
             Ok(workspace.revision)
         })?;
@@ -213,6 +220,7 @@ impl Broker {
         let mut panels = self.panels();
         if let Some(record) = panels.records.get_mut(id) {
             record.generation = generation.clone();
+            self.note_change(crate::Area::Panels);
         }
         for lease in panels.leases.values_mut().filter(|l| &l.panel == id) {
             if Some(&lease.generation) != generation.as_ref() {

@@ -4,13 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
+use lomi_protocol::tools::layout::{LayoutNode, MAX_LAYOUT_DEPTH};
 use lomi_protocol::tools::operations::{
     EventPage, EventsReadInput, OperationEvent, OperationGetInput, OperationView, StoreStatusView,
     StoreWarningLevel,
 };
 use lomi_protocol::tools::session::{
-    ConnectInput, Connection, PanelList, PanelListInput, WorkspaceChange, WorkspaceList,
-    WorkspaceUpdateInput, WorkspaceUpdateResult,
+    ConnectInput, Connection, LayoutChange, PanelList, PanelListInput, WorkspaceChange,
+    WorkspaceList, WorkspaceUpdateInput, WorkspaceUpdateResult, WorkspaceView,
 };
 use lomi_protocol::{
     ConnectionId, EffectState, ErrorCode, OperationId, PairingId, ProjectId, RetryEpoch, Tool,
@@ -71,7 +72,7 @@ impl Broker {
         input: &PanelListInput,
     ) -> Result<PanelList, ToolError> {
         let workspace = self.granted_workspace(caller, &input.workspace_id)?;
-        let panels = self.workspace_panels(&workspace.id, &workspace.panel_order);
+        let panels = self.workspace_panels(&workspace.id, &workspace.panel_order());
         Ok(PanelList {
             workspace_id: workspace.id,
             domain_revision: workspace.revision,
@@ -179,10 +180,18 @@ impl Broker {
             WorkspaceChange::Rename(rename) => {
                 check_name("name", &rename.name).map_err(ToolError::invalid)?
             }
-            WorkspaceChange::Layout(layout) => {
+            WorkspaceChange::Layout(LayoutChange::PanelOrder(order)) => {
                 let mut seen = std::collections::HashSet::new();
-                if let Some(dup) = layout.panel_order.iter().find(|p| !seen.insert(*p)) {
+                if let Some(dup) = order.iter().find(|p| !seen.insert(*p)) {
                     return Err(ToolError::invalid(format!("panelOrder names {dup} twice")));
+                }
+            }
+            WorkspaceChange::Layout(LayoutChange::Root(root)) => {
+                if root.depth() > MAX_LAYOUT_DEPTH {
+                    return Err(ToolError::invalid(format!(
+                        "layout nests {} levels deep; at most {MAX_LAYOUT_DEPTH}",
+                        root.depth()
+                    )));
                 }
             }
         }
@@ -202,13 +211,13 @@ impl Broker {
         };
         let check_id = workspace_id.clone();
         let layout = match &input.change {
-            WorkspaceChange::Layout(layout) => Some(layout.panel_order.clone()),
+            WorkspaceChange::Layout(layout) => Some(layout.clone()),
             WorkspaceChange::Rename(_) => None,
         };
         let check = move |broker: &Broker, (): &()| {
             broker.check_revision(&check_id, expected)?;
             match &layout {
-                Some(order) => broker.check_panel_order(&check_id, order),
+                Some(layout) => broker.check_layout(&check_id, layout).map(|_| ()),
                 None => Ok(()),
             }
         };
@@ -219,43 +228,42 @@ impl Broker {
             Confirmation::Policy,
             async { Ok(()) },
             check,
-            move |(), context| {
-                async move {
-                    let broker = context.broker;
-                    let applied = broker.update_domain(|domain| {
-                        let workspace = domain
-                            .workspaces
-                            .iter_mut()
-                            .find(|w| w.id == workspace_id)
-                            .ok_or_else(|| ToolError::not_found(format!("workspace {workspace_id} was removed")))?;
-                        if workspace.revision != expected {
-                            return Err(revision_mismatch(workspace));
-                        }
-                        match &change {
-                            WorkspaceChange::Rename(rename) => workspace.name = rename.name.clone(),
-                            WorkspaceChange::Layout(layout) => {
-                                let mut wanted = layout.panel_order.clone();
-                                let mut have = workspace.panel_order.clone();
-                                wanted.sort();
-                                have.sort();
-                                if wanted != have {
-                                    return Err(ToolError::invalid(
-                                        "panelOrder must name every panel of the workspace exactly once",
-                                    ));
-                                }
-                                workspace.panel_order = layout.panel_order.clone();
-                            }
-                        }
-                        workspace.revision = workspace.revision.next();
-                        Ok(workspace.view())
-                    });
-                    match applied {
-                        Ok(workspace) => match serde_json::to_value(WorkspaceUpdateResult { workspace }) {
-                            Ok(value) => EffectOutcome::Succeeded(value),
-                            Err(e) => EffectOutcome::Unknown { effect: EffectState::Complete, message: e.to_string() },
-                        },
-                        Err(error) => EffectOutcome::Failed { effect: EffectState::None, error },
+            move |(), context| async move {
+                let broker = context.broker;
+                let applied = broker.update_domain(|domain| {
+                    let workspace = domain
+                        .workspaces
+                        .iter_mut()
+                        .find(|w| w.id == workspace_id)
+                        .ok_or_else(|| {
+                            ToolError::not_found(format!("workspace {workspace_id} was removed"))
+                        })?;
+                    if workspace.revision != expected {
+                        return Err(revision_mismatch(workspace));
                     }
+                    match &change {
+                        WorkspaceChange::Rename(rename) => workspace.name = rename.name.clone(),
+                        WorkspaceChange::Layout(layout) => {
+                            workspace.layout = layout_for(workspace, layout)?;
+                        }
+                    }
+                    workspace.revision = workspace.revision.next();
+                    Ok(workspace.view())
+                });
+                match applied {
+                    Ok(workspace) => {
+                        match serde_json::to_value(WorkspaceUpdateResult { workspace }) {
+                            Ok(value) => EffectOutcome::Succeeded(value),
+                            Err(e) => EffectOutcome::Unknown {
+                                effect: EffectState::Complete,
+                                message: e.to_string(),
+                            },
+                        }
+                    }
+                    Err(error) => EffectOutcome::Failed {
+                        effect: EffectState::None,
+                        error,
+                    },
                 }
             },
         )
@@ -301,29 +309,39 @@ impl Broker {
         }
     }
 
-    /// INVALID_ARGUMENT unless `order` names every panel of the workspace exactly once.
-    fn check_panel_order(
+    /// The layout `change` makes of the workspace as it is now, or INVALID_ARGUMENT with what
+    /// to fix.
+    fn check_layout(
         &self,
         id: &WorkspaceId,
-        order: &[lomi_protocol::PanelId],
-    ) -> Result<(), ToolError> {
+        change: &LayoutChange,
+    ) -> Result<Option<LayoutNode>, ToolError> {
         let domain = self.domain();
         let workspace = domain
             .workspaces
             .iter()
             .find(|w| &w.id == id)
             .ok_or_else(|| Self::not_granted(id))?;
-        let mut wanted = order.to_vec();
-        let mut have = workspace.panel_order.clone();
-        wanted.sort();
-        have.sort();
-        if wanted == have {
-            Ok(())
-        } else {
-            Err(ToolError::invalid(
-                "panelOrder must name every panel of the workspace exactly once",
-            ))
-        }
+        layout_for(workspace, change)
+    }
+
+    /// The person rearranged a workspace's panels in the window: compared with the revision
+    /// they arranged from, checked like an agent's change, and the revision moves.
+    pub fn layout_set_by_person(
+        &self,
+        id: &WorkspaceId,
+        expected: lomi_protocol::DomainRevision,
+        root: LayoutNode,
+    ) -> Result<WorkspaceView, ToolError> {
+        self.update_domain(|domain| {
+            let workspace = person_workspace(domain, id)?;
+            if workspace.revision != expected {
+                return Err(revision_mismatch(workspace));
+            }
+            workspace.layout = layout_for(workspace, &LayoutChange::Root(root))?;
+            workspace.revision = workspace.revision.next();
+            Ok(workspace.view())
+        })
     }
 
     /// REVISION_MISMATCH (with the current revision) unless the workspace is at `expected`.
@@ -589,7 +607,7 @@ impl Broker {
                 name: project_name,
                 root,
             }],
-            panel_order: Vec::new(),
+            layout: None,
             persistent_browser_profile: false,
         };
         let mut added = workspace.clone();
@@ -689,11 +707,11 @@ impl Broker {
     pub fn workspace_remove(&self, workspace: &WorkspaceId) -> Result<(), ToolError> {
         self.update_domain(|domain| {
             let target = person_workspace(domain, workspace)?;
-            if !target.panel_order.is_empty() {
+            if target.layout.is_some() {
                 return Err(ToolError::invalid(format!(
                     "workspace {} has {} open panel(s); close them first",
                     target.name,
-                    target.panel_order.len()
+                    target.panel_order().len()
                 )));
             }
             domain.workspaces.retain(|w| &w.id != workspace);
@@ -775,6 +793,35 @@ impl Broker {
             }
             Ok(())
         })
+    }
+}
+
+/// The layout a [`LayoutChange`] makes of `workspace`: a new arrangement of exactly its open
+/// panels, or its arrangement refilled in a new panel order.
+fn layout_for(
+    workspace: &crate::domain::Workspace,
+    change: &LayoutChange,
+) -> Result<Option<LayoutNode>, ToolError> {
+    let open = workspace.panel_order();
+    match change {
+        LayoutChange::Root(root) => {
+            root.check(&open).map_err(ToolError::invalid)?;
+            Ok(Some(root.clone()))
+        }
+        LayoutChange::PanelOrder(order) => {
+            let (mut wanted, mut have) = (order.clone(), open);
+            wanted.sort();
+            have.sort();
+            if wanted != have {
+                return Err(ToolError::invalid(
+                    "panelOrder must name every panel of the workspace exactly once",
+                ));
+            }
+            Ok(workspace
+                .layout
+                .as_ref()
+                .map(|layout| layout.refilled(&mut order.iter().cloned())))
+        }
     }
 }
 

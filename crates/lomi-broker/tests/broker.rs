@@ -1102,11 +1102,7 @@ async fn panels_do_not_survive_a_restart_and_their_leaving_is_a_new_revision() {
         .into_iter()
         .find(|w| w.id == workspace)
         .expect("workspace");
-    assert!(
-        restarted.panel_order.is_empty(),
-        "{:?}",
-        restarted.panel_order
-    );
+    assert!(restarted.layout.is_none(), "{:?}", restarted.layout);
     assert_eq!(restarted.revision, DomainRevision(3));
     // And the layout can be changed without naming panels that no longer exist.
     let agent = approved(&broker, "agent", &workspace);
@@ -1956,4 +1952,124 @@ fn tool_families_are_kept_across_restarts_and_unknown_ones_dropped() {
     let plain = approved(&broker, "plain", &workspace);
     assert_eq!(broker.pairing_families(&plain), None);
     assert!(broker.pairing_sees(&plain, Tool::AndroidShell));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_layout_is_compared_and_swapped_both_ways_and_moves_the_change_feed() {
+    use lomi_protocol::tools::layout::LayoutNode;
+    use lomi_protocol::tools::session::LayoutChange;
+    let setup = setup();
+    let broker = setup.start(43);
+    let workspace = setup.workspace(&broker, "Layout");
+    let panel = |name: &str| lomi_protocol::PanelId::parse(name).expect("panel id");
+    let (one, two) = (panel("pn_one"), panel("pn_two"));
+    broker
+        .panel_add(DomainRevision(1), one.clone(), terminal_record(&workspace))
+        .expect("add panel");
+    broker
+        .panel_add(DomainRevision(2), two.clone(), terminal_record(&workspace))
+        .expect("add panel");
+    let layout = |value: serde_json::Value| -> LayoutNode {
+        serde_json::from_value(value).expect("a layout")
+    };
+    let current = |broker: &Broker| {
+        let w = broker
+            .workspaces()
+            .into_iter()
+            .find(|w| w.id == workspace)
+            .expect("workspace");
+        (w.revision, w.layout.clone(), w.panel_order())
+    };
+    // New panels join one tab group, in the order they came.
+    assert_eq!(
+        current(&broker).1,
+        Some(layout(
+            serde_json::json!({"tabs": {"panels": ["pn_one", "pn_two"]}})
+        ))
+    );
+
+    // The person splits them: the revision moves, and so does the change feed's domain.
+    let mut feed = broker.changes();
+    let seen = feed.borrow_and_update().domain;
+    let side_by_side = layout(
+        serde_json::json!({"split": {"direction": "row", "children": [
+            {"tabs": {"panels": ["pn_two"]}}, {"tabs": {"panels": ["pn_one"]}}
+        ]}}),
+    );
+    broker
+        .layout_set_by_person(&workspace, DomainRevision(3), side_by_side.clone())
+        .expect("the person's layout");
+    assert!(feed.has_changed().expect("feed open"));
+    assert!(feed.borrow_and_update().domain > seen);
+    assert_eq!(
+        current(&broker),
+        (
+            DomainRevision(4),
+            Some(side_by_side),
+            vec![two.clone(), one.clone()]
+        )
+    );
+    // The person's own stale change is refused too.
+    let stale_person = broker.layout_set_by_person(
+        &workspace,
+        DomainRevision(3),
+        layout(serde_json::json!({"tabs": {"panels": ["pn_one", "pn_two"]}})),
+    );
+    expect_error("stale person", stale_person, ErrorCode::RevisionMismatch);
+
+    // The agent's change from before the person's is refused; a layout that leaves a panel
+    // out is refused with what to fix; the fresh one goes through.
+    let agent = approved(&broker, "agent", &workspace);
+    let epoch = connect(&broker, &agent, &workspace);
+    let stacked = layout(
+        serde_json::json!({"split": {"direction": "column", "children": [
+            {"tabs": {"panels": ["pn_one"]}}, {"tabs": {"panels": ["pn_two"]}}
+        ]}}),
+    );
+    let change = |revision: u64, key: &str, root: LayoutNode| WorkspaceUpdateInput {
+        workspace_id: workspace.clone(),
+        expected_revision: DomainRevision(revision),
+        retry_epoch: epoch.clone(),
+        request_key: RequestKey::parse(key).expect("request key"),
+        change: WorkspaceChange::Layout(LayoutChange::Root(root)),
+    };
+    let stale = broker
+        .workspace_update(&agent, change(3, "stale", stacked.clone()))
+        .await;
+    expect_error("stale agent", stale, ErrorCode::RevisionMismatch);
+    let partial = broker
+        .workspace_update(
+            &agent,
+            change(
+                4,
+                "partial",
+                layout(serde_json::json!({"tabs": {"panels": ["pn_one"]}})),
+            ),
+        )
+        .await;
+    let refused = expect_error("partial", partial, ErrorCode::InvalidArgument);
+    assert!(
+        refused.message.contains("leaves out panel pn_two"),
+        "{refused:?}"
+    );
+    let fresh = broker
+        .workspace_update(&agent, change(4, "fresh", stacked.clone()))
+        .await
+        .expect("fresh layout");
+    assert_succeeded(&wait_settled(&broker, &fresh.operation_id).await);
+    assert_eq!(
+        current(&broker),
+        (
+            DomainRevision(5),
+            Some(stacked),
+            vec![one.clone(), two.clone()]
+        )
+    );
+
+    // A closed panel leaves the layout, and a split of one becomes its child.
+    broker.panel_remove(&one, None).expect("remove");
+    assert_eq!(
+        current(&broker).1,
+        Some(layout(serde_json::json!({"tabs": {"panels": ["pn_two"]}})))
+    );
 }

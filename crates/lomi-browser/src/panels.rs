@@ -49,6 +49,12 @@ const MAX_SNAPSHOT_BYTES: u32 = 960_000;
 const DEFAULT_NAVIGATE_MS: u32 = 30_000;
 /// How long the person's live view waits for one picture of a page.
 const PREVIEW_LIMIT: Duration = Duration::from_secs(3);
+/// How often a watched panel looks which of its tabs is active (an agent may switch tabs,
+/// which paints nothing in the tab watched): a lock read, nothing asked of Chromium.
+const ACTIVE_TAB_CHECK: Duration = Duration::from_secs(1);
+/// How long after the last of a tab's events (a load, a navigation) the live view takes one
+/// picture of it, in case the page painted nothing the screencast saw.
+const SHOT_AFTER_EVENTS: Duration = Duration::from_millis(200);
 const MAX_NAVIGATE_MS: u32 = 60_000;
 const MAX_WAIT_MS: u32 = 60_000;
 /// The matching lines a wait answers with: a few screens, not the page.
@@ -84,7 +90,7 @@ pub struct BrowserRuntime {
 
 type Outcome = Pin<Box<dyn Future<Output = Result<ActionResult, ActionError>> + Send>>;
 
-/// A browser panel as the person's window shows it (see [`BrowserPanels::preview`]).
+/// A browser panel as the person's window shows it (see [`BrowserPanels::watch_view`]).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BrowserPreview {
@@ -356,46 +362,140 @@ impl BrowserPanels {
     /// What the person's window shows of a browser panel: its active tab's address and title
     /// and a JPEG of the viewport (`quality` 1–100). `None` when the panel has no browser.
     /// While the browser is gone or a dialog is open, the preview says so instead of an image.
-    pub async fn preview(&self, panel: &PanelId, quality: u8) -> Option<BrowserPreview> {
-        let runtime = self.runtimes.get(panel)?;
-        let browser = &runtime.browser;
-        let mut preview = BrowserPreview {
-            generation: browser.generation().to_owned(),
-            tab_id: None,
-            url: String::new(),
-            title: String::new(),
-            jpeg_base64: None,
-            note: None,
+    /// Whether a browser runs in the panel (for the person: no grants involved).
+    pub fn runs(&self, panel: &PanelId) -> bool {
+        self.runtimes.get(panel).is_some()
+    }
+
+    /// Sends the person's view of a panel to `views` as it changes, until `views` closes or
+    /// the panel's browser ends (then it returns): its active tab's address and title, and
+    /// JPEG frames of the viewport as Chromium paints them ([`Tab::screencast`]), so a still
+    /// page sends nothing. A dialog (the view keeps its last image and says why), a
+    /// navigation or another active tab is sent at once.
+    pub async fn watch_view(
+        &self,
+        panel: &PanelId,
+        quality: u8,
+        views: &tokio::sync::mpsc::Sender<BrowserPreview>,
+    ) {
+        let mut last: Option<BrowserPreview> = None;
+        let send = |view: BrowserPreview, last: &mut Option<BrowserPreview>| {
+            let fresh = last.as_ref() != Some(&view);
+            *last = Some(view.clone());
+            async move { !fresh || views.send(view).await.is_ok() }
         };
-        let tab = match browser.active_tab() {
-            Ok(tab) => tab,
-            Err(error) => {
-                preview.note = Some(error.to_string());
-                return Some(preview);
+        let mut check = tokio::time::interval(ACTIVE_TAB_CHECK);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let Some(runtime) = self.runtimes.get(panel) else {
+                return;
+            };
+            let browser = runtime.browser.clone();
+            if browser.gone().is_some() {
+                return;
             }
-        };
-        // The window asks again shortly: a Chromium answer that is late (or lost) must not
-        // hold the person's view for chromiumoxide's 30 s command timeout.
-        preview.url = tab.current_url();
-        preview.tab_id = Some(tab.id.clone());
-        let looked = tokio::time::timeout(PREVIEW_LIMIT, async {
-            (
-                tab.location().await,
-                tab.preview(quality.clamp(1, 100)).await,
-            )
-        })
-        .await;
-        match looked {
-            Ok(((url, title), shot)) => {
-                (preview.url, preview.title) = (url, title);
-                match shot {
-                    Ok(jpeg) => preview.jpeg_base64 = Some(jpeg),
-                    Err(error) => preview.note = Some(browser.failure(error).to_string()),
+            let mut view = BrowserPreview {
+                generation: browser.generation().to_owned(),
+                tab_id: None,
+                url: String::new(),
+                title: String::new(),
+                jpeg_base64: last.as_ref().and_then(|v| v.jpeg_base64.clone()),
+                note: None,
+            };
+            let tab = match browser.active_tab() {
+                Ok(tab) => tab,
+                Err(error) => {
+                    view.note = Some(error.to_string());
+                    if !send(view, &mut last).await {
+                        return;
+                    }
+                    check.tick().await;
+                    continue;
+                }
+            };
+            view.tab_id = Some(tab.id.clone());
+            let mut changes = tab.changes();
+            // A navigation may move the page to another renderer, where the screencast does
+            // not follow: it starts again for each document.
+            let cast_url = tab.current_url();
+            let (frames_tx, mut frames) = tokio::sync::mpsc::channel(2);
+            let cast = async {
+                // No frames while a dialog is open: the page does not paint.
+                if tab.dialog().is_some() {
+                    std::future::pending::<()>().await;
+                }
+                if let Err(error) = tab.screencast(quality, &frames_tx).await {
+                    tracing::debug!("panel {panel}: the live view's screencast: {error}");
+                }
+                std::future::pending::<()>().await;
+            };
+            tokio::pin!(cast);
+            let mut look = true;
+            // A screencast sends frames only for new paints, and a page that is already still
+            // when it starts (or moved to another renderer) paints none: so one picture is
+            // taken when the watch (re)starts, and again shortly after the tab's events (a
+            // load, a navigation) stop arriving.
+            let mut shoot_at = Some(tokio::time::Instant::now());
+            loop {
+                if look {
+                    look = false;
+                    let (url, title) = tokio::time::timeout(PREVIEW_LIMIT, tab.location())
+                        .await
+                        .unwrap_or_else(|_| (tab.current_url(), view.title.clone()));
+                    (view.url, view.title) = (url, title);
+                    view.note = tab.dialog().map(|dialog| {
+                        format!(
+                            "a JavaScript {} dialog is open ({:?}); the view shows the page as it was",
+                            dialog.kind, dialog.message
+                        )
+                    });
+                    if !send(view.clone(), &mut last).await {
+                        return;
+                    }
+                }
+                let shot_due = shoot_at.unwrap_or_else(tokio::time::Instant::now);
+                tokio::select! {
+                    () = &mut cast => {}
+                    () = tokio::time::sleep_until(shot_due), if shoot_at.is_some() => {
+                        shoot_at = None;
+                        if tab.dialog().is_none()
+                            && let Ok(Ok(jpeg)) = tokio::time::timeout(PREVIEW_LIMIT, tab.preview(quality)).await
+                        {
+                            view.jpeg_base64 = Some(jpeg);
+                            if !send(view.clone(), &mut last).await {
+                                return;
+                            }
+                        }
+                    }
+                    frame = frames.recv() => {
+                        let Some(jpeg) = frame else { break };
+                        view.jpeg_base64 = Some(jpeg);
+                        if !send(view.clone(), &mut last).await {
+                            return;
+                        }
+                    }
+                    changed = changes.changed() => {
+                        if changed.is_err() {
+                            break;
+                        }
+                        // A dialog stops the frames, a closed one starts them again.
+                        let dialog_now = tab.dialog().is_some();
+                        let had_dialog = view.note.is_some();
+                        look = true;
+                        shoot_at = Some(tokio::time::Instant::now() + SHOT_AFTER_EVENTS);
+                        if dialog_now != had_dialog || tab.current_url() != cast_url {
+                            break;
+                        }
+                    }
+                    _ = check.tick() => {
+                        let active = browser.active_tab().map(|t| t.id).ok();
+                        if views.is_closed() || browser.gone().is_some() || active.as_ref() != Some(&tab.id) {
+                            break;
+                        }
+                    }
                 }
             }
-            Err(_) => preview.note = Some("the page did not answer in time".to_owned()),
         }
-        Some(preview)
     }
 
     /// PIDs of the running browsers (for the person's view and tests).

@@ -18,6 +18,7 @@ use chromiumoxide::cdp::browser_protocol::page::{
     ClientNavigationDisposition, EventFrameNavigated, EventFrameRequestedNavigation,
     EventFrameStartedLoading, EventFrameStoppedLoading, EventJavascriptDialogClosed,
     EventJavascriptDialogOpening, EventLifecycleEvent, EventNavigatedWithinDocument,
+    EventScreencastFrame,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{
     EventBindingCalled, EventConsoleApiCalled, EventExceptionThrown, EventExecutionContextCreated,
@@ -340,6 +341,11 @@ impl Tab {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Moves whenever one of the tab's events arrives (a navigation, a dialog, a request, …).
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     fn bump(&self) {
@@ -2498,6 +2504,49 @@ impl Tab {
             "format": "jpeg", "quality": quality, "optimizeForSpeed": true,
         }))
         .await
+    }
+
+    /// The person's live view as Chromium paints it: `Page.startScreencast` sends a JPEG of
+    /// the viewport (base64) only when the page repaints, so a still page costs nothing. Each
+    /// frame is acknowledged (Chromium sends the next only then) and goes to `frames`; the
+    /// screencast stops when `frames` closes or the tab ends.
+    pub async fn screencast(
+        &self,
+        quality: u8,
+        frames: &tokio::sync::mpsc::Sender<String>,
+    ) -> Result<(), BrowserError> {
+        self.no_dialog()?;
+        let mut events = self
+            .page
+            .event_listener::<EventScreencastFrame>()
+            .await
+            .map_err(|e| self.browser.failure(cdp_error(e)))?;
+        self.raw(
+            "Page.startScreencast",
+            json!({ "format": "jpeg", "quality": quality }),
+        )
+        .await?;
+        let ended = loop {
+            tokio::select! {
+                frame = events.next() => {
+                    let Some(frame) = frame else { break Ok(()) };
+                    if let Err(error) = self
+                        .raw("Page.screencastFrameAck", json!({ "sessionId": frame.session_id }))
+                        .await
+                    {
+                        break Err(error);
+                    }
+                    if frames.send(String::from(frame.data.clone())).await.is_err() {
+                        break Ok(());
+                    }
+                }
+                () = frames.closed() => break Ok(()),
+            }
+        };
+        if let Err(error) = self.raw("Page.stopScreencast", json!({})).await {
+            tracing::debug!("tab {}: stopping the screencast: {error}", self.id);
+        }
+        ended
     }
 
     /// `Page.captureScreenshot`: the image, base64.

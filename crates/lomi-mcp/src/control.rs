@@ -8,10 +8,11 @@ use std::path::PathBuf;
 use lomi_broker::Broker;
 use lomi_protocol::tools::chat::ChatGetInput;
 use lomi_protocol::tools::editor::TextEdit;
+use lomi_protocol::tools::layout::LayoutNode;
 use lomi_protocol::tools::settings::SettingsSection;
 use lomi_protocol::{
-    ConversationId, DocumentId, DraftRevision, ErrorCode, Family, OperationId, PairingId,
-    ProjectId, Reply, SettingsRevision, ToolError, WorkspaceId,
+    ConversationId, DocumentId, DomainRevision, DraftRevision, ErrorCode, Family, OperationId,
+    PairingId, ProjectId, Reply, SettingsRevision, Tool, ToolError, WorkspaceId,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -43,6 +44,13 @@ pub enum ControlRequest {
     /// Removes a workspace and every grant of it (refused while it has open panels).
     WorkspaceRemove {
         workspace_id: WorkspaceId,
+    },
+    /// The person rearranged a workspace's panels (the window's splits and tab groups):
+    /// compared with the revision they arranged from; the revision moves.
+    WorkspaceLayout {
+        workspace_id: WorkspaceId,
+        expected_revision: DomainRevision,
+        root: LayoutNode,
     },
     /// Adds a project directory to a workspace.
     ProjectAdd {
@@ -584,6 +592,9 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
         ControlRequest::WorkspaceRemove { workspace_id } => broker
             .workspace_remove(&workspace_id)
             .map(|()| json!({"workspaceId": workspace_id, "removed": true})),
+        ControlRequest::WorkspaceLayout { workspace_id, expected_revision, root } => {
+            broker.layout_set_by_person(&workspace_id, expected_revision, root).map(|w| json!(w))
+        }
         ControlRequest::ProjectAdd { workspace_id, project } => broker
             .project_add(&workspace_id, &project)
             .map(|p| json!({"workspaceId": workspace_id, "project": p.view()})),
@@ -613,10 +624,10 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
         }),
         ControlRequest::OperationList { limit } => broker.operations(limit.clamp(1, 4_096)).map(|ops| json!(ops)),
         ControlRequest::OperationShow { operation_id } => match broker.operation(&operation_id) {
-            Ok(op) => Ok(json!(op)),
+            Ok(op) => with_timeline(broker, with_recovery(json!(op)), &operation_id),
             // Not live: it may have moved to the history.
             Err(error) if error.code == ErrorCode::NotFound => match broker.store().history_get(&operation_id) {
-                Ok(Some(archived)) => Ok(archived_json(&archived)),
+                Ok(Some(archived)) => Ok(with_recovery(archived_json(&archived))),
                 Ok(None) => Err(error),
                 Err(e) => Err(ToolError::new(e.code(), e.to_string())),
             },
@@ -646,6 +657,9 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
             let maintenance = maintenance(broker.idle_rule(), retire.as_ref(), idle_for_seconds);
             let store = broker.store();
             let report = if apply { store.reconcile(&maintenance) } else { store.reconcile_preview(&maintenance) };
+            if apply {
+                broker.note_change(lomi_broker::Area::Operations);
+            }
             // The level after the run (or now, for a preview), so the window can update its notice.
             report
                 .and_then(|r| Ok((r, store.status(&broker.idle_rule())?)))
@@ -752,6 +766,43 @@ fn policy_json(broker: &Broker) -> Value {
 }
 
 /// The newest receipts with the name of the client whose operation each is.
+/// How many of an operation's state changes its receipt view lists (an operation has a
+/// handful: queued, awaiting_user, running, cancelling, settled).
+const TIMELINE_LIMIT: usize = 16;
+
+/// The receipt with `timeline`: the states it went through and when, as the event feed still
+/// holds them (a receipt moved to the history has left the feed).
+fn with_timeline(
+    broker: &Broker,
+    mut receipt: Value,
+    id: &OperationId,
+) -> Result<Value, ToolError> {
+    let events = broker
+        .store()
+        .events_of(id, TIMELINE_LIMIT)
+        .map_err(|e| ToolError::new(e.code(), e.to_string()))?;
+    receipt["timeline"] = events
+        .iter()
+        .map(|e| json!({"state": e.state, "effectState": e.effect_state, "at": e.at}))
+        .collect();
+    Ok(receipt)
+}
+
+/// A receipt whose outcome is unknown gets `recovery`: what to look at for its tool's family
+/// before doing anything again.
+fn with_recovery(mut receipt: Value) -> Value {
+    let family = receipt["tool"]
+        .as_str()
+        .and_then(Tool::from_name)
+        .and_then(Tool::family);
+    if receipt["state"] == "outcome_unknown"
+        && let Some(family) = family
+    {
+        receipt["recovery"] = json!(family.recovery_steps());
+    }
+    receipt
+}
+
 fn feed(broker: &Broker, limit: usize) -> Result<Value, ToolError> {
     let receipts = broker
         .store()
@@ -834,6 +885,14 @@ fn browser_profile(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_outcome_says_what_to_look_at_for_its_tool() {
+        let unknown = with_recovery(json!({"tool": "lomi_git_commit", "state": "outcome_unknown"}));
+        assert_eq!(unknown["recovery"], json!(Family::Git.recovery_steps()));
+        let settled = with_recovery(json!({"tool": "lomi_git_commit", "state": "succeeded"}));
+        assert!(settled.get("recovery").is_none(), "{settled}");
+    }
 
     fn broker(dir: &std::path::Path) -> Broker {
         Broker::start(lomi_broker::BrokerConfig::new(dir)).expect("broker")

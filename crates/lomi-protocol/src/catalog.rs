@@ -261,6 +261,35 @@ impl Family {
     pub fn from_scope(scope: &str) -> Option<Family> {
         scope.strip_prefix("lomi:").and_then(Family::from_name)
     }
+
+    /// What to look at when an operation of this family is `outcome_unknown` (Lomi cannot
+    /// tell whether its effect happened), before doing anything again; docs/recovery.md says
+    /// more. The window and `lomi operation show` give it with such a receipt.
+    pub const fn recovery_steps(self) -> &'static str {
+        match self {
+            Family::Workspace => {
+                "List the workspace again (lomi_workspace_list): its name, layout and revision say whether the change happened."
+            }
+            Family::Terminal => {
+                "Read the terminal's screen: the command or interrupt may have reached the shell. Do not send it again before you know."
+            }
+            Family::Files | Family::Editor => {
+                "Read the file from disk and compare it with what was to be written: its disk revision says whether it changed."
+            }
+            Family::Git => {
+                "Run `git status` and `git log -1` in the project: the staging, commit or branch may have happened."
+            }
+            Family::Browser => {
+                "Look at the browser panel (a snapshot or capture): the page may have navigated, or the action may have landed."
+            }
+            Family::Android => {
+                "Capture the device's screen: the input, launch, install or file transfer may have reached it."
+            }
+            Family::Chat => {
+                "Open the conversation: the message may have reached the provider even without a reply."
+            }
+        }
+    }
 }
 
 impl std::fmt::Display for Family {

@@ -8,6 +8,7 @@ pub mod chat;
 pub mod editor;
 pub mod files;
 pub mod git;
+pub mod layout;
 pub mod operations;
 pub mod session;
 pub mod settings;

@@ -83,3 +83,25 @@ fn the_tool_listing_stays_within_its_budget() {
         );
     }
 }
+
+/// The window's TypeScript reply types are generated from `schema::window_types`
+/// (`npm run build` in frontend/ runs json-schema-to-typescript on the checked-in copy). The
+/// copy must be the current one: `LOMI_UPDATE_GENERATED=1 cargo test -p lomi-protocol`
+/// rewrites it, then `npm run build` regenerates the TypeScript (its own test checks that).
+#[test]
+fn the_windows_generated_types_are_current() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../frontend/src/generated/protocol.schema.json");
+    let current = serde_json::to_string_pretty(&lomi_protocol::schema::window_types())
+        .expect("a JSON document")
+        + "\n";
+    if std::env::var_os("LOMI_UPDATE_GENERATED").is_some() {
+        std::fs::write(&path, &current).expect("write the window's schema");
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == current,
+        "{} is stale: run LOMI_UPDATE_GENERATED=1 cargo test -p lomi-protocol, then npm run build in frontend/",
+        path.display()
+    );
+}

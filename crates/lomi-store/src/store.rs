@@ -384,6 +384,24 @@ impl Store {
         rows.into_iter().map(ReceiptRow::decode).collect()
     }
 
+    /// One operation's events still in the feed, oldest first, at most `limit`: the states it
+    /// went through, with when (the person's receipt view).
+    pub fn events_of(&self, operation: &OperationId, limit: usize) -> Result<Vec<OperationEvent>> {
+        let operation = operation.to_string();
+        self.read("reading an operation's events", |connection| {
+            let mut statement = connection.prepare(&format!(
+                "SELECT {EVENT_COLUMNS} FROM operation_events WHERE operation_id = ?1 ORDER BY seq LIMIT ?2"
+            ))?;
+            let rows = statement
+                .query_map(params![operation, to_sql_count(limit)], EventRow::read)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })?
+        .into_iter()
+        .map(EventRow::decode)
+        .collect()
+    }
+
     /// Events with `seq > after_seq`, oldest first, at most `limit`, with the feed's bounds.
     pub fn events_after(&self, after_seq: i64, limit: usize) -> Result<EventPage> {
         self.read("reading operation events", |connection| {

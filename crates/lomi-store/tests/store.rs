@@ -283,6 +283,10 @@ fn transitions_are_guarded_and_write_nothing_when_refused() {
             OperationState::Succeeded
         ]
     );
+    // The same, read for that one operation (the person's receipt view); another has none.
+    assert_eq!(store.events_of(&id, 10).expect("its events"), page.events);
+    assert_eq!(store.events_of(&id, 1).expect("bounded").len(), 1);
+    assert!(store.events_of(&missing, 10).expect("none").is_empty());
     assert_eq!(
         page.events[0].workspace_id,
         Some(WorkspaceId::parse("ws_test").expect("ws"))

@@ -8,6 +8,7 @@ use crate::ids::{
     WorkspaceId,
 };
 use crate::time::Timestamp;
+use crate::tools::layout::LayoutNode;
 
 /// Where a pairing stands with the person.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -55,8 +56,10 @@ pub struct WorkspaceView {
     /// The layout revision to pass as `expectedRevision` to layout mutations.
     pub domain_revision: DomainRevision,
     pub projects: Vec<ProjectView>,
-    /// Panel ids in layout order.
+    /// Panel ids in layout order: the layout's panels left to right, top to bottom.
     pub panel_order: Vec<PanelId>,
+    /// How the panels are arranged (splits and tab groups); null when no panel is open.
+    pub layout: Option<LayoutNode>,
     /// The person's choice for browser panels created from now on: one persistent profile
     /// (cookies, storage and sign-ins kept across panels) when true, a fresh one each when false.
     pub persistent_browser_profile: bool,
@@ -162,7 +165,7 @@ pub struct WorkspaceUpdateInput {
 pub enum WorkspaceChange {
     /// Give the workspace a new display name.
     Rename(RenameChange),
-    /// Reorder the workspace's panels.
+    /// Rearrange the workspace's panels.
     Layout(LayoutChange),
 }
 
@@ -172,7 +175,7 @@ pub enum WorkspaceChange {
 pub struct WorkspaceChangeArguments {
     /// Give the workspace a new display name.
     pub rename: Option<RenameChange>,
-    /// Reorder the workspace's panels.
+    /// Rearrange the workspace's panels.
     pub layout: Option<LayoutChange>,
 }
 
@@ -211,11 +214,52 @@ pub struct RenameChange {
     pub name: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// Exactly one of `root` (the whole new arrangement) or `panelOrder` (the same arrangement,
+/// its panels in a new order).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", try_from = "LayoutChangeArguments")]
+pub enum LayoutChange {
+    Root(LayoutNode),
+    PanelOrder(Vec<PanelId>),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LayoutChange {
-    /// Every panel of the workspace exactly once, in the new order.
-    pub panel_order: Vec<PanelId>,
+pub struct LayoutChangeArguments {
+    /// The new arrangement: every open panel of the workspace exactly once, in nested splits
+    /// (at most 6 deep) whose leaves are tab groups.
+    pub root: Option<LayoutNode>,
+    /// Every panel of the workspace exactly once, in the new order; the splits and tab groups
+    /// stay as they are.
+    pub panel_order: Option<Vec<PanelId>>,
+}
+
+impl TryFrom<LayoutChangeArguments> for LayoutChange {
+    type Error = String;
+
+    fn try_from(a: LayoutChangeArguments) -> Result<Self, String> {
+        match (a.root, a.panel_order) {
+            (Some(root), None) => Ok(LayoutChange::Root(root)),
+            (None, Some(order)) => Ok(LayoutChange::PanelOrder(order)),
+            (Some(_), Some(_)) => {
+                Err("layout takes exactly one of root or panelOrder, not both".to_owned())
+            }
+            (None, None) => Err("layout takes exactly one of root or panelOrder".to_owned()),
+        }
+    }
+}
+
+impl schemars::JsonSchema for LayoutChange {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "LayoutChange".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        crate::schema::exactly_one_of(
+            LayoutChangeArguments::json_schema(generator),
+            &[&["root"], &["panelOrder"]],
+        )
+    }
 }
 
 /// The confirmed result of a `lomi_workspace_update` operation.
@@ -255,6 +299,17 @@ mod tests {
             update(json!({"layout": {"panelOrder": []}})).map(|u| u.change),
             Ok(WorkspaceChange::Layout(_))
         ));
+        let root = json!({"tabs": {"panels": ["pn_a"]}});
+        assert!(matches!(
+            update(json!({"layout": {"root": root}})).map(|u| u.change),
+            Ok(WorkspaceChange::Layout(LayoutChange::Root(_)))
+        ));
+        let two = update(json!({"layout": {"root": root, "panelOrder": []}}));
+        assert!(
+            two.as_ref()
+                .is_err_and(|m| m.contains("exactly one of root or panelOrder, not both")),
+            "{two:?}"
+        );
         let both = update(json!({"rename": {"name": "x"}, "layout": {"panelOrder": []}}));
         assert!(
             both.as_ref()

@@ -1,5 +1,7 @@
-// The main window: the live view and Settings, with the approval dialogs on top whenever a
-// pairing or an operation waits for the person.
+// The main window: the workspaces (a sidebar, the chosen one's panels tiled as its layout
+// says, and the operations), Chat and Settings, with the approval dialogs on top whenever a
+// pairing or an operation waits for the person. Rendered by Preact from the overview, which
+// arrives whole once and then part by part as the broker's areas change.
 
 import "@xterm/xterm/css/xterm.css";
 import "./style.css";
@@ -7,6 +9,8 @@ import { open } from "@tauri-apps/plugin-dialog";
 import {
   type AppInfo,
   type Overview,
+  type Panel,
+  type Workspace,
   type ReconcileReport,
   type SettingsSections,
   type StoreStatus,
@@ -21,9 +25,14 @@ import {
 } from "./api";
 import { decisionDialog, pairingDialog } from "./approval";
 import { type ChatState, type ConversationSummary, type ConversationView, chatView, nextDraft, streaming } from "./chat";
-import { h, morph, show } from "./dom";
-import { PanelsView, feedView } from "./live";
+import { createElement, render as paint } from "preact";
+import { h, type VNode } from "./dom";
+import type { LayoutNode } from "./layout";
+import { PanelElements } from "./live";
+import { Operations, type Receipt } from "./operations";
 import { settingsView } from "./settings";
+import "./workbench"; // the workspace's "Files" view
+import { Sidebar, WorkspaceView } from "./workspace";
 import {
   DEFAULT_RETIRE,
   type RetireChoice,
@@ -40,33 +49,42 @@ import {
 
 type Tab = "live" | "chat" | "settings";
 
-const root = document.getElementById("app")!;
+/** What the page counts for a test through WebDriver: overview messages received. */
+declare global {
+  interface Window {
+    lomiWindow?: { overviewMessages: number };
+  }
+}
+window.lomiWindow = { overviewMessages: 0 };
+
 let info: AppInfo = { url: "", dataDir: "", brokerInstanceId: "", version: "" };
 let overview: Overview | null = null;
 let tab: Tab = "live";
 let retire: RetireChoice = DEFAULT_RETIRE;
 let lastResult: string | null = null;
 const notice = new StoreNotice();
-/** Which dialog is up (`pairing:ID`, `decision:ID`, `free-room`), so it is not rebuilt. */
-let shownDialog = "";
-let freeRoom: HTMLElement | null = null;
+let freeRoom: VNode | null = null;
+/** The workspace the sidebar chose (the first one until the person chooses). */
+let chosenWorkspace: string | null = null;
+let toast: { message: string; error: boolean } | null = null;
 
-const panels = new PanelsView({
+const elements = new PanelElements({
   attach: terminalAttach,
   input: terminalInput,
   capture: androidCapture,
   browser: browserWatch,
 });
-const toast = h("div", { id: "toast", role: "status" });
-const overlay = h("div", { id: "overlay", hidden: true });
-const content = h("main", { id: "content" });
-const banner = h("div", { id: "notices" });
-const tabs = h("nav", { id: "tabs" });
 
 function say(message: string, error = false): void {
-  toast.textContent = message;
-  toast.className = error ? "error shown" : "shown";
-  window.setTimeout(() => (toast.className = ""), 5000);
+  const shown = { message, error };
+  toast = shown;
+  render();
+  window.setTimeout(() => {
+    if (toast === shown) {
+      toast = null;
+      render();
+    }
+  }, 5000);
 }
 
 async function act(what: string, request: Record<string, unknown>): Promise<void> {
@@ -77,7 +95,7 @@ async function act(what: string, request: Record<string, unknown>): Promise<void
   }
 }
 
-function renderTabs(): void {
+function tabsView(): VNode {
   const pending = overview ? dataOr(overview.pairings, []).filter((p) => p.state === "pending").length : 0;
   const button = (id: Tab, label: string) =>
     h(
@@ -93,117 +111,128 @@ function renderTabs(): void {
       },
       label,
     );
-  // Morphed, not replaced: a click on a tab that began before the overview changed still lands.
-  const next = tabs.cloneNode(false) as HTMLElement;
-  next.append(
+  return h(
+    "nav",
+    { id: "tabs" },
     h("span", { class: "brand" }, "Lomi"),
-    button("live", "Live"),
+    button("live", "Workspaces"),
     button("chat", "Chat"),
     button("settings", "Settings"),
     h("span", { class: "endpoint" }, info.url, pending ? h("span", { class: "pending" }, ` · ${pending} waiting`) : null),
   );
-  morph(tabs, next);
 }
 
 function storeStatus(): StoreStatus | null {
   return overview ? dataOr<StoreStatus | null>(overview.store, null) : null;
 }
 
-function renderNotice(): void {
+function noticesView(): VNode {
   const status = storeStatus();
   const failure = status?.writeFailure ?? null;
-  if (!status || (notice.shown === null && failure === null)) {
-    banner.replaceChildren();
-    return;
-  }
-  const next = banner.cloneNode(false) as HTMLElement;
-  if (failure !== null) next.append(writeFailureBanner(failure));
-  if (notice.shown !== null) {
-    next.append(
-      noticeBanner(notice.shown, status, {
-        open: () => {
-          notice.dismiss();
-          tab = "settings";
-          render();
-          document.getElementById("settings-storage")?.scrollIntoView({ block: "start" });
-        },
-        dismiss: () => {
-          notice.dismiss();
-          render();
-        },
-      }),
-    );
-  }
-  morph(banner, next);
+  return h(
+    "div",
+    { id: "notices" },
+    status && failure !== null ? writeFailureBanner(failure) : null,
+    status && notice.shown !== null
+      ? noticeBanner(notice.shown, status, {
+          open: () => {
+            notice.dismiss();
+            tab = "settings";
+            render();
+            document.getElementById("settings-storage")?.scrollIntoView({ block: "start" });
+          },
+          dismiss: () => {
+            notice.dismiss();
+            render();
+          },
+        })
+      : null,
+  );
 }
 
-function renderDialogs(): void {
-  if (freeRoom) {
-    if (shownDialog !== "free-room") {
-      overlay.replaceChildren(freeRoom);
-      shownDialog = "free-room";
-    }
-    overlay.hidden = false;
-    return;
-  }
+function dialogView(): VNode | null {
+  if (freeRoom) return freeRoom;
   const workspaces = overview ? dataOr(overview.workspaces, []) : [];
   const pairings = overview ? dataOr(overview.pairings, []) : [];
   const pending = pairings.find((p) => p.state === "pending");
   const decision = overview ? dataOr(overview.decisions, [])[0] : undefined;
   if (pending) {
-    const key = `pairing:${pending.pairingId}:${workspaces.length}`;
-    if (shownDialog !== key) {
-      overlay.replaceChildren(
-        pairingDialog(pending, workspaces, {
-          approve: (pairingId, grants, session, families) =>
-            act("Approve", { pairingApprove: { pairingId, workspaces: grants, session, families } }),
-          deny: (pairingId) => act("Deny", { pairingDeny: { pairingId } }),
-        }),
-      );
-      shownDialog = key;
-    }
-    overlay.hidden = false;
-  } else if (decision) {
-    const key = `decision:${decision.operationId}`;
-    if (shownDialog !== key) {
-      const client = pairings.find((p) => p.pairingId === decision.pairingId)?.clientName ?? "an agent";
-      overlay.replaceChildren(
-        decisionDialog(decision, client, workspaces, {
-          decide: (operationId, approve) => act("Decide", { decide: { operationId, approve } }),
-        }),
-      );
-      shownDialog = key;
-    }
-    overlay.hidden = false;
-  } else {
-    overlay.replaceChildren();
-    overlay.hidden = true;
-    shownDialog = "";
+    return pairingDialog(pending, workspaces, {
+      approve: (pairingId, grants, session, families) =>
+        act("Approve", { pairingApprove: { pairingId, workspaces: grants, session, families } }),
+      deny: (pairingId) => act("Deny", { pairingDeny: { pairingId } }),
+    });
   }
+  if (decision) {
+    const client = pairings.find((p) => p.pairingId === decision.pairingId)?.clientName ?? "an agent";
+    return decisionDialog(decision, client, workspaces, {
+      decide: (operationId, approve) => act("Decide", { decide: { operationId, approve } }),
+    });
+  }
+  return null;
 }
 
-function render(): void {
-  renderTabs();
-  renderNotice();
-  renderDialogs();
-  if (!overview) {
-    content.replaceChildren(h("p", { class: "empty" }, "Starting…"));
-    return;
-  }
+function sidebarView(workspaces: Workspace[], chosen: string | null): VNode {
+  return createElement(Sidebar, {
+    workspaces,
+    chosen,
+    decisions: overview ? dataOr(overview.decisions, []) : [],
+    feed: overview ? dataOr(overview.feed, []) : [],
+    choose: (workspaceId: string) => {
+      chosenWorkspace = workspaceId;
+      render();
+    },
+  });
+}
+
+/** The person's new arrangement, compared with the revision it was made from. */
+function arrange(workspace: Workspace, root: LayoutNode): void {
+  control({ workspaceLayout: { workspaceId: workspace.workspaceId, expectedRevision: workspace.domainRevision, root } }).catch(
+    (error) => say(`Layout: ${(error as Error).message}`, true),
+  );
+}
+
+function liveView(workspaces: Workspace[]): VNode {
+  const chosen = workspaces.find((w) => w.workspaceId === chosenWorkspace) ?? workspaces[0];
+  const lists = overview?.panels ?? {};
+  elements.retain(new Set(Object.values(lists).flatMap((envelope) => dataOr(envelope, []).map((p) => p.panelId))));
+  const panels = chosen ? panelsOf(chosen.workspaceId) : [];
+  return h(
+    "div",
+    { class: "live" },
+    sidebarView(workspaces, chosen?.workspaceId ?? null),
+    h(
+      "div",
+      { class: "live-main" },
+      chosen
+        ? createElement(WorkspaceView, {
+            key: chosen.workspaceId,
+            workspace: chosen,
+            panels,
+            captures: overview?.captures ?? {},
+            elements,
+            arrange: (root: LayoutNode) => arrange(chosen, root),
+          })
+        : null,
+      createElement(Operations, {
+        items: overview ? dataOr(overview.feed, []) : [],
+        show: (operationId: string) => control<Receipt>({ operationShow: { operationId } }),
+      }),
+    ),
+  );
+}
+
+/** A workspace's panels from the overview (`panelList` per workspace). */
+function panelsOf(workspaceId: string): Panel[] {
+  const envelope = overview?.panels?.[workspaceId];
+  return envelope ? dataOr(envelope, []) : [];
+}
+
+function contentView(): VNode {
+  if (!overview) return h("p", { class: "empty" }, "Starting…");
   const workspaces = dataOr(overview.workspaces, []);
-  if (tab === "live") {
-    const panelLists = Object.fromEntries(
-      Object.entries(overview.panels).map(([id, envelope]) => [id, dataOr(envelope, [])]),
-    );
-    panels.update(workspaces, panelLists, overview.captures ?? {});
-    // Only the feed is replaced: moving the panels would take focus from a terminal being typed in.
-    const feed = feedView(dataOr(overview.feed, []));
-    if (content.firstChild === panels.element && content.childNodes.length === 2) {
-      content.replaceChild(feed, content.lastChild!);
-    } else {
-      content.replaceChildren(panels.element, feed);
-    }
-  } else if (tab === "chat") {
+  if (tab === "live") return liveView(workspaces);
+  if (tab === "chat") {
     chat.workspaces = workspaces;
     if (!chat.workspaceId && workspaces.length) chat.workspaceId = workspaces[0].workspaceId;
     const settings = overview.settings ? dataOr<SettingsSections | null>(overview.settings, null) : null;
@@ -211,47 +240,64 @@ function render(): void {
     const providers = (settings?.providers?.providers ?? []) as { name: string; models: string[] }[];
     const model = String(settings?.chat?.defaultModel || providers.find((p) => p.name === provider)?.models[0] || "");
     chat.sendsTo = provider ? `Sends to ${provider}${model ? ` (${model})` : ""}` : "No default provider (Settings → Chat)";
-    show(content, chatView(chat, chatActions));
-  } else {
-    // Morphed, not replaced: a click that began before the overview changed still lands, and
-    // the field the person is typing in keeps its text and focus.
-    show(
-      content,
-      settingsView(
-        {
-          url: info.url,
-          dataDir: info.dataDir,
-          workspaces,
-          pairings: dataOr(overview.pairings, []),
-          policy: dataOr(overview.policy, []),
-          settings: overview.settings ? dataOr<SettingsSections | null>(overview.settings, null) : null,
-          store: storeStatus(),
-          retire,
-          lastResult,
-        },
-        {
-          addWorkspace: (name) => void addWorkspace(name),
-          removeWorkspace: (workspaceId) => act("Remove workspace", { workspaceRemove: { workspaceId } }),
-          addProject: (workspaceId) => void addProject(workspaceId),
-          removeProject: (workspaceId, projectId) =>
-            act("Remove project", { projectRemove: { workspaceId, projectId } }),
-          setBrowserProfile: (workspaceId, persistent) =>
-            act("Browser profile", { browserProfile: { workspaceId, persistent } }),
-          revoke: (pairingId) => act("Revoke", { pairingRevoke: { pairingId } }),
-          setFamilies: (pairingId, families) => act("Tools", { pairingFamilies: { pairingId, families } }),
-          setConfirm: (tool, confirm) => act("Policy", { confirm: { tool, confirm } }),
-          copy: (text) => void copy(text),
-          chooseRetire: (choice) => {
-            retire = choice;
-            render();
-          },
-          freeRoom: () => void askFreeRoom(),
-          sendSettings: (what, request) => act(what, request),
-          say: (message) => say(message, true),
-        },
-      ),
-    );
+    return chatView(chat, chatActions);
   }
+  return settingsView(
+    {
+      url: info.url,
+      dataDir: info.dataDir,
+      workspaces,
+      pairings: dataOr(overview.pairings, []),
+      policy: dataOr(overview.policy, []),
+      settings: overview.settings ? dataOr<SettingsSections | null>(overview.settings, null) : null,
+      store: storeStatus(),
+      retire,
+      lastResult,
+    },
+    {
+      addWorkspace: (name) => void addWorkspace(name),
+      removeWorkspace: (workspaceId) => act("Remove workspace", { workspaceRemove: { workspaceId } }),
+      addProject: (workspaceId) => void addProject(workspaceId),
+      removeProject: (workspaceId, projectId) =>
+        act("Remove project", { projectRemove: { workspaceId, projectId } }),
+      setBrowserProfile: (workspaceId, persistent) =>
+        act("Browser profile", { browserProfile: { workspaceId, persistent } }),
+      revoke: (pairingId) => act("Revoke", { pairingRevoke: { pairingId } }),
+      setFamilies: (pairingId, families) => act("Tools", { pairingFamilies: { pairingId, families } }),
+      setConfirm: (tool, confirm) => act("Policy", { confirm: { tool, confirm } }),
+      copy: (text) => void copy(text),
+      chooseRetire: (choice) => {
+        retire = choice;
+        render();
+      },
+      freeRoom: () => void askFreeRoom(),
+      sendSettings: (what, request) => act(what, request),
+      say: (message) => say(message, true),
+    },
+  );
+}
+
+const root = document.getElementById("app")!;
+
+/** Renders the whole window; Preact changes only what differs from the last render. */
+function render(): void {
+  const dialog = dialogView();
+  paint(
+    <>
+      {tabsView()}
+      {noticesView()}
+      <main id="content" class={tab === "live" ? "content live-tab" : "content"}>
+        {contentView()}
+      </main>
+      <div id="overlay" hidden={dialog === null}>
+        {dialog}
+      </div>
+      <div id="toast" role="status" class={toast ? (toast.error ? "error shown" : "shown") : ""}>
+        {toast?.message ?? ""}
+      </div>
+    </>,
+    root,
+  );
 }
 
 async function addWorkspace(name: string): Promise<void> {
@@ -414,7 +460,6 @@ window.setInterval(() => {
   if (streaming(chat.open) || chatTick % 4 === 0) void refreshChat();
 }, 250);
 
-root.replaceChildren(tabs, banner, content, overlay, toast);
 render();
 appInfo()
   .then((value) => {
@@ -422,13 +467,16 @@ appInfo()
     render();
   })
   .catch((error) => say(`Lomi: ${(error as Error).message}`, true));
-watch((next) => {
-  overview = next;
+watch((part) => {
+  window.lomiWindow!.overviewMessages += 1;
+  // The first message is the whole overview; each later one holds only the parts that changed.
+  overview = { ...(overview ?? {}), ...part } as Overview;
   const status = storeStatus();
   if (status) notice.update(status.warningLevel);
   render();
 }).catch((error) => say(`Lomi: ${(error as Error).message}`, true));
-// Relative times ("5 s ago") move on even when nothing else changes.
+// Relative times ("5 s ago") move on even when nothing else changes (a render of the page
+// only: nothing is read from Lomi).
 window.setInterval(() => {
-  if (tab === "settings") render();
+  if (tab !== "chat") render();
 }, 15000);
