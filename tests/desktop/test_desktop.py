@@ -357,16 +357,27 @@ async def test_a_browser_panel_shows_its_address_and_a_live_view_of_the_page(des
                 )
 
             # The agent navigates: the window shows the page's address and what it renders.
+            def seen(url: str) -> list:
+                """The view once it shows `url` (a new frame decoding reads as none for a moment)."""
+                found: list = []
+
+                def showing() -> bool:
+                    now = shown()
+                    found[:] = now or []
+                    return bool(now) and now[0] == url
+
+                wait_until(showing, f"{url}'s address and view in the window")
+                return found
+
             await agent.navigate(site.url("/a"))
-            wait_until(lambda: (shown() or [""])[0] == site.url("/a"), "page A's address in the window")
-            address, first, width, height = shown()
+            address, first, width, height = seen(site.url("/a"))
             assert first.startswith("data:image/jpeg;base64,"), first[:40]
             assert [width, height] == [1280, 720], "the view is the whole viewport"
 
             # The next page replaces both, without the person doing anything.
             await agent.navigate(site.url("/b"))
-            wait_until(lambda: (shown() or [""])[0] == site.url("/b"), "page B's address in the window")
-            wait_until(lambda: shown()[1] != first, "page B's view replacing page A's")
+            seen(site.url("/b"))
+            wait_until(lambda: (shown() or [None, first])[1] != first, "page B's view replacing page A's")
             # Page B is dark blue where page A is white: the view is of the page, not a placeholder.
             corner = window.script(
                 "const img = document.querySelector(arguments[0]);"
