@@ -201,6 +201,31 @@ impl Default for Policy {
     }
 }
 
+impl Domain {
+    /// The workspace `id` an operation changes, compared by its revision when `expected` is
+    /// given: NOT_FOUND once the person removed it, REVISION_MISMATCH (with the current
+    /// revision) once it moved past `expected`.
+    pub(crate) fn workspace_at(
+        &mut self,
+        id: &WorkspaceId,
+        expected: Option<DomainRevision>,
+    ) -> Result<&mut Workspace, lomi_protocol::ToolError> {
+        let workspace = self
+            .workspaces
+            .iter_mut()
+            .find(|w| &w.id == id)
+            .ok_or_else(|| {
+                lomi_protocol::ToolError::not_found(format!("workspace {id} was removed"))
+            })?;
+        if let Some(expected) = expected
+            && workspace.revision != expected
+        {
+            return Err(crate::session::revision_mismatch(workspace));
+        }
+        Ok(workspace)
+    }
+}
+
 impl Workspace {
     /// The open panels in layout order.
     pub fn panel_order(&self) -> Vec<PanelId> {

@@ -143,16 +143,7 @@ impl Broker {
     ) -> Result<DomainRevision, ToolError> {
         let workspace_id = record.workspace_id.clone();
         let revision = self.update_domain(|domain| {
-            let workspace = domain
-                .workspaces
-                .iter_mut()
-                .find(|w| w.id == workspace_id)
-                .ok_or_else(|| {
-                    ToolError::not_found(format!("workspace {workspace_id} was removed"))
-                })?;
-            if workspace.revision != expected {
-                return Err(crate::session::revision_mismatch(workspace));
-            }
+            let workspace = domain.workspace_at(&workspace_id, Some(expected))?;
             workspace.layout = Some(match workspace.layout.take() {
                 Some(layout) => layout.with_panel(id.clone()),
                 None => LayoutNode::Tabs(LayoutTabs {
@@ -190,18 +181,7 @@ impl Broker {
             .map(|r| r.workspace_id.clone())
             .ok_or_else(|| ToolError::not_found(format!("no panel {id}")))?;
         let revision = self.update_domain(|domain| {
-            let workspace = domain
-                .workspaces
-                .iter_mut()
-                .find(|w| w.id == workspace_id)
-                .ok_or_else(|| {
-                    ToolError::not_found(format!("workspace {workspace_id} was removed"))
-                })?;
-            if let Some(expected) = expected
-                && workspace.revision != expected
-            {
-                return Err(crate::session::revision_mismatch(workspace));
-            }
+            let workspace = domain.workspace_at(&workspace_id, expected)?;
             workspace.layout = workspace.layout.take().and_then(|l| l.without_panel(id));
             workspace.revision = workspace.revision.next();
             Ok(workspace.revision)

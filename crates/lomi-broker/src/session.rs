@@ -231,16 +231,7 @@ impl Broker {
             move |(), context| async move {
                 let broker = context.broker;
                 let applied = broker.update_domain(|domain| {
-                    let workspace = domain
-                        .workspaces
-                        .iter_mut()
-                        .find(|w| w.id == workspace_id)
-                        .ok_or_else(|| {
-                            ToolError::not_found(format!("workspace {workspace_id} was removed"))
-                        })?;
-                    if workspace.revision != expected {
-                        return Err(revision_mismatch(workspace));
-                    }
+                    let workspace = domain.workspace_at(&workspace_id, Some(expected))?;
                     match &change {
                         WorkspaceChange::Rename(rename) => workspace.name = rename.name.clone(),
                         WorkspaceChange::Layout(layout) => {
