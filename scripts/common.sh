@@ -12,7 +12,8 @@ if [ "${CI:-}" = "true" ]; then
   export CARGO_INCREMENTAL=0
 fi
 
-say() { printf '\033[1mlomi:\033[0m %s\n' "$*" >&2; }
+# Each line says how long the command has run (m:ss), so a slow step shows in any log.
+say() { printf '\033[1mlomi:\033[0m [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
@@ -93,6 +94,19 @@ ensure_rust() {
       export PATH="$HOME/.cargo/bin:$PATH"
     fi
   fi
+}
+
+# cargo_linted ARGS...: cargo with clippy's lints applied to Lomi's own crates as they compile.
+# clippy-driver is what `cargo clippy` runs, set here as the workspace's compiler wrapper so it
+# also writes the real artifacts: one build is the lint check, the test binaries and the
+# programs (a separate `cargo clippy` compiles every dependency a second time, in check mode).
+# Warnings fail the build, as `cargo clippy -- -D warnings` does. Every step that reuses that
+# build must go through here too: the wrapper is part of what cargo compares.
+cargo_linted() {
+  local driver
+  driver="$(command -v clippy-driver)" || { say "clippy-driver not found (rustup component add clippy)"; return 1; }
+  RUSTC_WORKSPACE_WRAPPER="$driver" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" \
+    cargo "$@"
 }
 
 # build_adb_fixture [PROFILE_FLAGS...]: builds the fake Android device the Android tests and
