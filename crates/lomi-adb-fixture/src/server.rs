@@ -1,7 +1,10 @@
 //! A private `adb` server for tests (`adb -P PORT nodaemon server`), owned by pid, so tests
 //! never touch a server on the default port 5037 and leave nothing running.
 
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::net::{TcpListener, TcpStream};
+use std::sync::Mutex;
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -23,29 +26,66 @@ impl PrivateAdbServer {
             eprintln!("skipping: {message}");
             return None;
         }
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let child = Command::new("adb")
-            .args(["-P", &port.to_string(), "nodaemon", "server"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting `adb nodaemon server`");
-        let server = PrivateAdbServer { port, child };
-        // Wait for it to listen: an `adb` client that finds no server would start its own.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the adb server did not listen on port {port}"
-            );
-            sleep(Duration::from_millis(50));
+        // One start at a time in this process: on a new machine the first adb servers create
+        // the key adb keeps in ~/.android, and two doing it at once can end one of them.
+        static STARTING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = STARTING.lock().unwrap_or_else(|e| e.into_inner());
+        let mut said = String::new();
+        for _attempt in 0..3 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .expect("a free loopback port")
+                .port();
+            let log = tempfile_for_log();
+            let child = Command::new("adb")
+                .args(["-P", &port.to_string(), "nodaemon", "server"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log.try_clone().map_or_else(|_| Stdio::null(), Stdio::from))
+                .spawn()
+                .expect("starting `adb nodaemon server`");
+            let mut server = PrivateAdbServer { port, child };
+            // Wait for it to listen: an `adb` client that finds no server would start its own.
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Some(server);
+                }
+                if let Ok(Some(status)) = server.child.try_wait() {
+                    // It ended (its port taken meanwhile, or the key being written beside
+                    // it): start another.
+                    said = format!("it exited ({status}): {}", read_log(&log));
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the adb server did not listen on port {port} within 20 s: {}",
+                    read_log(&log)
+                );
+                sleep(Duration::from_millis(50));
+            }
         }
-        Some(server)
+        panic!("the adb server did not start three times; the last time {said}");
     }
+}
+
+/// An unnamed temp file for an adb server's own messages.
+fn tempfile_for_log() -> File {
+    tempfile::tempfile().expect("a temp file for the adb server's messages")
+}
+
+/// What an adb server wrote to its log file (its last 2,000 bytes).
+fn read_log(log: &File) -> String {
+    let mut log = log;
+    let mut text = String::new();
+    let read = log
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| log.read_to_string(&mut text));
+    if let Err(error) = read {
+        return format!("(its messages could not be read: {error})");
+    }
+    let tail = text.len().saturating_sub(2000);
+    text[text.ceil_char_boundary(tail)..].trim().to_owned()
 }
 
 impl Drop for PrivateAdbServer {

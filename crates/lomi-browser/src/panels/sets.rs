@@ -161,15 +161,25 @@ async fn run_set(
     let mut halt = None;
     let mut writing = Writing::new(folder);
     {
-        let (lanes, usual, context) = (&lanes, &usual, &context);
-        // Captures are taken in the lanes' tabs at once (target i in lane i mod lanes, at
-        // most one per lane, since `buffered` starts target i + lanes only after target i was
-        // handed on) and handed on in order.
-        let mut taken = futures_util::stream::iter(planned.into_iter().enumerate())
-            .map(|(i, each)| async move {
-                let lane = &lanes[i % lanes.len()];
-                let mut applied = lane.applied.lock().await;
+        // The lanes' tabs free now; a target takes whichever frees first.
+        let (free, freed) = tokio::sync::mpsc::unbounded_channel();
+        for lane in &lanes {
+            let _open = free.send(lane);
+        }
+        let freed = tokio::sync::Mutex::new(freed);
+        let (free, freed, usual, context) = (&free, &freed, &usual, &context);
+        // Captures are taken in the lanes' tabs at once and handed on in order. A lane that
+        // is done takes the next target even while an earlier one is still being taken in
+        // another lane (a tall page beside short ones), up to AHEAD targets past the oldest
+        // one not handed on yet (`buffered` holds what is taken until its turn).
+        let mut taken = futures_util::stream::iter(planned)
+            .map(|each| async move {
                 let name = each.name.clone();
+                let Some(lane) = freed.lock().await.recv().await else {
+                    let lost = "the capture set's tabs were lost; capture again".to_owned();
+                    return (name, Err(ToolError::internal(lost)));
+                };
+                let mut applied = lane.applied.lock().await;
                 let shot = capture_one(
                     &lane.tab,
                     usual,
@@ -180,9 +190,11 @@ async fn run_set(
                     context,
                 )
                 .await;
+                drop(applied);
+                let _open = free.send(lane);
                 (name, shot)
             })
-            .buffered(lanes.len());
+            .buffered(lanes.len() + AHEAD);
         while let Some((name, shot)) = taken.next().await {
             if context.cancel.is_cancelled() {
                 halt = Some(Halt::Cancelled);
@@ -224,6 +236,10 @@ async fn run_set(
 /// How many tabs a set captures in at once: while one page loads, lays out or is encoded in
 /// its renderer, another is in its own.
 const LANES: usize = 2;
+
+/// How many targets past the oldest one not yet handed on may be taken meanwhile (their PNGs
+/// wait in memory for their turn to be written).
+const AHEAD: usize = 4;
 
 /// One tab of a set, and what it emulates now (set again only when a target asks for
 /// something else).
