@@ -4,8 +4,8 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Mutex;
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
