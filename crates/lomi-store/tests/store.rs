@@ -1362,8 +1362,10 @@ fn run_model(steps: Vec<Step>) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The long forms of the crash and property suites (hundreds of kills): `scripts/soak` runs
+/// them by name; CI and a plain `cargo test` run the short forms.
 fn slow_tests() -> bool {
-    std::env::var("LOMI_SLOW_TESTS").is_ok_and(|v| v == "1")
+    std::env::var("LOMI_SOAK_TESTS").is_ok_and(|v| v == "1")
 }
 
 proptest! {
