@@ -174,9 +174,14 @@ ensure_claude_code() {
 
 ensure_tauri_driver() {
   local root="$LOMI_CACHE/tauri-driver"
-  if [ ! -x "$root/bin/tauri-driver" ]; then
-    say "installing tauri-driver"
-    cargo install --locked --quiet tauri-driver --version '^2' --root "$root" >&2 || return 1
-  fi
+  mkdir -p "$LOMI_CACHE"
+  # One install at a time: scripts/test asks from two lanes.
+  (
+    flock 9
+    if [ ! -x "$root/bin/tauri-driver" ]; then
+      say "installing tauri-driver"
+      cargo install --locked --quiet tauri-driver --version '^2' --root "$root" >&2
+    fi
+  ) 9>"$LOMI_CACHE/tauri-driver.lock" || return 1
   printf '%s\n' "$root/bin/tauri-driver"
 }
