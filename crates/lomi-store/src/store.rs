@@ -67,12 +67,12 @@ impl Default for StoreOptions {
     }
 }
 
-/// The private store of one data dir. `Send + Sync`: share it with `Arc`. Writes go through
-/// the writer, which commits the writes of concurrent callers together (group commit, see
+/// The private store of one data dir. `Send + Sync`: share it with `Arc`. Writes go to one
+/// writer thread, which commits the writes of concurrent callers together (group commit, see
 /// `writer.rs`); reads are serialized on a second connection and never wait for a commit.
 pub struct Store {
     // Both declared before `ownership_lock` so the connections close before the lock is
-    // released (the writer owns the write connection: dropping it closes that connection).
+    // released (dropping the writer joins its thread, which owns the write connection).
     writer: Writer,
     health: Arc<WriteHealth>,
     reader: Mutex<Connection>,
@@ -120,12 +120,12 @@ impl Store {
         schema::migrate(&mut connection, &database_path)?;
         let reader = open_connection(&database_path, &options)?;
         let health = Arc::new(WriteHealth::default());
-        let writer = Writer::new(
+        let writer = Writer::start(
             connection,
             clock.clone(),
             database_path.clone(),
             health.clone(),
-        );
+        )?;
         let mut store = Store {
             writer,
             health,
@@ -508,7 +508,7 @@ impl Store {
         body(&connection).map_err(|failure| failure.into_store_error(&self.database_path, doing))
     }
 
-    /// Runs `body` on the write connection inside a `BEGIN IMMEDIATE` transaction, together with
+    /// Runs `body` on the writer thread inside a `BEGIN IMMEDIATE` transaction, together with
     /// the other writes queued meanwhile, and returns once that transaction committed. On any
     /// error nothing of `body` is written, and the connection stays usable.
     pub(crate) fn write<T: Send + 'static>(

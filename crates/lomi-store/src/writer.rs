@@ -1,12 +1,12 @@
-//! The store's writes, committed together (group commit): each caller queues its write, and a
-//! caller that finds no commit in flight leads: on its own thread it commits every queued write
-//! (its own first) in one SQLite transaction, then answers each caller with its own result.
+//! The store's one writer: a thread that owns the write connection and commits every write that
+//! arrived while the previous commit was in flight in one SQLite transaction (group commit),
+//! then answers each caller with its own result.
 
-use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, SyncSender, TryRecvError};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::thread::JoinHandle;
 
 use lomi_protocol::Timestamp;
 use rusqlite::Connection;
@@ -19,8 +19,7 @@ use crate::{Clock, Result, StoreError};
 const MOST_PER_GROUP: usize = 128;
 
 /// A write's body: runs on the write connection inside the group's transaction, in its own
-/// savepoint, with the time it runs at. It owns what it needs: it runs on the thread of the
-/// group's leader, which may be another caller's.
+/// savepoint, with the time it runs at. It owns what it needs (it runs on the writer thread).
 pub(crate) type Body<T> = Box<dyn FnOnce(&Connection, Timestamp) -> Result<T, Failure> + Send>;
 
 /// A time the store could not write at all (the disk is full, an I/O error): what failed and
@@ -33,7 +32,7 @@ pub struct WriteFailure {
     pub message: String,
 }
 
-/// Whether the store's writes are failing now; shared by the writer and the store.
+/// Whether the store's writes are failing now; shared by the writer thread and the store.
 #[derive(Debug, Default)]
 pub(crate) struct WriteHealth(std::sync::Mutex<Option<WriteFailure>>);
 
@@ -53,54 +52,48 @@ impl WriteHealth {
     }
 }
 
-/// The store's one write connection and the queue of writes waiting for it. Callers take turns
-/// leading: one group is committed at a time, on its leader's thread.
+/// The caller's side of the writer: sends writes and waits for their answers.
 pub(crate) struct Writer {
-    queue: Mutex<Queue>,
-    /// Notified when a leader's turn ends: its callers have their answers, and the caller of the
-    /// oldest queued write leads next.
-    turn_ended: Condvar,
-    /// Locked only by the leader, so never waited for; dropping the writer closes it.
-    connection: Mutex<Connection>,
-    clock: Arc<dyn Clock>,
-    database_path: PathBuf,
-    health: Arc<WriteHealth>,
-}
-
-/// The writes no leader has taken yet, and whether a group is being committed now.
-#[derive(Default)]
-struct Queue {
-    /// Oldest first, each with its ticket (its place in the order of arrival).
-    waiting: VecDeque<(u64, Box<dyn Member>)>,
-    next_ticket: u64,
-    leading: bool,
+    // `None` only while dropping: closing the channel is what ends the thread.
+    sender: Option<Sender<Box<dyn Member>>>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl Writer {
-    /// The writer of the store whose write connection is `connection`; it owns it from now on.
-    pub(crate) fn new(
+    /// Starts the writer thread; it owns `connection` until the writer is dropped.
+    pub(crate) fn start(
         connection: Connection,
         clock: Arc<dyn Clock>,
         database_path: PathBuf,
         health: Arc<WriteHealth>,
-    ) -> Writer {
-        Writer {
-            queue: Mutex::default(),
-            turn_ended: Condvar::new(),
-            connection: Mutex::new(connection),
-            clock,
-            database_path,
-            health,
-        }
+    ) -> Result<Writer> {
+        let (sender, receiver) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("lomi-store-writer".to_owned())
+            .spawn(move || {
+                serve(
+                    &connection,
+                    clock.as_ref(),
+                    &database_path,
+                    &health,
+                    &receiver,
+                );
+            })
+            .map_err(|e| {
+                StoreError::unavailable(format!(
+                    "cannot start the store's writer thread ({e}); the system is out of threads or memory"
+                ))
+            })?;
+        Ok(Writer {
+            sender: Some(sender),
+            thread: Some(thread),
+        })
     }
 
     /// Runs `body` in the next group's transaction and returns its result once that
     /// transaction committed (durably: WAL with synchronous=FULL). With `keep: false` the body's
     /// changes are rolled back right after it ran: a preview of exactly what it would do.
     /// Any failure means nothing of `body` was written.
-    ///
-    /// If no group is being committed, this thread commits (the write and any queued behind it);
-    /// otherwise it waits until a leader committed its write or its turn to lead comes.
     pub(crate) fn write<T: Send + 'static>(
         &self,
         doing: &'static str,
@@ -115,92 +108,30 @@ impl Writer {
             outcome: None,
             reply,
         });
-        let mut queue = self.queue();
-        let ticket = queue.next_ticket;
-        queue.next_ticket += 1;
-        queue.waiting.push_back((ticket, member));
-        loop {
-            // Looked at under the queue's lock, which a leader takes to end its turn after
-            // answering, so no answer arrives unseen between this look and the wait.
-            match answer.try_recv() {
-                Ok(outcome) => return outcome,
-                Err(TryRecvError::Disconnected) => {
-                    // The leader that took this write panicked before committing its group.
-                    return Err(StoreError::unavailable(format!(
-                        "{doing} failed: the store's writer stopped abnormally before committing it; nothing of it was written"
-                    )));
-                }
-                Err(TryRecvError::Empty) => {}
-            }
-            let oldest = queue.waiting.front().map(|(first, _)| *first);
-            if !queue.leading && oldest == Some(ticket) {
-                self.lead(queue);
-                queue = self.queue();
-            } else {
-                queue = self
-                    .turn_ended
-                    .wait(queue)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
-        }
-    }
-
-    /// One leader's turn: takes the oldest queued writes (the leader's own first), commits them
-    /// as one group on this thread, answers each caller, then passes the turn on.
-    fn lead(&self, mut queue: MutexGuard<'_, Queue>) {
-        queue.leading = true;
-        let size = queue.waiting.len().min(MOST_PER_GROUP);
-        let group = queue
-            .waiting
-            .drain(..size)
-            .map(|(_, member)| member)
-            .collect();
-        drop(queue);
-        let mut turn = Turn {
-            writer: self,
-            group,
+        let stopped = || {
+            StoreError::unavailable(format!(
+                "{doing} failed: the store's writer has stopped; restart Lomi"
+            ))
         };
-        let connection = self
-            .connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        match commit_group(
-            &connection,
-            self.clock.as_ref(),
-            &self.database_path,
-            &mut turn.group,
-        ) {
-            Some(failure) => self.health.failed(self.clock.now(), failure.0),
-            None => self.health.succeeded(),
-        }
-        drop(connection);
-        for member in turn.group.drain(..) {
-            member.answer();
-        }
-    }
-
-    /// The queue; no panic happens while it is held, but a poisoned lock is no reason to stop.
-    fn queue(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+        self.sender
+            .as_ref()
+            .ok_or_else(stopped)?
+            .send(member)
+            .map_err(|_| stopped())?;
+        answer.recv().map_err(|_| stopped())?
     }
 }
 
-/// A leader's turn, from taking its group until every member was answered. Ending it, also by a
-/// panic, passes the lead on, so no caller waits forever.
-struct Turn<'a> {
-    writer: &'a Writer,
-    /// The group's members not answered yet.
-    group: Vec<Box<dyn Member>>,
-}
-
-impl Drop for Turn<'_> {
-    /// Drops the members still unanswered (only after a panic: the group did not commit, and
-    /// their callers learn it), then wakes every waiting caller: the answered ones return, and
-    /// the caller of the oldest queued write leads next.
+impl Drop for Writer {
+    /// Closes the channel and waits for the thread to finish the writes already sent, so the
+    /// write connection is closed before the store's ownership lock is released.
     fn drop(&mut self) {
-        self.group.clear();
-        self.writer.queue().leading = false;
-        self.writer.turn_ended.notify_all();
+        drop(self.sender.take());
+        if let Some(thread) = self.thread.take() {
+            // Each body runs under `catch_unwind`, so only the loop itself could have panicked,
+            // and then its callers were already answered `Unavailable`: nothing is left to do.
+            let _panicked = thread.join();
+        }
     }
 }
 
@@ -263,8 +194,35 @@ impl<T: Send + 'static> Member for Write<T> {
                 self.doing
             )))
         });
-        // Every caller waits for its answer; one that is gone would need none.
+        // A caller that stopped waiting (its thread ended) needs no answer.
         let _unheard = self.reply.send(outcome);
+    }
+}
+
+/// The writer thread: takes the first write that comes, then everything already queued behind
+/// it, and commits them as one group, until the store is dropped.
+fn serve(
+    connection: &Connection,
+    clock: &dyn Clock,
+    database_path: &Path,
+    health: &WriteHealth,
+    receiver: &Receiver<Box<dyn Member>>,
+) {
+    while let Ok(first) = receiver.recv() {
+        let mut group = vec![first];
+        while group.len() < MOST_PER_GROUP {
+            match receiver.try_recv() {
+                Ok(member) => group.push(member),
+                Err(_) => break,
+            }
+        }
+        match commit_group(connection, clock, database_path, &mut group) {
+            Some(failure) => health.failed(clock.now(), failure.0),
+            None => health.succeeded(),
+        }
+        for member in group {
+            member.answer();
+        }
     }
 }
 
@@ -306,8 +264,7 @@ fn commit_group(
         }
     };
     if !connection.is_autocommit() {
-        // Only reachable if an earlier rollback itself failed, or a leader panicked in the
-        // middle of its group; start clean.
+        // Only reachable if an earlier rollback itself failed; start clean.
         if let Err(error) = connection.execute_batch("ROLLBACK") {
             let cause = failure("ending an unfinished transaction", error);
             fail_all(group, &cause);
@@ -576,174 +533,5 @@ mod tests {
                 .expect("integrity"),
             "ok"
         );
-    }
-
-    /// A writer over a fresh database with a `rows` table, and that database's path.
-    fn writer_with_rows(dir: &Path, clock: Arc<dyn Clock>) -> (Arc<Writer>, PathBuf) {
-        let path = dir.join("writer.sqlite3");
-        let connection = open_connection(&path, &StoreOptions::default()).expect("open");
-        connection
-            .execute_batch("CREATE TABLE rows (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
-            .expect("table");
-        let health = Arc::new(WriteHealth::default());
-        let writer = Writer::new(connection, clock, path.clone(), health);
-        (Arc::new(writer), path)
-    }
-
-    fn insert(connection: &Connection, id: i64) -> Result<(), Failure> {
-        connection.execute("INSERT INTO rows (id, body) VALUES (?1, 'x')", [id])?;
-        Ok(())
-    }
-
-    /// Starts a write of row 1 whose body waits for the returned sender, once it is running:
-    /// a commit in flight for as long as the test wants.
-    fn hold_a_commit(
-        writer: &Arc<Writer>,
-    ) -> (SyncSender<()>, std::thread::JoinHandle<Result<()>>) {
-        let (started, running) = mpsc::sync_channel(1);
-        let (release, released) = mpsc::sync_channel::<()>(1);
-        let writer = writer.clone();
-        let holder = std::thread::spawn(move || {
-            writer.write(
-                "holding a commit",
-                true,
-                Box::new(move |connection, _now| {
-                    started.send(()).expect("the test waits");
-                    released.recv().expect("the test releases");
-                    insert(connection, 1)
-                }),
-            )
-        });
-        running.recv().expect("the held write runs");
-        (release, holder)
-    }
-
-    /// Waits until `count` writes are queued behind the commit in flight.
-    fn wait_until_queued(writer: &Writer, count: usize) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while writer.queue().waiting.len() < count {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{count} writes were never queued"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-    }
-
-    #[test]
-    fn writes_queued_during_a_commit_share_the_next_group_on_the_oldest_callers_thread() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let (writer, path) = writer_with_rows(dir.path(), Arc::new(SystemClock));
-        let (release, holder) = hold_a_commit(&writer);
-
-        let first = {
-            let writer = writer.clone();
-            std::thread::spawn(move || {
-                let ran_on = writer.write(
-                    "writing row 2",
-                    true,
-                    Box::new(|connection, _now| {
-                        insert(connection, 2)?;
-                        Ok(std::thread::current().id())
-                    }),
-                );
-                (std::thread::current().id(), ran_on)
-            })
-        };
-        wait_until_queued(&writer, 1);
-        let second = {
-            let writer = writer.clone();
-            let other = Connection::open(&path).expect("a second connection");
-            std::thread::spawn(move || {
-                writer.write(
-                    "writing row 3",
-                    true,
-                    Box::new(move |connection, _now| {
-                        insert(connection, 3)?;
-                        // Row 2 is in this transaction, and not yet committed.
-                        let count = "SELECT COUNT(*) FROM rows WHERE id = 2";
-                        let here: i64 = connection.query_row(count, [], |r| r.get(0))?;
-                        let committed: i64 = other.query_row(count, [], |r| r.get(0))?;
-                        Ok((std::thread::current().id(), here, committed))
-                    }),
-                )
-            })
-        };
-        wait_until_queued(&writer, 2);
-        release.send(()).expect("the held write waits");
-
-        holder.join().expect("no panic").expect("row 1 commits");
-        let (leader, ran_on) = first.join().expect("no panic");
-        assert_eq!(ran_on.expect("row 2 commits"), leader);
-        let (ran_on, here, committed) = second.join().expect("no panic").expect("row 3 commits");
-        assert_eq!(
-            (ran_on, here, committed),
-            (leader, 1, 0),
-            "row 3 was written by row 2's caller, in row 2's transaction"
-        );
-        let connection = writer.connection.lock().expect("no leader");
-        assert_eq!(rows(&connection), vec![1, 2, 3]);
-    }
-
-    /// The system clock, except that it panics once when armed: a panic outside any body.
-    #[derive(Default)]
-    struct PanickyClock {
-        armed: std::sync::atomic::AtomicBool,
-    }
-
-    impl Clock for PanickyClock {
-        fn now(&self) -> Timestamp {
-            if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
-                panic!("the test clock panics, as a leader never should");
-            }
-            SystemClock.now()
-        }
-    }
-
-    #[test]
-    fn a_leader_that_panics_fails_its_group_and_the_lead_passes_on() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let clock = Arc::new(PanickyClock::default());
-        let (writer, _path) = writer_with_rows(dir.path(), clock.clone());
-        let (release, holder) = hold_a_commit(&writer);
-        let queue_row = |id: i64| {
-            let writer = writer.clone();
-            std::thread::spawn(move || {
-                writer.write(
-                    "writing a row",
-                    true,
-                    Box::new(move |connection, _now| insert(connection, id)),
-                )
-            })
-        };
-        let leader = queue_row(2);
-        wait_until_queued(&writer, 1);
-        let follower = queue_row(3);
-        wait_until_queued(&writer, 2);
-        // The next group's leader panics in the middle of its transaction.
-        clock.armed.store(true, std::sync::atomic::Ordering::SeqCst);
-        release.send(()).expect("the held write waits");
-
-        holder.join().expect("no panic").expect("row 1 commits");
-        assert!(leader.join().is_err(), "row 2's caller led, and panicked");
-        let error = follower
-            .join()
-            .expect("no panic")
-            .expect_err("row 3 was in the group that did not commit");
-        assert_eq!(error.code(), ErrorCode::StoreUnavailable, "{error}");
-        assert!(error.to_string().contains("stopped abnormally"), "{error}");
-
-        writer
-            .write(
-                "writing row 4",
-                true,
-                Box::new(|connection, _now| insert(connection, 4)),
-            )
-            .expect("the next write leads, starts clean and commits");
-        let connection = writer
-            .connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        assert_eq!(rows(&connection), vec![1, 4]);
     }
 }
