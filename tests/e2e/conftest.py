@@ -509,6 +509,12 @@ def mcp(lomi: Lomi, transcript: Transcript) -> McpFactory:
     return McpFactory(lomi, transcript)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Long tests first: spread over several processes, a long test started last would leave
+    the others idle while it ends the run."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     outcome = yield

@@ -100,6 +100,7 @@ async def test_the_whole_index_of_a_real_manual_comes_in_pages_a_client_accepts(
         assert "not shown within maxBytes 262144; go on with fromLine" in default["text"], default["text"][-300:]
 
 
+@pytest.mark.long
 async def test_a_tall_real_page_is_captured_whole_within_the_limits(lomi, workspaces, mcp, manual, tmp_path):
     a, _ = workspaces
     token = lomi.create_token(a["workspaceId"])["token"]

@@ -531,6 +531,7 @@ async def kept_state(agent: Agent, site: Site) -> str:
     return found.group(0)
 
 
+@pytest.mark.long
 async def test_a_persistent_profile_is_the_persons_choice_and_one_browser_at_a_time(lomi, workspaces, mcp, site):
     a, _ = workspaces
     ws = a["workspaceId"]

@@ -460,6 +460,7 @@ async def test_an_android_capture_set_against_the_device_fixture(lomi, workspace
 # ---- the recipe in docs/ ----
 
 
+@pytest.mark.long
 async def test_the_docs_recipe_captures_a_local_site_and_reports_what_changed(lomi, workspaces, pages, tmp_path):
     a, _ = workspaces
     (tmp_path / "project-a" / "docs" / "screenshots").mkdir(parents=True)

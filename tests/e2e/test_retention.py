@@ -53,6 +53,7 @@ class Agent:
         return envelope
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     "cap,total",
     [

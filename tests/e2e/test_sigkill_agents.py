@@ -393,6 +393,7 @@ class Audit:
         assert not lost, f"{len(lost)} receipts lost after maintenance: {sorted(lost)[:20]}"
 
 
+@pytest.mark.long
 async def test_sigkill_with_eight_agents_in_flight(lomi, mcp, tmp_path):
     seed = int(os.environ.get("LOMI_CRASH_SEED") or random.SystemRandom().randrange(2**32))
     print(f"seed {seed} ({ROUNDS} rounds; LOMI_CRASH_SEED={seed} replays the kill moments)")

@@ -634,6 +634,7 @@ async def test_close_kills_the_whole_session(lomi, workspaces, mcp):
         await agent.error("lomi_terminal_input", term.input_args(2, "echo x\r"), "NOT_FOUND")
 
 
+@pytest.mark.long
 async def test_flood_keeps_memory_bounded(lomi, workspaces, mcp):
     a, _ = workspaces
     ws = a["workspaceId"]
