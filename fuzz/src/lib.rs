@@ -4,9 +4,9 @@
 
 use std::sync::OnceLock;
 
-use lomi_browser::SnapshotOptions;
-use lomi_browser::fuzzing::Frame;
 use lomi_protocol::catalog::{ToolSpec, catalog};
+use lomi_snapshot::SnapshotOptions;
+use lomi_snapshot::fuzzing::Frame;
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -97,13 +97,13 @@ pub fn snapshot(data: &[u8]) {
     let text = String::from_utf8_lossy(rest);
     let mut parts = text.split('\0');
     let element_ref = parts.next().unwrap_or_default();
-    if let Ok((prefix, number)) = lomi_browser::fuzzing::split_element_ref(element_ref) {
+    if let Ok((prefix, number)) = lomi_snapshot::fuzzing::split_element_ref(element_ref) {
         assert!(
             prefix.ends_with('e'),
             "{element_ref:?} split at {prefix:?} and {number}"
         );
     }
-    lomi_browser::fuzzing::key_is_known(parts.next().unwrap_or_default());
+    lomi_snapshot::fuzzing::key_is_known(parts.next().unwrap_or_default());
     let find = parts.next().filter(|needle| !needle.is_empty());
     let since: Option<Vec<String>> = parts
         .next()
@@ -142,7 +142,7 @@ pub fn snapshot(data: &[u8]) {
         from_line: usize::from(from),
     };
     let (lines, _refs, rendered) =
-        lomi_browser::fuzzing::snapshot(frames, since.as_deref(), &options);
+        lomi_snapshot::fuzzing::snapshot(frames, since.as_deref(), &options);
     // The rendered tree keeps within its room (less the closing note's), whatever the lines.
     if max_bytes >= 1024 && !lines.is_empty() {
         assert!(

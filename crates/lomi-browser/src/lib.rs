@@ -1,12 +1,11 @@
 //! Lomi's browser runtime: one headless Chromium per browser panel (Debian's `/usr/bin/chromium`
 //! over chromiumoxide), its tabs, snapshots whose element refs are scoped to the snapshot and
 //! its document, actions confirmed by the page itself, console and network logs, captures,
-//! and the browser tools over the broker.
+//! and the browser tools over the broker. The snapshot text and the parsing of refs and keys
+//! are lomi-snapshot's (plain functions, fuzzed without a browser).
 
 mod browser;
 mod direct;
-#[doc(hidden)]
-pub mod fuzzing;
 mod launch;
 pub mod panels;
 mod snapshot;
@@ -15,7 +14,8 @@ mod tab;
 pub use browser::{Browser, BrowserOptions, Exit};
 pub use launch::{FLAGS, chromium_path, delete_profile, profile_user};
 pub use lomi_files::confine::{confined_existing_file, write_confined};
-pub use snapshot::{SnapshotOptions, SnapshotText};
+pub use lomi_snapshot::SnapshotOptions;
+pub use snapshot::SnapshotText;
 pub use tab::{
     ActionError, ActionResult, CaptureArea, Committed, Destination, Emulation, Tab, Target,
     WaitFor, Waited,
@@ -42,4 +42,11 @@ pub enum BrowserError {
     /// Chromium answered with an error.
     #[error("Chromium: {0}")]
     Cdp(String),
+}
+
+/// A ref or key spec that is not one: the agent reads its message as it is.
+impl From<lomi_snapshot::Invalid> for BrowserError {
+    fn from(error: lomi_snapshot::Invalid) -> Self {
+        BrowserError::Invalid(error.to_string())
+    }
 }

@@ -27,13 +27,14 @@ use chromiumoxide::cdp::js_protocol::runtime::{
 use chromiumoxide::types::{Command, Method, MethodId};
 use futures_util::StreamExt;
 use lomi_protocol::tools::browser::{ClipRect, DialogView, FrameView};
+use lomi_snapshot::{FrameRecord, SnapshotOptions, parse_key, split_ref, stitch};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::BrowserError;
 use crate::browser::{Browser, Logs};
-use crate::snapshot::{self, SnapshotOptions, SnapshotText};
+use crate::snapshot::SnapshotText;
 
 /// The in-page helper (see walker.js).
 const WALKER: &str = include_str!("walker.js");
@@ -144,14 +145,6 @@ struct SnapshotRecord {
     frames: HashMap<String, FrameRecord>,
     refs: HashSet<String>,
     lines: Vec<String>,
-}
-
-#[derive(Clone, Debug)]
-pub(crate) struct FrameRecord {
-    pub(crate) frame_id: String,
-    pub(crate) context: i64,
-    /// The owner iframe: (its frame's prefix, its element number).
-    pub(crate) owner: Option<(String, u64)>,
 }
 
 #[derive(Default)]
@@ -881,7 +874,7 @@ impl Tab {
             }
             Some(Some((_, old_lines))) => Some(old_lines),
         };
-        let text = snapshot::render(&lines, diff_base.as_deref(), options);
+        let text = lomi_snapshot::render(&lines, diff_base.as_deref(), options);
         {
             let mut state = self.lock();
             state.snapshots.push_back(SnapshotRecord {
@@ -1374,7 +1367,7 @@ impl Tab {
     /// Presses a key (with modifiers) at an element, or at the focused element.
     pub async fn press(&self, target: Target<'_>, key: &str) -> Result<ActionResult, ActionError> {
         self.no_dialog()?;
-        parse_key(key)?;
+        parse_key(key).map_err(BrowserError::from)?;
         let (context, number, label) = match target {
             Target::Element {
                 snapshot_id,
@@ -2665,44 +2658,6 @@ fn collect_frames(
     }
 }
 
-/// Joins a frame's text with its child frames' text, each below its iframe line.
-pub(crate) fn stitch(
-    prefix: &str,
-    texts: &HashMap<String, Value>,
-    records: &HashMap<String, FrameRecord>,
-    indent: usize,
-    lines: &mut Vec<String>,
-    refs: &mut HashSet<String>,
-) {
-    let Some(taken) = texts.get(prefix) else {
-        return;
-    };
-    if let Some(list) = taken["refs"].as_array() {
-        refs.extend(list.iter().filter_map(|r| r.as_str().map(str::to_owned)));
-    }
-    // Child frames by the ref of their iframe element in this frame.
-    let children: HashMap<String, &String> = records
-        .iter()
-        .filter_map(|(child, record)| {
-            let (parent, number) = record.owner.as_ref()?;
-            (parent == prefix).then(|| (format!("[{prefix}{number}]"), child))
-        })
-        .collect();
-    let pad = " ".repeat(indent);
-    for line in taken["text"].as_str().unwrap_or_default().lines() {
-        let depth = line.len() - line.trim_start_matches(' ').len();
-        lines.push(format!("{pad}{line}"));
-        if line[depth..].starts_with("iframe")
-            && let Some(child) = children
-                .iter()
-                .find(|(marker, _)| line.contains(marker.as_str()))
-                .map(|(_, c)| *c)
-        {
-            stitch(child, texts, records, indent + depth + 1, lines, refs);
-        }
-    }
-}
-
 fn truncate_value(value: Value) -> Value {
     const LIMIT: usize = 64 * 1024;
     let text = value.to_string();
@@ -2715,121 +2670,4 @@ fn truncate_value(value: Value) -> Value {
         }
         json!({ "truncatedJson": &text[..end] })
     }
-}
-
-/// A ref's frame prefix (up to its last `e`) and its element number: `f2e17` is frame `f2e`,
-/// element 17.
-pub(crate) fn split_ref(element_ref: &str) -> Result<(&str, u64), BrowserError> {
-    let split = element_ref
-        .rfind('e')
-        .ok_or_else(|| BrowserError::Invalid(format!("{element_ref:?} is not a ref")))?;
-    let (prefix, number) = element_ref.split_at(split + 1);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| BrowserError::Invalid(format!("{element_ref:?} is not a ref")))?;
-    Ok((prefix, number))
-}
-
-/// A key as CDP wants it.
-pub(crate) struct Key {
-    key: String,
-    code: String,
-    key_code: u32,
-    text: Option<String>,
-    modifiers: u32,
-}
-
-pub(crate) fn parse_key(spec: &str) -> Result<Key, BrowserError> {
-    let bad = || {
-        BrowserError::Invalid(format!(
-            "unknown key {spec:?}; use a character or Enter, Tab, Escape, Backspace, Delete, Space, \
-             ArrowUp/Down/Left/Right, Home, End, PageUp, PageDown, F1..F12, with modifiers such as Control+a"
-        ))
-    };
-    let mut parts: Vec<&str> = spec.split('+').collect();
-    // "Control++" names the plus key.
-    if spec.ends_with("++") {
-        parts.pop();
-        if let Some(last) = parts.last_mut() {
-            *last = "+";
-        }
-    }
-    let name = parts.pop().filter(|n| !n.is_empty()).ok_or_else(bad)?;
-    let mut modifiers = 0;
-    for m in parts {
-        modifiers |= match m {
-            "Alt" => 1,
-            "Control" | "Ctrl" => 2,
-            "Meta" | "Command" => 4,
-            "Shift" => 8,
-            _ => return Err(bad()),
-        };
-    }
-    let named: Option<(&str, &str, u32, Option<&str>)> = match name {
-        "Enter" => Some(("Enter", "Enter", 13, Some("\r"))),
-        "Tab" => Some(("Tab", "Tab", 9, None)),
-        "Escape" | "Esc" => Some(("Escape", "Escape", 27, None)),
-        "Backspace" => Some(("Backspace", "Backspace", 8, None)),
-        "Delete" => Some(("Delete", "Delete", 46, None)),
-        "Space" | " " => Some((" ", "Space", 32, Some(" "))),
-        "ArrowUp" => Some(("ArrowUp", "ArrowUp", 38, None)),
-        "ArrowDown" => Some(("ArrowDown", "ArrowDown", 40, None)),
-        "ArrowLeft" => Some(("ArrowLeft", "ArrowLeft", 37, None)),
-        "ArrowRight" => Some(("ArrowRight", "ArrowRight", 39, None)),
-        "Home" => Some(("Home", "Home", 36, None)),
-        "End" => Some(("End", "End", 35, None)),
-        "PageUp" => Some(("PageUp", "PageUp", 33, None)),
-        "PageDown" => Some(("PageDown", "PageDown", 34, None)),
-        _ => None,
-    };
-    if let Some((key, code, key_code, text)) = named {
-        return Ok(Key {
-            key: key.to_owned(),
-            code: code.to_owned(),
-            key_code,
-            text: if modifiers & 0b0110 == 0 {
-                text.map(str::to_owned)
-            } else {
-                None
-            },
-            modifiers,
-        });
-    }
-    if let Some(n) = name
-        .strip_prefix('F')
-        .and_then(|n| n.parse::<u32>().ok())
-        .filter(|n| (1..=12).contains(n))
-    {
-        return Ok(Key {
-            key: name.to_owned(),
-            code: name.to_owned(),
-            key_code: 111 + n,
-            text: None,
-            modifiers,
-        });
-    }
-    let mut chars = name.chars();
-    let (Some(c), None) = (chars.next(), chars.next()) else {
-        return Err(bad());
-    };
-    let upper = c.to_ascii_uppercase();
-    let (code, key_code) = if c.is_ascii_alphabetic() {
-        (format!("Key{upper}"), upper as u32)
-    } else if c.is_ascii_digit() {
-        (format!("Digit{c}"), c as u32)
-    } else {
-        (String::new(), 0)
-    };
-    Ok(Key {
-        key: c.to_string(),
-        code,
-        key_code,
-        // With Control or Meta held a key types nothing (it is a shortcut).
-        text: if modifiers & 0b0110 == 0 {
-            Some(c.to_string())
-        } else {
-            None
-        },
-        modifiers,
-    })
 }

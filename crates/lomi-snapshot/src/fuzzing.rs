@@ -1,12 +1,11 @@
-//! Ways in for Lomi's fuzzer (`fuzz/`): the snapshot and ref parsing of this crate, reachable
-//! without a browser. Not for other callers; each function calls the real code and nothing else.
+//! Ways in for Lomi's fuzzer (`fuzz/`): the snapshot, ref and key parsing of this crate as the
+//! browser uses it. Not for other callers; each function calls the real code and nothing else.
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::snapshot::{SnapshotOptions, render};
-use crate::tab::{FrameRecord, parse_key, split_ref, stitch};
+use crate::{FrameRecord, SnapshotOptions, parse_key, render, split_ref, stitch};
 
 /// One frame's part of a snapshot: its ref prefix, what the page helper answered for it
 /// (`{text, refs}`), and the iframe element that holds it (the parent's prefix and the element's
