@@ -163,7 +163,6 @@ async def test_fragments_history_and_reload_report_the_url_the_page_shows(lomi, 
         await wait_gone(agent.pid)
 
 
-@pytest.mark.long
 async def test_clicks_on_search_results_the_page_is_still_inserting(lomi, workspaces, mcp, slow_docs):
     """Sphinx's search page loads its index after load, then appends one result every few
     milliseconds and fetches each page to add a summary under its link, so later links keep
