@@ -97,13 +97,13 @@ pub fn snapshot(data: &[u8]) {
     let text = String::from_utf8_lossy(rest);
     let mut parts = text.split('\0');
     let element_ref = parts.next().unwrap_or_default();
-    if let Ok((prefix, number)) = lomi_snapshot::fuzzing::split_element_ref(element_ref) {
+    if let Ok((prefix, number)) = lomi_snapshot::split_ref(element_ref) {
         assert!(
             prefix.ends_with('e'),
             "{element_ref:?} split at {prefix:?} and {number}"
         );
     }
-    lomi_snapshot::fuzzing::key_is_known(parts.next().unwrap_or_default());
+    let _known = lomi_snapshot::parse_key(parts.next().unwrap_or_default()).is_ok();
     let find = parts.next().filter(|needle| !needle.is_empty());
     let since: Option<Vec<String>> = parts
         .next()

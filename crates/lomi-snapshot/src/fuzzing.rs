@@ -1,11 +1,12 @@
-//! Ways in for Lomi's fuzzer (`fuzz/`): the snapshot, ref and key parsing of this crate as the
-//! browser uses it. Not for other callers; each function calls the real code and nothing else.
+//! Ways in for Lomi's fuzzer (`fuzz/`): snapshot stitching and rendering as the browser uses
+//! them (the fuzzer parses refs and keys with the crate's own `split_ref` and `parse_key`).
+//! Not for other callers; each function calls the real code and nothing else.
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::{FrameRecord, SnapshotOptions, parse_key, render, split_ref, stitch};
+use crate::{FrameRecord, SnapshotOptions, render, stitch};
 
 /// One frame's part of a snapshot: its ref prefix, what the page helper answered for it
 /// (`{text, refs}`), and the iframe element that holds it (the parent's prefix and the element's
@@ -45,14 +46,4 @@ pub fn snapshot(
     }
     let rendered = render(&lines, since, options);
     (lines, refs, rendered.text)
-}
-
-/// A ref's frame prefix and element number, or why it is not a ref.
-pub fn split_element_ref(element_ref: &str) -> Result<(&str, u64), String> {
-    split_ref(element_ref).map_err(|error| error.to_string())
-}
-
-/// Whether `lomi_browser_press` accepts a key spec such as `Control+a`.
-pub fn key_is_known(spec: &str) -> bool {
-    parse_key(spec).is_ok()
 }
