@@ -1364,13 +1364,13 @@ fn run_model(steps: Vec<Step>) -> Result<(), TestCaseError> {
 
 /// The long forms of the crash and property suites (hundreds of kills): `scripts/soak` runs
 /// them by name; CI and a plain `cargo test` run the short forms.
-fn slow_tests() -> bool {
+fn soak_tests() -> bool {
     std::env::var("LOMI_SOAK_TESTS").is_ok_and(|v| v == "1")
 }
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if slow_tests() { 512 } else { 48 },
+        cases: if soak_tests() { 512 } else { 48 },
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
@@ -1526,7 +1526,7 @@ fn crashes_never_lose_nor_replay_an_operation() {
     if std::env::var("LOMI_CRASH_CHILD_DIR").is_ok() {
         return;
     }
-    let iterations = if slow_tests() { 200 } else { 20 };
+    let iterations = if soak_tests() { 200 } else { 20 };
     let setup = setup();
     let logs = setup.dir.path().to_path_buf();
     let executable = std::env::current_exe().expect("test binary");
@@ -2135,7 +2135,7 @@ fn at_a_cap_an_epoch_busy_a_moment_ago_is_idle_so_one_command_frees_room() {
 #[test]
 fn a_retirement_racing_reservations_under_the_same_epoch_never_admits_one_after_it() {
     const THREADS: usize = 8;
-    let rounds = if slow_tests() { 20 } else { 4 };
+    let rounds = if soak_tests() { 20 } else { 4 };
     for round in 0..rounds {
         let setup = setup();
         let store = Arc::new(setup.open());
@@ -2288,7 +2288,7 @@ fn a_kill_during_retirement_loses_no_receipt_and_no_tombstone() {
     if std::env::var("LOMI_RETIRE_CHILD_DIR").is_ok() {
         return;
     }
-    let iterations = if slow_tests() { 200 } else { 20 };
+    let iterations = if soak_tests() { 200 } else { 20 };
     let setup = setup();
     let logs = setup.dir.path().to_path_buf();
     let executable = std::env::current_exe().expect("test binary");
