@@ -47,7 +47,7 @@ pub enum StoreCommand {
 /// Who answers: the running broker, or the store opened here.
 pub(crate) enum Access<'a> {
     Broker(&'a Path, tokio::runtime::Runtime),
-    Direct(Box<Store>),
+    Direct(Store),
 }
 
 impl Access<'_> {
@@ -66,7 +66,7 @@ impl Access<'_> {
         }
         let store = Store::open(data_dir, Arc::new(SystemClock), StoreOptions::default())
             .with_context(|| format!("cannot open the store in {}", data_dir.display()))?;
-        Ok(Access::Direct(Box::new(store)))
+        Ok(Access::Direct(store))
     }
 
     pub(crate) fn ask(&self, request: ControlRequest) -> anyhow::Result<Value> {
