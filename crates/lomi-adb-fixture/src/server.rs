@@ -26,8 +26,11 @@ impl PrivateAdbServer {
             eprintln!("skipping: {message}");
             return None;
         }
-        // One start at a time in this process: on a new machine the first adb servers create
-        // the key adb keeps in ~/.android, and two doing it at once can end one of them.
+        // One start at a time in this process, since on a new machine the first servers also
+        // create the key adb keeps in ~/.android: once, on a fresh machine, a server started
+        // beside another never listened (why was not found; three at once here did not do it
+        // again). A server that exits is replaced; one that neither listens nor exits fails
+        // the test with what it printed.
         static STARTING: Mutex<()> = Mutex::new(());
         let _one_at_a_time = STARTING.lock().unwrap_or_else(|e| e.into_inner());
         let mut said = String::new();
@@ -52,8 +55,7 @@ impl PrivateAdbServer {
                     return Some(server);
                 }
                 if let Ok(Some(status)) = server.child.try_wait() {
-                    // It ended (its port taken meanwhile, or the key being written beside
-                    // it): start another.
+                    // It ended (its port taken meanwhile, say): start another.
                     said = format!("it exited ({status}): {}", read_log(&log));
                     break;
                 }
