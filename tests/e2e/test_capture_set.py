@@ -285,8 +285,12 @@ async def test_a_set_of_real_pages_writes_pngs_and_a_manifest_retries_and_cancel
         assert op["state"] == "succeeded" and op["effectState"] == "complete", dump(op)
         result = op["result"]
         assert (result["done"], result["total"]) == (10, 10), dump(result)
+        # The set shows itself begun at once (the first capture may take longer than the call
+        # waits), then each capture as it is written, in order.
         assert notes, "no progress notification arrived"
+        assert notes[0] == (0, 10, "capturing 10 targets"), notes
         assert all(total == 10 for _, total, _ in notes) and [p for p, _, _ in notes] == sorted(p for p, _, _ in notes), notes
+        assert all(message == f"captured {targets[int(p) - 1]['name']}" for p, _, message in notes[1:]), notes
         manifest = check_manifest(project, result)
         shots = project / "docs" / "shots"
         assert sorted(p.name for p in shots.glob("*.png")) == sorted(f"{t['name']}.png" for t in targets)

@@ -272,9 +272,19 @@ pub struct Writing {
 }
 
 impl Writing {
-    pub fn new(folder: CaptureFolder) -> Writing {
+    /// Starts writing into `folder`, and shows the set as begun (none of `total` done yet) as
+    /// the operation's progress: an agent waiting on the call learns at once how many
+    /// captures are coming, even when the first one takes longer than the call waits.
+    pub fn new(folder: CaptureFolder, context: &lomi_broker::EffectContext) -> Writing {
+        let so_far = folder.result().clone();
+        context.progress(
+            0,
+            u64::from(so_far.total),
+            format!("capturing {} targets", so_far.total),
+            serde_json::to_value(&so_far).unwrap_or_default(),
+        );
         Writing {
-            so_far: folder.result().clone(),
+            so_far,
             folder: Some(folder),
             pending: None,
             reported: 0,

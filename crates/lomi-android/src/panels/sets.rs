@@ -115,7 +115,7 @@ async fn run_set(
     folder: CaptureFolder,
     context: EffectContext,
 ) -> (EffectOutcome, Option<AndroidError>) {
-    let mut writing = Writing::new(folder);
+    let mut writing = Writing::new(folder, &context);
     let mut halt = None;
     let mut failure = None;
     for (name, reach, settle) in screens {

@@ -157,9 +157,9 @@ async fn run_set(
 ) -> EffectOutcome {
     let browser = tab.browser();
     let usual = browser.emulation();
+    let mut writing = Writing::new(folder, &context);
     let lanes = open_lanes(&tab, &planned).await;
     let mut halt = None;
-    let mut writing = Writing::new(folder);
     {
         // The lanes' tabs free now; a target takes whichever frees first.
         let (free, freed) = tokio::sync::mpsc::unbounded_channel();
