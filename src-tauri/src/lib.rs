@@ -173,6 +173,9 @@ fn start(args: Args) -> anyhow::Result<ExitCode> {
             watch::show_requests(app.handle().clone(), show_rx);
             watch::notifications(app.handle().clone());
             stop_on_signal(app.handle().clone());
+            if let Some(window) = app.get_webview_window("main") {
+                watch::renderer(&window);
+            }
             Ok(())
         })
         .on_window_event(|window, event| {

@@ -168,6 +168,8 @@ impl StoreClock {
 /// that changed (an object with only those keys; `store` is the last `storeStatus`), until the
 /// window drops the channel. Nothing is read while nothing changes.
 pub fn overview(lomi: lomi_mcp::Lomi, front: Front, channel: Channel<Value>) {
+    // Once per load of the window's page (a reload after its web process ended is another).
+    tracing::info!("the window's page follows the overview");
     tauri::async_runtime::spawn(async move {
         let mut feed = lomi.broker.changes();
         let mut before = *feed.borrow_and_update();
@@ -226,6 +228,44 @@ pub fn show_window(app: &AppHandle) {
         }
     }
 }
+
+/// The window's page lives in WebKit's web process. When that process dies (a crash, WebKit's
+/// memory limit) the window would stay blank until Lomi restarts: log why and load the page
+/// again; it rebuilds itself from the broker like a first start, and nothing the person
+/// decided is lost (decisions live in the broker). A page that stops answering is logged, so a
+/// frozen window can be told apart from a dead one.
+#[cfg(target_os = "linux")]
+pub fn renderer(window: &tauri::WebviewWindow) {
+    use webkit2gtk::{WebProcessTerminationReason, WebViewExt};
+    let watched = window.with_webview(|webview| {
+        let view = webview.inner();
+        view.connect_web_process_terminated(|view, reason| {
+            let why = match reason {
+                WebProcessTerminationReason::Crashed => "it crashed".to_owned(),
+                WebProcessTerminationReason::ExceededMemoryLimit => {
+                    "it exceeded WebKit's memory limit".to_owned()
+                }
+                WebProcessTerminationReason::TerminatedByApi => "it was terminated".to_owned(),
+                other => format!("{other:?}"),
+            };
+            tracing::warn!("the window's web process ended ({why}); loading the window again");
+            view.reload();
+        });
+        view.connect_is_web_process_responsive_notify(|view| {
+            if view.is_web_process_responsive() {
+                tracing::info!("the window's web process answers again");
+            } else {
+                tracing::warn!("the window's web process stopped answering");
+            }
+        });
+    });
+    if let Err(error) = watched {
+        tracing::warn!("cannot watch the window's web process: {error}");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn renderer(_window: &tauri::WebviewWindow) {}
 
 /// A second launch asked this Lomi to show its window.
 pub fn show_requests(app: AppHandle, mut requests: tokio::sync::mpsc::UnboundedReceiver<()>) {

@@ -19,8 +19,9 @@ from typing import Any
 
 import httpx
 import pytest
+from _pytest.runner import runtestprotocol
 
-from webdriver import Session
+from webdriver import Session, WebDriverError
 
 # The e2e suite's helpers (the person's CLI, the MCP client), loaded under another name.
 _spec = importlib.util.spec_from_file_location("lomi_e2e_support", Path(__file__).parent.parent / "e2e" / "conftest.py")
@@ -157,9 +158,60 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     report = outcome.get_result()
     if not report.failed:
         return
+    report.lomi_session_lost = call.excinfo is not None and session_lost(call.excinfo.value)
     transcript = getattr(item, "lomi_transcript", None)
     if transcript is not None:
         report.sections.append(("lomi transcript (CLI and MCP)", transcript.text()))
     instance = getattr(item, "lomi_instance", None)
     if instance is not None:
         report.sections.append(("lomi-desktop and tauri-driver logs", instance.logs()))
+
+
+# WebKit ends a WebDriver session itself ("session deleted because of page crash or hang") when
+# one of its own processes is lost: its network process, which it terminates when that process
+# does not answer within a few seconds (a machine starved by the suites running beside this
+# one), or the window's web process. The first is WebKit's, not Lomi's: such a test runs once
+# more, on a new app, and says so. The second is the window crashing, which the app logs
+# ("the window's web process ended", lomi-desktop's watch::renderer): that fails at once.
+SESSION_LOST = "page crash or hang"
+WINDOW_CRASHED = "the window's web process ended"
+
+
+def session_lost(error: BaseException) -> bool:
+    """The error is WebDriver answering that WebKit ended the session (alone, or as the one
+    error of a task group)."""
+    if isinstance(error, BaseExceptionGroup):
+        return len(error.exceptions) == 1 and session_lost(error.exceptions[0])
+    return isinstance(error, WebDriverError) and SESSION_LOST in str(error)
+
+
+def lost_by_webkit(item: pytest.Item, reports: list[pytest.TestReport]) -> str | None:
+    """The first failure's text when every failure of this run is WebKit ending the session
+    while the window's page lived; None otherwise."""
+    failed = [r for r in reports if r.failed]
+    if not failed or not all(getattr(r, "lomi_session_lost", False) for r in failed):
+        return None
+    instance = getattr(item, "lomi_instance", None)
+    if instance is not None and WINDOW_CRASHED in instance.logs():
+        return None
+    return str(failed[0].longrepr)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool:
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    first = lost_by_webkit(item, reports)
+    if first is not None:
+        item.warn(pytest.PytestWarning(
+            "WebKit ended the window's WebDriver session while the window's page lived (it does "
+            "so when one of its own processes is lost); the test ran again on a new app. The "
+            "first run:\n"
+            + first[-3000:]
+        ))
+        item._initrequest()  # fresh fixtures for the second run
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True

@@ -210,6 +210,51 @@ async def test_deny_in_the_window_and_close_quits_when_nobody_is_paired(desktop:
     assert not (desktop.data_dir / "broker.json").exists()
 
 
+def web_processes(app: int) -> list[int]:
+    """The window's WebKit web processes: children of the app named WebKitWebProcess."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        if fields.get("Name", "").strip() == "WebKitWebProces" and fields.get("PPid", "").strip() == str(app):
+            if fields.get("State", "").split()[0] not in ("Z", "X"):
+                found.append(int(entry))
+    return found
+
+
+async def test_the_window_comes_back_when_its_web_process_crashes(desktop: Desktop, tmp_path: Path):
+    """WebKit's web process behind the window is killed: the app says so in its log and loads
+    the page again in a new one, which follows Lomi's state as the first did. (WebKit ends the
+    WebDriver session with the process, so the page is seen through the app, not WebDriver.)"""
+    desktop.start()
+    window = desktop.window
+    assert window is not None and desktop.pid is not None
+    window.wait_for("#app > *")
+    log = desktop.logs / "driver.stderr"
+
+    def loads() -> int:
+        return log.read_text(errors="replace").count("the window's page follows the overview")
+
+    wait_until(lambda: loads() == 1, "the page to follow the overview")
+    [before] = web_processes(desktop.pid)
+    os.kill(before, signal.SIGKILL)
+    wait_until(lambda: "the window's web process ended (it crashed); loading the window again" in log.read_text(errors="replace"),
+               "the app to log that the window's web process ended")
+    wait_until(lambda: web_processes(desktop.pid) not in ([], [before]), "a new web process for the window")
+    wait_until(lambda: loads() == 2, "the page, loaded again, to follow the overview")
+    assert not process_gone(desktop.pid)
+    # The app still serves agents.
+    mcp = support.McpFactory(desktop.lomi, desktop.lomi.transcript)
+    async with mcp.session(client_name="Agent after the crash") as agent:
+        status = await agent.ok("lomi_pairing_status")
+        assert status["state"] == "pending", status
+
+
 def test_a_headless_broker_refuses_to_show_a_window(tmp_path: Path):
     """The app launched where `lomi serve --headless` already runs leaves it alone and says so."""
     transcript = support.Transcript()
