@@ -544,12 +544,17 @@ impl Browser {
 
     /// A page target is gone (closed by its page, or by Lomi): it is no longer a tab.
     fn forget(&self, id: &str) {
-        {
+        let closed = {
             let mut tabs = self.tabs_lock();
             self.inner.adopting.send_modify(|set| {
                 set.remove(id);
             });
+            let closed = tabs.iter().find(|t| t.id == id).cloned();
             tabs.retain(|t| t.id != id);
+            closed
+        };
+        if let Some(tab) = closed {
+            tab.mark_closed();
         }
         let mut active = self.inner.active.lock().unwrap_or_else(|e| e.into_inner());
         if active.as_deref() == Some(id) {

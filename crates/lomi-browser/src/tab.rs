@@ -174,6 +174,9 @@ struct State {
     snapshots: VecDeque<SnapshotRecord>,
     next_snapshot: u64,
     next_token: u64,
+    /// Chromium destroyed the tab's target (it closed, or its page closed itself): nothing
+    /// more will come from it, so no wait on it lasts its full limit.
+    closed: bool,
 }
 
 /// A tab of a browser. Cheap to clone.
@@ -345,6 +348,12 @@ impl Tab {
         self.changed.send_modify(|n| *n += 1);
     }
 
+    /// Chromium destroyed this tab's target: every wait on its events ends now.
+    pub(crate) fn mark_closed(&self) {
+        self.lock().closed = true;
+        self.bump();
+    }
+
     /// Sends a CDP command to this tab.
     pub(crate) async fn raw(
         &self,
@@ -386,15 +395,20 @@ impl Tab {
     }
 
     /// Waits (at most `limit`) until `done` holds for the tab's state, re-checking on every
-    /// event. Returns whether it did.
+    /// event. Returns whether it did; false at once when the tab's target was destroyed or
+    /// the browser is gone.
     async fn wait_until(&self, limit: Duration, mut done: impl FnMut(&State) -> bool) -> bool {
         let mut changed = self.changed.subscribe();
         let deadline = tokio::time::Instant::now() + limit;
         loop {
-            if done(&self.lock()) {
-                return true;
-            }
-            if self.browser.gone().is_some() {
+            let closed = {
+                let state = self.lock();
+                if done(&state) {
+                    return true;
+                }
+                state.closed
+            };
+            if closed || self.browser.gone().is_some() {
                 return false;
             }
             tokio::select! {
@@ -1268,7 +1282,8 @@ impl Tab {
             .acknowledged(token)
             .await
             .map_err(|u| ActionError::Unconfirmed(u.0))?;
-        // The release is answered once the page handled it, unless a dialog opened meanwhile.
+        // The release is answered once the page handled it, unless a dialog opened meanwhile
+        // or the page closed itself (`wait_until` ends when the tab's target is destroyed).
         tokio::select! {
             released = release => {
                 if let Ok(Err(error)) = released {
