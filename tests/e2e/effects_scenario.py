@@ -8,11 +8,17 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from conftest import dump
+
+# How long an operation may take to reach the person's decision.
+DECISION_DEADLINE = 20.0
 
 # The tools the person marks as asking (file delete, browser evaluate, Android shell, Chat
 # send and a device's first attach ask already).
@@ -78,6 +84,22 @@ class Waiting:
 See = Callable[[Waiting], Awaitable[None]]
 
 
+async def awaiting_user(agent, epoch: str, key: str, tool: str) -> dict[str, Any]:
+    """The operation of this request key once it waits for the person (`lomi_operation_get` by
+    key: NOT_FOUND until it is reserved)."""
+    deadline = time.monotonic() + DECISION_DEADLINE
+    while True:
+        found = await agent.call("lomi_operation_get", {"retryEpoch": epoch, "requestKey": key, "tool": tool})
+        if found["status"] == "ok":
+            assert found["data"]["state"] in ("queued", "awaiting_user"), dump(found)
+            if found["data"]["state"] == "awaiting_user":
+                return found["data"]
+        else:
+            assert found["code"] == "NOT_FOUND", dump(found)
+        assert time.monotonic() < deadline, f"{tool} {key}: not awaiting the person within {DECISION_DEADLINE}s\n{dump(found)}"
+        await anyio.sleep(0.05)
+
+
 async def each_family(agent, ws: str, project: Path, head: str, see: See, phone_serial: str | None = None) -> None:
     """One tool of each mutating family, each waiting for the person; `see` checks what the
     person is shown and decides. `phone_serial`: also attach that phone and run a shell command."""
@@ -85,11 +107,23 @@ async def each_family(agent, ws: str, project: Path, head: str, see: See, phone_
     keys = iter(range(1, 1000))
 
     async def ask(tool: str, args: dict[str, Any], kind: str, shows: list[str], approve: bool = False, **diff) -> dict:
-        answer = await agent.ok(tool, {**args, "retryEpoch": epoch, "requestKey": f"effect-{next(keys)}"})
-        assert answer["state"] == "awaiting_user", dump(answer)
-        await see(Waiting(tool, answer["operationId"], kind, shows, approve, **diff))
-        op = await agent.settle(answer["operationId"])
+        key = f"effect-{next(keys)}"
+        answers: list[dict[str, Any]] = []
+
+        async def call() -> None:
+            answers.append(await agent.ok(tool, {**args, "retryEpoch": epoch, "requestKey": key}))
+
+        # The person sees and decides the operation while the agent's call is still open (it
+        # answers after its bounded wait, or once the decision settled it): found by its key.
+        async with anyio.create_task_group() as calling:
+            calling.start_soon(call)
+            waiting = await awaiting_user(agent, epoch, key, tool)
+            await see(Waiting(tool, waiting["operationId"], kind, shows, approve, **diff))
         wanted = "succeeded" if approve else "failed"
+        [answer] = answers
+        assert answer["operationId"] == waiting["operationId"], dump(answer)
+        assert answer["state"] in ("awaiting_user", wanted), dump(answer)
+        op = await agent.settle(answer["operationId"])
         assert op["state"] == wanted, dump(op)
         return op
 
