@@ -179,6 +179,15 @@ struct State {
     closed: bool,
 }
 
+/// What a command on a tab that closed meanwhile answers.
+fn tab_closed() -> BrowserError {
+    BrowserError::Stale(
+        "the tab closed during the call (its page closed itself, or it was closed); list the \
+         tabs with lomi_browser_tab_list and take a new snapshot"
+            .to_owned(),
+    )
+}
+
 /// A tab of a browser. Cheap to clone.
 #[derive(Clone)]
 pub struct Tab {
@@ -354,6 +363,17 @@ impl Tab {
         self.bump();
     }
 
+    /// Resolves once Chromium destroyed this tab's target. A command in flight on a page that
+    /// closes (a button that closes its own popup) is not always answered.
+    async fn closed(&self) {
+        let mut changed = self.changed.subscribe();
+        while !self.lock().closed {
+            if changed.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+
     /// Sends a CDP command to this tab.
     pub(crate) async fn raw(
         &self,
@@ -363,7 +383,8 @@ impl Tab {
         if let Some(gone) = self.browser.gone() {
             return Err(gone);
         }
-        // A command in flight when the browser dies is not always answered: stop waiting then.
+        // A command in flight when the browser dies or the tab closes is not always answered:
+        // stop waiting then.
         tokio::select! {
             answer = self.page.execute(Raw::new(method, params)) => match answer {
                 Ok(answer) => Ok(answer.result),
@@ -372,6 +393,7 @@ impl Tab {
             _exit = self.browser.exited() => Err(self.browser.failure(BrowserError::Gone(
                 "the browser ended during the call".to_owned(),
             ))),
+            () = self.closed() => Err(tab_closed()),
         }
     }
 
@@ -391,6 +413,7 @@ impl Tab {
             _exit = self.browser.exited() => Err(ActionError::Dispatched(self.browser.failure(
                 BrowserError::Gone("the browser ended during the call".to_owned()),
             ))),
+            () = self.closed() => Err(ActionError::Dispatched(tab_closed())),
         }
     }
 
