@@ -211,20 +211,9 @@ async def test_deny_in_the_window_and_close_quits_when_nobody_is_paired(desktop:
 
 
 def web_processes(app: int) -> list[int]:
-    """The window's WebKit web processes: children of the app named WebKitWebProcess."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            status = Path(f"/proc/{entry}/status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        if fields.get("Name", "").strip() == "WebKitWebProces" and fields.get("PPid", "").strip() == str(app):
-            if fields.get("State", "").split()[0] not in ("Z", "X"):
-                found.append(int(entry))
-    return found
+    """The window's WebKit web processes: children of the app named WebKitWebProcess (the
+    kernel keeps 15 characters of a name)."""
+    return [pid for pid, name, fields in support.live_processes() if name == "WebKitWebProces" and fields[1] == str(app)]
 
 
 async def test_the_window_comes_back_when_its_web_process_crashes(desktop: Desktop, tmp_path: Path):

@@ -14,7 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,22 @@ class Transcript:
     def text(self) -> str:
         return "\n".join(self.lines[-60:]) or "(empty)"
 
+
+
+def live_processes() -> Iterator[tuple[int, str, list[str]]]:
+    """Each live (not zombie) process: its pid, its name and the fields of /proc/PID/stat after
+    the name (state, ppid, pgrp, session, …)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields and fields[0] not in ("Z", "X", "x"):
+            yield int(entry), name, fields
 
 class Lomi:
     """One data dir and the `lomi serve --headless` processes started on it, one at a time."""

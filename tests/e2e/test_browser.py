@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import dump
+from conftest import dump, live_processes
 
 pytestmark = pytest.mark.anyio
 
@@ -154,17 +154,7 @@ def site():
 
 def group_alive(pgid: int) -> list[int]:
     """Live (not zombie) processes in process group `pgid`."""
-    alive = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            alive.append(int(entry))
-    return alive
+    return [pid for pid, _, fields in live_processes() if int(fields[2]) == pgid]
 
 
 async def wait_gone(pgid: int) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import SETTLED, Mcp, dump
+from conftest import SETTLED, Mcp, dump, live_processes
 from test_android import DEADLINE, AdbServer, Android, Phone, node, wait_until
 from test_browser import Site, wait_gone
 
@@ -407,17 +407,7 @@ async def test_adb_server_killed_during_input(lomi, workspaces, mcp, adb_servers
 
 
 def session_members(session: int) -> list[int]:
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[3]) == session:
-            members.append(int(entry))
-    return members
+    return [pid for pid, _, fields in live_processes() if int(fields[3]) == session]
 
 
 class Terminal:
