@@ -28,10 +28,12 @@ _spec = importlib.util.spec_from_file_location("lomi_e2e_support", Path(__file__
 assert _spec and _spec.loader
 support = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(support)
-# test_android.py (loaded for its adb server and device fixture) imports these from `conftest`.
+# test_android.py (loaded for its adb server and device fixture) and test_browser.py (for its
+# web site) import these from `conftest`.
 LOMI_BIN = support.LOMI_BIN
 Mcp = support.Mcp
 dump = support.dump
+live_processes = support.live_processes
 
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", "/root/.cache/lomi/target"))
 DESKTOP_BIN = os.environ.get("LOMI_DESKTOP_BIN", str(TARGET / "debug" / "lomi-desktop"))

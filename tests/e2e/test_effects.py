@@ -19,7 +19,6 @@ from test_android import adb, adb_server_for_serve, phones  # noqa: F401
 pytestmark = pytest.mark.anyio
 
 
-@pytest.mark.long
 async def test_each_familys_waiting_operation_shows_its_effect(lomi, workspaces, mcp, tmp_path, adb, phones):
     a, _ = workspaces
     project = tmp_path / "project-a"
