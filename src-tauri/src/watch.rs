@@ -239,15 +239,34 @@ pub fn renderer(window: &tauri::WebviewWindow) {
     use webkit2gtk::{WebProcessTerminationReason, WebViewExt};
     let watched = window.with_webview(|webview| {
         let view = webview.inner();
-        view.connect_web_process_terminated(|view, reason| {
+        // When the last reloads were: a page that ends its process on every load is not
+        // loaded again and again.
+        let reloads = std::rc::Rc::new(std::cell::RefCell::new(Vec::<std::time::Instant>::new()));
+        view.connect_web_process_terminated(move |view, reason| {
             let why = match reason {
                 WebProcessTerminationReason::Crashed => "it crashed".to_owned(),
                 WebProcessTerminationReason::ExceededMemoryLimit => {
                     "it exceeded WebKit's memory limit".to_owned()
                 }
-                WebProcessTerminationReason::TerminatedByApi => "it was terminated".to_owned(),
+                WebProcessTerminationReason::TerminatedByApi => {
+                    // Lomi's own stop (the window closing): nothing to bring back.
+                    tracing::info!("the window's web process was ended by the app");
+                    return;
+                }
                 other => format!("{other:?}"),
             };
+            let mut recent = reloads.borrow_mut();
+            let now = std::time::Instant::now();
+            recent.retain(|at| now.duration_since(*at) < RELOAD_WINDOW);
+            if recent.len() >= RELOADS_AT_MOST {
+                tracing::error!(
+                    "the window's web process ended ({why}) for the {}th time within a minute; \
+                     not loading the window again (restart Lomi to open it)",
+                    recent.len() + 1
+                );
+                return;
+            }
+            recent.push(now);
             tracing::warn!("the window's web process ended ({why}); loading the window again");
             view.reload();
         });
@@ -263,6 +282,12 @@ pub fn renderer(window: &tauri::WebviewWindow) {
         tracing::warn!("cannot watch the window's web process: {error}");
     }
 }
+
+/// How many times within [`RELOAD_WINDOW`] a crashed window is loaded again.
+#[cfg(target_os = "linux")]
+const RELOADS_AT_MOST: usize = 3;
+#[cfg(target_os = "linux")]
+const RELOAD_WINDOW: Duration = Duration::from_secs(60);
 
 #[cfg(not(target_os = "linux"))]
 pub fn renderer(_window: &tauri::WebviewWindow) {}

@@ -194,8 +194,11 @@ def lost_by_webkit(item: pytest.Item, reports: list[pytest.TestReport]) -> str |
     if not failed or not all(getattr(r, "lomi_session_lost", False) for r in failed):
         return None
     instance = getattr(item, "lomi_instance", None)
-    if instance is not None and WINDOW_CRASHED in instance.logs():
-        return None
+    if instance is not None:
+        # WebDriver may report the lost session before the app has logged why.
+        time.sleep(2.0)
+        if WINDOW_CRASHED in instance.logs():
+            return None
     return str(failed[0].longrepr)
 
 

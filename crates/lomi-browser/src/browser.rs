@@ -472,6 +472,7 @@ impl Browser {
             .await
             .map_err(|e| self.failure(cdp_error(e)))?;
         self.tabs_lock().retain(|t| t.id != tab.id);
+        tab.mark_closed();
         let was_active = self.active_tab().map(|t| t.id == tab.id).unwrap_or(true);
         let mut active = self.inner.active.lock().unwrap_or_else(|e| e.into_inner());
         if was_active || active.as_deref() == Some(id) {

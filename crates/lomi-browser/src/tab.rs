@@ -1309,7 +1309,11 @@ impl Tab {
         // or the page closed itself (`wait_until` ends when the tab's target is destroyed).
         tokio::select! {
             released = release => {
-                if let Ok(Err(error)) = released {
+                // A page that closed itself on the click answers the release with the tab's
+                // end: the event was confirmed above, so that is the click's own effect.
+                if let Ok(Err(error)) = released
+                    && !self.lock().closed
+                {
                     return Err(ActionError::Dispatched(error));
                 }
             }
