@@ -40,8 +40,11 @@ use crate::snapshot::SnapshotText;
 const WALKER: &str = include_str!("walker.js");
 /// The name of Lomi's isolated world in every frame.
 const WORLD: &str = "lomi";
-/// How long an action waits for the page to confirm that its event arrived.
-const ACK_LIMIT: Duration = Duration::from_secs(5);
+/// How long an action waits for the page to confirm that its event arrived. A page busy
+/// with its own work on a loaded machine can take seconds to run the listener; an event
+/// that did arrive but was not confirmed in time settles `outcome_unknown`, so the limit errs
+/// long (it is only waited out when no confirmation comes).
+const ACK_LIMIT: Duration = Duration::from_secs(10);
 /// How long an acknowledgement may trail the dialog its event opened.
 const DIALOG_ACK_GRACE: Duration = Duration::from_millis(500);
 /// How long the network stays quiet before a wait calls it idle.
