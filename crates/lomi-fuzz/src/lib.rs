@@ -1,6 +1,8 @@
 //! Lomi's fuzz targets as plain functions over bytes: each one feeds its input to the real
-//! decoding code and panics only where that code would. The AFL++ binaries in `src/bin`
-//! call them; scripts/fuzz replays the kept corpus through those binaries.
+//! decoding code and panics only where that code would. The AFL++ binaries in `fuzz/src/bin`
+//! call them (scripts/fuzz, fuzzing at length); this crate's own test replays the kept corpus
+//! (`fuzz/corpus/<target>/`) through them, and a round of mutations of it, in the ordinary
+//! test build.
 
 use std::sync::OnceLock;
 
