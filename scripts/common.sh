@@ -180,7 +180,12 @@ ensure_tauri_driver() {
     flock 9
     if [ ! -x "$root/bin/tauri-driver" ]; then
       say "installing tauri-driver"
-      cargo install --locked --quiet tauri-driver --version '^2' --root "$root" >&2
+      # --debug: it only relays WebDriver requests, so an optimised build would cost CI
+      # compile time for nothing. A target dir of its own: in Lomi's, its debug build would
+      # wait for the workspace build's lock.
+      cargo install --locked --quiet --debug tauri-driver --version '^2' --root "$root" \
+        --target-dir "$root/build" >&2
+      rm -rf "$root/build"
     fi
   ) 9>"$LOMI_CACHE/tauri-driver.lock" || return 1
   printf '%s\n' "$root/bin/tauri-driver"
