@@ -13,6 +13,13 @@ import httpx
 T = TypeVar("T")
 
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
+# Outer limits: each wait ends at what it waits for; these only end one that never would, and
+# are far above what a slow, busy two-core machine needs.
+WAIT_DEADLINE = 60.0
+PAINT_WAIT_MS = 10_000
+# WebDriver's own limit for a script (its default is 30 s): above PAINT_WAIT_MS, so a script
+# that waits ends by itself first.
+SCRIPT_TIMEOUT_MS = 120_000
 
 
 class WebDriverError(AssertionError):
@@ -23,7 +30,7 @@ class Session:
     """One WebDriver session: one running app and its window."""
 
     def __init__(self, base: str, application: str, args: list[str]) -> None:
-        self.http = httpx.Client(base_url=base, timeout=60.0)
+        self.http = httpx.Client(base_url=base, timeout=SCRIPT_TIMEOUT_MS / 1000 + 30)
         capabilities = {
             "capabilities": {
                 "alwaysMatch": {
@@ -34,6 +41,7 @@ class Session:
         }
         reply = self._send("POST", "/session", capabilities)
         self.id = reply["sessionId"]
+        self.cmd("POST", "/timeouts", {"script": SCRIPT_TIMEOUT_MS})
 
     def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         response = self.http.request(method, path, json=body if body is not None else ({} if method == "POST" else None))
@@ -84,7 +92,7 @@ class Session:
                 return False
             raise
 
-    def wait_for(self, css: str, deadline: float = 20.0) -> str:
+    def wait_for(self, css: str, deadline: float = WAIT_DEADLINE) -> str:
         """Waits (polling, bounded) until an element matching `css` is displayed."""
         end = time.monotonic() + deadline
         while True:
@@ -95,27 +103,27 @@ class Session:
                 raise WebDriverError(f"no visible {css!r} in {deadline}s; page:\n{self.page_text()}")
             time.sleep(0.1)
 
-    def wait_gone(self, css: str, deadline: float = 20.0) -> None:
+    def wait_gone(self, css: str, deadline: float = WAIT_DEADLINE) -> None:
         end = time.monotonic() + deadline
         while any(self.displayed(e) for e in self.find_all(css)):
             if time.monotonic() > end:
                 raise WebDriverError(f"{css!r} still shown after {deadline}s; page:\n{self.page_text()}")
             time.sleep(0.1)
 
-    def on_fresh(self, css: str, use: Callable[[str], T], deadline: float = 20.0) -> T:
+    def on_fresh(self, css: str, use: Callable[[str], T], deadline: float = WAIT_DEADLINE) -> T:
         """`use` on the visible element matching `css`, found again if the page re-rendered it
         in between (a stale reference)."""
         return self.again_if_stale(lambda: use(self.wait_for(css, deadline)), deadline)
 
-    def click_on(self, css: str, deadline: float = 20.0) -> None:
+    def click_on(self, css: str, deadline: float = WAIT_DEADLINE) -> None:
         """Clicks the visible element matching `css`."""
         self.on_fresh(css, self.click, deadline)
 
-    def text_of(self, css: str, deadline: float = 20.0) -> str:
+    def text_of(self, css: str, deadline: float = WAIT_DEADLINE) -> str:
         """The text of the visible element matching `css`."""
         return self.on_fresh(css, self.text, deadline)
 
-    def selected_of(self, css: str, deadline: float = 20.0) -> bool:
+    def selected_of(self, css: str, deadline: float = WAIT_DEADLINE) -> bool:
         """Whether the visible element matching `css` is checked."""
         return self.on_fresh(css, self.selected, deadline)
 
@@ -148,14 +156,18 @@ class Session:
         except WebDriverError as error:
             return f"(page unreadable: {error})"
 
-    def painted(self) -> None:
+    def painted(self) -> bool:
         """Returns once the page has rendered twice since the call: a screenshot taken at once
-        after a DOM change can show an older frame when the machine is busy."""
-        self.cmd("POST", "/execute/async", {
+        after a DOM change can show an older frame when the machine is busy. WebKit may hold
+        animation frames back (a window it considers hidden, a busy machine); after
+        PAINT_WAIT_MS without them this returns False, and the screenshot shows what the window
+        holds, rather than failing on WebDriver's script timeout."""
+        return bool(self.cmd("POST", "/execute/async", {
             "script": "const done = arguments[arguments.length - 1];"
-                      " requestAnimationFrame(() => requestAnimationFrame(() => done(true)));",
-            "args": [],
-        })
+                      " const late = setTimeout(() => done(false), arguments[0]);"
+                      " requestAnimationFrame(() => requestAnimationFrame(() => { clearTimeout(late); done(true); }));",
+            "args": [PAINT_WAIT_MS],
+        }))
 
     def screenshot(self, path: Path) -> bytes:
         self.painted()

@@ -14,7 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,21 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 LOMI_BIN = os.environ.get("LOMI_BIN", "/root/.cache/lomi/target/debug/lomi")
 
-# Bounds for everything that waits: nothing in this suite sleeps for a fixed time.
-START_DEADLINE = 10.0
-STOP_DEADLINE = 10.0
-CALL_DEADLINE = 15.0
-SETTLE_DEADLINE = 10.0
-CLI_DEADLINE = 15.0
+# Bounds for everything that waits: nothing in this suite sleeps for a fixed time. Each wait
+# ends at the event it waits for; these outer limits only end a wait that would never end, so
+# they are far above what a slow, busy two-core machine needs (a quick machine never nears
+# them), and a failure says what was awaited.
+START_DEADLINE = 60.0
+STOP_DEADLINE = 30.0
+CALL_DEADLINE = 60.0
+CLI_DEADLINE = 60.0
+# Any other event a test waits for (a state, a listed item, a feed entry).
+WAIT_DEADLINE = 60.0
+# An operation settling: it may run as long as it moves (its receipt's updatedAt or result
+# changes: a capture set writing capture after capture), and fails after this long unmoved.
+SETTLE_QUIET = 60.0
+# ... up to this long in all.
+SETTLE_DEADLINE = 600.0
 
 SETTLED = {"succeeded", "failed", "cancelled", "outcome_unknown"}
 # What a standard MCP client accepts in one message (the SDK drops an event over 1 MiB).
@@ -76,6 +85,36 @@ def live_processes() -> Iterator[tuple[int, str, list[str]]]:
         fields = stat[stat.rfind(")") + 2 :].split()
         if fields and fields[0] not in ("Z", "X", "x"):
             yield int(entry), name, fields
+
+class Movement:
+    """The outer limit of a wait on something that may take long but shows it is moving (an
+    operation's receipt, a terminal's output cursor): `seen(mark)` fails the test when `mark` has
+    not changed for `quiet` seconds, or when the wait has lasted `limit` seconds in all, naming
+    what was awaited and the last thing seen."""
+
+    def __init__(
+        self, what: str, more: Callable[[], str] | None = None,
+        quiet: float = SETTLE_QUIET, limit: float = SETTLE_DEADLINE,
+    ) -> None:
+        self.what = what
+        self.more = more
+        self.quiet = quiet
+        self.started = self.moved = time.monotonic()
+        self.limit = limit
+        self.mark: Any = object()
+
+    def seen(self, mark: Any, shown: str = "") -> None:
+        now = time.monotonic()
+        if mark != self.mark:
+            self.mark, self.moved = mark, now
+        still = now - self.moved
+        if still > self.quiet or now - self.started > self.limit:
+            extra = f"\n{self.more()}" if self.more else ""
+            pytest.fail(
+                f"waited {now - self.started:.0f}s for {self.what}; nothing moved for {still:.0f}s"
+                f" (limits: {self.quiet:.0f}s unmoved, {self.limit:.0f}s in all); last seen:\n{shown}{extra}"
+            )
+
 
 class Lomi:
     """One data dir and the `lomi serve --headless` processes started on it, one at a time."""
@@ -293,19 +332,18 @@ class Lomi:
         return self.cli(*args)
 
     def wait_operation(self, operation_id: str, state: str) -> dict[str, Any]:
-        """Polls `lomi operation show` until the receipt reaches `state`."""
-        deadline = time.monotonic() + SETTLE_DEADLINE
+        """Polls `lomi operation show` until the receipt reaches `state`, for as long as it moves."""
+        moves = Movement(f"operation {operation_id} to reach {state}", self.logs)
         while True:
             op = self.cli("operation", "show", operation_id)
             if op["state"] == state:
                 return op
-            if time.monotonic() > deadline:
-                pytest.fail(f"operation never reached {state}:\n{dump(op)}\n{self.logs()}")
+            moves.seen((op["state"], op["updatedAt"], op["result"]), dump(op))
             time.sleep(0.02)
 
     def wait_operation_for_key(self, request_key: str, state: str) -> dict[str, Any]:
         """Polls `lomi operation list` for the receipt with this request key in `state`."""
-        deadline = time.monotonic() + SETTLE_DEADLINE
+        deadline = time.monotonic() + WAIT_DEADLINE
         while True:
             ops = [o for o in self.cli("operation", "list") if o["requestKey"] == request_key]
             if ops and ops[0]["state"] == state:
@@ -422,14 +460,13 @@ class Mcp:
         return envelope
 
     async def settle(self, operation_id: str) -> dict[str, Any]:
-        """Polls lomi_operation_get until the operation settles."""
-        deadline = time.monotonic() + SETTLE_DEADLINE
+        """Polls lomi_operation_get until the operation settles, for as long as it moves."""
+        moves = Movement(f"operation {operation_id} to settle")
         while True:
             op = await self.ok("lomi_operation_get", {"operationId": operation_id})
             if op["state"] in SETTLED:
                 return op
-            if time.monotonic() > deadline:
-                pytest.fail(f"operation did not settle in {SETTLE_DEADLINE}s:\n{dump(op)}")
+            moves.seen((op["state"], op["updatedAt"], op["result"]), dump(op))
             await anyio.sleep(0.02)
 
     async def connect(self, workspace_id: str) -> dict[str, Any]:

@@ -15,10 +15,10 @@ from typing import Any
 
 import anyio
 
-from conftest import dump
+from conftest import WAIT_DEADLINE, dump
 
 # How long an operation may take to reach the person's decision.
-DECISION_DEADLINE = 20.0
+DECISION_DEADLINE = WAIT_DEADLINE
 
 # The tools the person marks as asking (file delete, browser evaluate, Android shell, Chat
 # send and a device's first attach ask already).

@@ -6,7 +6,7 @@ import time
 import anyio
 import pytest
 
-from conftest import SETTLE_DEADLINE, dump, rename_args
+from conftest import WAIT_DEADLINE, dump, rename_args
 
 pytestmark = pytest.mark.anyio
 
@@ -111,7 +111,7 @@ async def test_session_pairing_ends_with_its_session(lomi, workspaces, mcp):
         lomi.cli("pairing", "approve", pending["pairingId"], "--workspace", a["workspaceId"])
         assert lomi.pairing(pending["pairingId"])["credential"] == "session"
     # The SDK ended the MCP session (HTTP DELETE): the session-bound pairing goes with it.
-    deadline = time.monotonic() + SETTLE_DEADLINE
+    deadline = time.monotonic() + WAIT_DEADLINE
     while any(p["pairingId"] == pending["pairingId"] for p in lomi.cli("pairing", "list")):
         assert time.monotonic() < deadline, dump(lomi.cli("pairing", "list"))
         await anyio.sleep(0.02)

@@ -29,12 +29,12 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import LOMI_BIN, Mcp, dump
+from conftest import LOMI_BIN, WAIT_DEADLINE, Mcp, dump
 
 pytestmark = pytest.mark.anyio
 
 FIXTURE_BIN = os.environ.get("LOMI_ADB_FIXTURE", str(Path(LOMI_BIN).parent / "lomi-adb-fixture"))
-DEADLINE = 20.0
+DEADLINE = WAIT_DEADLINE
 SCREEN = (360, 640)
 BUTTON_CENTRE = (180, 240)
 
@@ -783,7 +783,7 @@ async def test_install_apps_launch_logcat_stop_uninstall(lomi, workspaces, mcp, 
         op = await run_op(android, "lomi_android_launch", guarded(android, "l1", component="org.lomi.demo/.Main"))
         assert op["state"] == "succeeded", dump(op)
         waited = await agent.ok("lomi_android_logcat", {
-            "panelId": android.panel, "sinceCursor": cursor, "waitFor": "org.lomi.demo started .Main", "timeoutMs": 5000,
+            "panelId": android.panel, "sinceCursor": cursor, "waitFor": "org.lomi.demo started .Main", "timeoutMs": 30_000,
         })
         assert waited["matched"] is True and waited["lines"][-1]["tag"] == "LomiFixtureApp", dump(waited)
         assert not any(line["tag"] == "PackageManager" for line in waited["lines"]), "the cursor skips earlier lines"
@@ -867,7 +867,7 @@ async def test_a_real_apk_from_aapt_installs_lists_launches_logs_stops_and_unins
         op = await run_op(android, "lomi_android_launch", guarded(android, "l1", component=f"{package}/.Main"))
         assert op["state"] == "succeeded", dump(op)
         waited = await agent.ok("lomi_android_logcat", {
-            "panelId": android.panel, "sinceCursor": cursor, "waitFor": f"{package} started .Main", "timeoutMs": 5000,
+            "panelId": android.panel, "sinceCursor": cursor, "waitFor": f"{package} started .Main", "timeoutMs": 30_000,
         })
         assert waited["matched"] is True and waited["lines"][-1]["tag"] == "LomiFixtureApp", dump(waited)
         op = await run_op(android, "lomi_android_stop", guarded(android, "s1", package=package))

@@ -22,11 +22,11 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import dump, live_processes
+from conftest import WAIT_DEADLINE, dump, live_processes
 
 pytestmark = pytest.mark.anyio
 
-GONE_DEADLINE = 15.0
+GONE_DEADLINE = WAIT_DEADLINE
 
 FORM = """<!doctype html><title>Form</title>
 <h1>Order</h1>
@@ -394,7 +394,7 @@ async def test_dialog_tabs_console_and_network(lomi, workspaces, mcp, site):
         snap = await agent.snapshot()
         logged = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'button "Log"')})
         assert logged["state"] == "succeeded", dump(logged)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT_DEADLINE
         while True:
             console = await session.ok("lomi_browser_console", {"panelId": agent.panel})
             network = await session.ok("lomi_browser_network", {"panelId": agent.panel})
@@ -440,7 +440,7 @@ async def test_dialog_tabs_console_and_network(lomi, workspaces, mcp, site):
 async def tabs_until(session, panel: str, count: int, url_part: str) -> list[dict[str, Any]]:
     """The tab list once it has `count` tabs and the newest shows `url_part` (a popup is
     announced by Chromium a moment after the click that opened it)."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + WAIT_DEADLINE
     while True:
         tabs = (await session.ok("lomi_browser_tab_list", {"panelId": panel}))["tabs"]
         if len(tabs) == count and url_part in tabs[-1]["url"]:
@@ -474,7 +474,7 @@ async def test_popups_become_tabs_of_their_panel(lomi, workspaces, mcp, site):
         # Its console and network are logged like any tab's.
         said = await agent.act("lomi_browser_click", {"snapshotId": shown["snapshotId"], "elementRef": ref(shown, 'button "Say hi"')})
         assert said["state"] == "succeeded" and said["result"]["tabId"] == popup, dump(said)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT_DEADLINE
         while True:
             console = await session.ok("lomi_browser_console", {"panelId": agent.panel})
             network = await session.ok("lomi_browser_network", {"panelId": agent.panel})
@@ -502,7 +502,7 @@ async def test_popups_become_tabs_of_their_panel(lomi, workspaces, mcp, site):
         shown = await agent.snapshot()
         bye = await agent.act("lomi_browser_click", {"snapshotId": shown["snapshotId"], "elementRef": ref(shown, 'button "Close me"')})
         assert bye["state"] in ("succeeded", "outcome_unknown"), dump(bye)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT_DEADLINE
         while True:
             tabs = (await session.ok("lomi_browser_tab_list", {"panelId": agent.panel}))["tabs"]
             if [(t["tabId"], t["active"]) for t in tabs] == [(opener, True)]:
@@ -683,7 +683,7 @@ async def test_killed_browser_settles_honestly_and_a_new_one_gets_a_new_generati
         op = await session.settle(started["operationId"])
         assert op["state"] == "outcome_unknown" and op["effectState"] == "unknown", dump(op)
         await wait_gone(pid)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT_DEADLINE
         while (await session.ok("lomi_panel_list", {"workspaceId": agent.ws}))["panels"][0]["generation"] is not None:
             assert time.monotonic() < deadline, "the crash clears the panel's generation"
             await anyio.sleep(0.05)
@@ -723,7 +723,7 @@ async def test_a_snapshot_of_a_page_still_loading_says_so(lomi, workspaces, mcp,
         await agent.create()
         op = await agent.act("lomi_browser_navigate", {"url": site.url("/partial"), "waitUntil": "commit"})
         assert op["state"] == "succeeded", dump(op)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT_DEADLINE
         while "Arrived so far" not in (early := await agent.snapshot())["text"]:
             assert time.monotonic() < deadline, dump(early)
             await anyio.sleep(0.05)

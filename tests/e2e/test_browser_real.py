@@ -179,7 +179,7 @@ async def test_clicks_on_search_results_the_page_is_still_inserting(lomi, worksp
             # The 11th result, as soon as it is shown: the ten above it grow, each when its
             # summary arrives, pushing it down for about half a second.
             seen = await session.ok("lomi_browser_wait", {
-                "panelId": agent.panel, "role": "link", "name": "Running Subprocesses", "timeoutMs": 20000,
+                "panelId": agent.panel, "role": "link", "name": "Running Subprocesses", "timeoutMs": 60_000,
             })
             assert seen["matched"] and seen["snapshotId"], dump(seen)
             found = re.search(r'link "[^"]*Running Subprocesses[^"]*" \[(e\d+)\]', seen["text"])
@@ -206,7 +206,7 @@ async def test_waits_answer_what_they_saw(lomi, workspaces, mcp, docs):
         await agent.create()
         # Navigate answers at commit; the wait then sees what the script fills in.
         await go(agent, url=docs.url("search.html?q=getcwd"), waitUntil="commit")
-        text = await session.ok("lomi_browser_wait", {"panelId": agent.panel, "text": "Search finished", "timeoutMs": 20000})
+        text = await session.ok("lomi_browser_wait", {"panelId": agent.panel, "text": "Search finished", "timeoutMs": 60_000})
         assert text["matched"] and "Search finished" in text["text"], dump(text)
         assert text["url"] == docs.url("search.html?q=getcwd"), dump(text)
         snap = await agent.snapshot(find="os.getcwd")

@@ -47,7 +47,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import SETTLED, dump
+from conftest import SETTLED, WAIT_DEADLINE, dump
 from test_android import Android, adb, adb_server_for_serve, phones, tiny_apk  # noqa: F401 (fixtures)
 from test_browser import ref
 from test_terminal import live_processes, proc_stat
@@ -55,7 +55,7 @@ from test_terminal import live_processes, proc_stat
 pytestmark = pytest.mark.anyio
 
 SLOW_SECONDS = 6.0
-DEADLINE = 10.0
+DEADLINE = WAIT_DEADLINE
 
 
 def sha(data: bytes) -> str:

@@ -7,7 +7,7 @@ import pytest
 from mcp import types as mcp_types
 from mcp.shared.exceptions import MCPError
 
-from conftest import dump
+from conftest import WAIT_DEADLINE, dump
 from test_catalog import catalog
 
 pytestmark = pytest.mark.anyio
@@ -41,7 +41,7 @@ class ListChanges:
             self.event.set()
 
     async def wait(self) -> None:
-        with anyio.fail_after(10):
+        with anyio.fail_after(WAIT_DEADLINE):
             await self.event.wait()
         self.event = anyio.Event()
 

@@ -443,7 +443,7 @@ async def terminal(lomi, workspaces, mcp) -> AsyncIterator[Terminal]:
 
 async def assert_terminal_reads_as_exited(term: Terminal, next_seq: int) -> None:
     """The terminal's read says it exited and how; input to it is refused with what to do."""
-    read = await term.read(waitFor={"exit": True}, timeoutMs=10_000)
+    read = await term.read(waitFor={"exit": True}, timeoutMs=60_000)
     assert read["exited"] == {"signal": signal.SIGKILL.value} or read["exited"].get("signal") == 9, dump(read)
     refused = await term.mcp.call("lomi_terminal_input", term.input_args(next_seq, "echo late\r"))
     assert refused["status"] == "error" and refused["code"] not in ("INTERNAL", "INVALID_ARGUMENT"), dump(refused)
@@ -475,7 +475,7 @@ async def test_shell_killed_while_its_input_is_written(lomi, workspaces, mcp):
     async with terminal(lomi, workspaces, mcp) as term:
         # A program that does not read its input: the PTY fills and the write waits.
         sent = await term.mcp.ok("lomi_terminal_input", term.input_args(1, "sleep 60\r"))
-        await term.read(sinceCursor=sent["outputCursor"], waitFor={"text": "sleep 60"}, timeoutMs=5000)
+        await term.read(sinceCursor=sent["outputCursor"], waitFor={"text": "sleep 60"}, timeoutMs=60_000)
         wait_until(lambda: len(session_members(term.pid)) >= 2, "sleep to start in the shell's session")
         flood = term.input_args(2, "echo waiting for the shell\n" * 2400)
         answers: dict[str, Any] = {}

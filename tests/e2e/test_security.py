@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from conftest import LOMI_BIN, dump, rename_args
+from conftest import LOMI_BIN, WAIT_DEADLINE, dump, rename_args
 from rawhttp import RawSession, initialize_request, post
 
 pytestmark = pytest.mark.anyio
@@ -385,7 +385,7 @@ def test_slow_headers_slow_bodies_and_hoarded_connections_are_cut_off(lomi):
     for s in hoard:
         s.close()
     # Their places come back as they close; agents are served again.
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + WAIT_DEADLINE
     while True:
         try:
             assert_alive(lomi)
@@ -439,7 +439,7 @@ def test_the_local_socket_refuses_another_user_even_when_its_mode_lets_them_in(l
         )
         assert done.returncode == 0, done.stderr
         assert "PAIRING_DENIED" in done.stdout and "serves only the user Lomi runs as" in done.stdout, done.stdout
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT_DEADLINE
         while "refused a connection from uid Some(65534)" not in lomi.logs():
             assert time.monotonic() < deadline, lomi.logs()
             time.sleep(0.05)

@@ -34,7 +34,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import SETTLED, Lomi, Mcp, dump
+from conftest import SETTLED, WAIT_DEADLINE, Lomi, Mcp, dump
 from test_browser import Site, ref
 from test_git import git, make_repository
 from test_terminal import Term, wait_until
@@ -53,8 +53,8 @@ CLIENTS = 8
 # runtime is up, while they mutate.
 KILL_EARLY = (0.02, 2.0)
 KILL_LATE = (0.02, 1.0)
-READY_DEADLINE = 30.0
-LEFTOVER_DEADLINE = 15.0
+READY_DEADLINE = WAIT_DEADLINE
+LEFTOVER_DEADLINE = WAIT_DEADLINE
 UNSETTLED = ("queued", "awaiting_user", "running", "cancelling")
 
 
@@ -168,7 +168,7 @@ class Client:
                 marker.answered = True
                 if n % 2 == 1:
                     read = await term.read(
-                        sinceCursor=sent["outputCursor"], waitFor={"text": f"{marker.text}:42"}, timeoutMs=10_000
+                        sinceCursor=sent["outputCursor"], waitFor={"text": f"{marker.text}:42"}, timeoutMs=60_000
                     )
                     assert read["waited"] == "matched", dump(read)
                     # The shell runs its lines in order: every earlier one has run too.

@@ -6,7 +6,7 @@ import time
 import anyio
 import pytest
 
-from conftest import SETTLE_DEADLINE, dump
+from conftest import WAIT_DEADLINE, dump
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +46,7 @@ async def test_output_and_exit_show_in_the_event_feed_without_bytes(lomi, worksp
         )
         assert read["exited"] == {"code": 7, "signal": None}, dump(read)
 
-        deadline = time.monotonic() + SETTLE_DEADLINE
+        deadline = time.monotonic() + WAIT_DEADLINE
         cursor, seen = None, []
         while True:
             page = await agent.ok("lomi_events_read", {"retryEpoch": epoch, **({"cursor": cursor} if cursor else {})})
