@@ -50,7 +50,7 @@ impl AdbServer {
             connected.contains("connected to"),
             "adb connect said: {connected}"
         );
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let devices = self.text(&["devices"]);
             if devices

@@ -31,7 +31,7 @@ impl PrivateAdb {
         self.server
             .connect(SocketAddrV4::new(Ipv4Addr::LOCALHOST, fixture.port))
             .expect("adb connect to the fixture");
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let devices = self.server.devices().expect("listing devices");
             if let Some(device) = devices

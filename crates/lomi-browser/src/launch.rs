@@ -413,8 +413,19 @@ mod tests {
                 } else {
                     command.spawn()
                 };
-                // Long enough for setpriv to have set the signal before this thread ends.
-                tokio::time::sleep(Duration::from_millis(300)).await;
+                // setpriv sets the signal before it runs `sleep`: wait for that (however long
+                // a busy machine takes), so this thread ends with the signal in place.
+                if let Ok(child) = &child
+                    && let Some(pid) = child.id()
+                {
+                    let deadline = Instant::now() + Duration::from_secs(60);
+                    while std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .is_ok_and(|name| name.trim() == "setpriv")
+                    {
+                        assert!(Instant::now() < deadline, "setpriv never ran sleep");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
                 child
             })
         })
@@ -422,7 +433,10 @@ mod tests {
         .expect("the asking thread")
         .expect("spawned");
         runtime.block_on(async {
-            let deadline = Instant::now() + Duration::from_secs(1);
+            // A child bound to the ended thread is killed at once, noticed here within 60 s
+            // even on a busy machine; one that is not must still run after a second.
+            let watch = if spawn_from_lasting { 1 } else { 60 };
+            let deadline = Instant::now() + Duration::from_secs(watch);
             while Instant::now() < deadline {
                 if child.try_wait().expect("status").is_some() {
                     return false;

@@ -207,7 +207,7 @@ mod tests {
         std::fs::write(dir.path().join("src/a.rs"), b"a").expect("write");
         std::fs::write(dir.path().join("src/b.rs"), b"b").expect("write");
         std::fs::write(dir.path().join("top.txt"), b"t").expect("write");
-        let got = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        let got = tokio::time::timeout(Duration::from_secs(60), rx.recv())
             .await
             .expect("a report")
             .expect("open");

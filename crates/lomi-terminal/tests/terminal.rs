@@ -12,7 +12,8 @@ use lomi_terminal::{
 };
 
 /// Deadline for anything that should happen promptly.
-const DEADLINE: Duration = Duration::from_secs(10);
+// Outer limit of a wait that ends on its event: far above what a slow, busy machine needs.
+const DEADLINE: Duration = Duration::from_secs(60);
 
 /// A temp dir for the test, and this process made a subreaper: the processes a test's terminal
 /// orphans are re-parented here instead of to a PID 1 that may never reap them, so `gone` can
