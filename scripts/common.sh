@@ -183,9 +183,11 @@ ensure_tauri_driver() {
       # --debug: it only relays WebDriver requests, so an optimised build would cost CI
       # compile time for nothing. A target dir of its own: in Lomi's, its debug build would
       # wait for the workspace build's lock.
+      status=0
       cargo install --locked --quiet --debug tauri-driver --version '^2' --root "$root" \
-        --target-dir "$root/build" >&2
+        --target-dir "$root/build" >&2 || status=$?
       rm -rf "$root/build"
+      exit "$status"
     fi
   ) 9>"$LOMI_CACHE/tauri-driver.lock" || return 1
   printf '%s\n' "$root/bin/tauri-driver"

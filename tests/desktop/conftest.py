@@ -28,9 +28,10 @@ _spec = importlib.util.spec_from_file_location("lomi_e2e_support", Path(__file__
 assert _spec and _spec.loader
 support = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(support)
-# test_android.py (loaded for its adb server and device fixture) and test_browser.py (for its
-# web site) import these from `conftest`.
+# test_android.py (loaded for its adb server and device fixture), test_browser.py (for its
+# web site) and effects_scenario.py import these from `conftest`.
 LOMI_BIN = support.LOMI_BIN
+WAIT_DEADLINE = support.WAIT_DEADLINE
 Mcp = support.Mcp
 dump = support.dump
 live_processes = support.live_processes

@@ -33,12 +33,15 @@ LOMI_BIN = os.environ.get("LOMI_BIN", "/root/.cache/lomi/target/debug/lomi")
 # them), and a failure says what was awaited.
 START_DEADLINE = 60.0
 STOP_DEADLINE = 30.0
-CALL_DEADLINE = 60.0
+# Above the longest a tool waits on its own (timeoutMs up to 60,000), so a tool's own
+# "timed out" answer is what a test sees.
+CALL_DEADLINE = 90.0
 CLI_DEADLINE = 60.0
 # Any other event a test waits for (a state, a listed item, a feed entry).
 WAIT_DEADLINE = 60.0
-# An operation settling: it may run as long as it moves (its receipt's updatedAt or result
-# changes: a capture set writing capture after capture), and fails after this long unmoved.
+# An operation settling: it may run as long as it moves (its receipt's state, updatedAt or
+# result changes: a capture set's result counts capture after capture), and fails after this
+# long unmoved.
 SETTLE_QUIET = 60.0
 # ... up to this long in all.
 SETTLE_DEADLINE = 600.0
@@ -86,6 +89,7 @@ def live_processes() -> Iterator[tuple[int, str, list[str]]]:
         if fields and fields[0] not in ("Z", "X", "x"):
             yield int(entry), name, fields
 
+
 class Movement:
     """The outer limit of a wait on something that may take long but shows it is moving (an
     operation's receipt, a terminal's output cursor): `seen(mark)` fails the test when `mark` has
@@ -126,6 +130,7 @@ class Lomi:
         self.proc: subprocess.Popen[bytes] | None = None
         self.broker: dict[str, Any] = {}
         self.starts = 0
+        self.stop_took = float("nan")
         self.log_files: list[Path] = []
 
     # ---- the serve process ----
@@ -208,7 +213,9 @@ class Lomi:
             self.transcript.add("serve killed (SIGKILL)", f"pid {self.proc.pid}")
 
     def restart(self, how: str) -> dict[str, Any]:
-        """Stops serve with SIGKILL or SIGTERM and starts it again on the same data dir."""
+        """Stops serve with SIGKILL or SIGTERM and starts it again on the same data dir; how
+        long the stop took is kept in `stop_took`."""
+        began = time.monotonic()
         if how == "SIGKILL":
             self.kill()
         elif how == "SIGTERM":
@@ -216,6 +223,7 @@ class Lomi:
             assert not self.broker_file.exists(), "a clean stop removes broker.json"
         else:
             raise ValueError(how)
+        self.stop_took = time.monotonic() - began
         previous = self.broker.get("brokerInstanceId")
         record = self.start()
         assert record["brokerInstanceId"] != previous, "every start gets a fresh brokerInstanceId"

@@ -179,6 +179,8 @@ class World:
         self.pages = pages
         self.adb = adb
         self.phones = phones
+        # Set by cancel_running: seconds from its cancel to the settled receipt.
+        self.cancel_took = float("nan")
         self.keys = 0
         self.phone = None
         self.android: Android | None = None
@@ -803,9 +805,13 @@ async def cancel_running(
         running = await w.s.ok("lomi_operation_get", lookup)
         expected = ("running", "succeeded") if may_finish_first else ("running",)
         assert running["state"] in expected, f"{tool}: not running while its effect is under way\n{dump(running)}"
+        sent = time.monotonic()
         cancelled = await w.s.ok("lomi_operation_cancel", {"operationId": running["operationId"]})
     assert answers["call"]["status"] == "ok", f"{tool}: {dump(dict(answers['call']))}"
     settled = await w.s.settle(running["operationId"])
+    # From the cancel to the settled receipt: how long the cancel took, whatever the time the
+    # work took to start (on a busy machine, most of the call).
+    w.cancel_took = time.monotonic() - sent
     return cancelled, settled, await states_in_feed(w, running["operationId"])
 
 
@@ -825,13 +831,12 @@ async def test_a_cancelled_navigation_stops_its_slow_load(lomi, workspaces, mcp,
         b = await w.browser("/start")
         args = w.keyed({"panelId": b["panelId"], "browserGeneration": b["browserGeneration"],
                         "url": pages.url("/slow")}, "slow")
-        began = time.monotonic()
         cancelled, op, states = await cancel_running(w, "lomi_browser_navigate", args, pages.slow_asked.is_set)
         shown = dump({"cancel": cancelled, "settled": op, "feed": states})
         assert cancelled["state"] in ("cancelling", "cancelled"), shown
         assert (op["state"], op["effectState"]) == ("cancelled", "partial"), shown
         assert states[-2:] == ["cancelling", "cancelled"] and "running" in states, shown
-        assert time.monotonic() - began < SLOW_SECONDS, "the cancel waited for the slow page to answer"
+        assert w.cancel_took < SLOW_SECONDS, "the cancel waited for the slow page to answer"
         # The page never loaded: the tab still shows the page before it.
         tabs = (await session.ok("lomi_browser_tab_list", {"panelId": b["panelId"]}))["tabs"]
         assert [(t["url"], t["title"]) for t in tabs] == [(pages.url("/start"), "Start")], dump(tabs)
@@ -873,14 +878,13 @@ async def test_a_cancelled_android_shell_command_settles_cancelled(lomi, workspa
         command = "input swipe 5 5 5 5 8000"
         args = w.keyed({"panelId": android.panel, "leaseId": android.lease, "generation": android.generation,
                         "command": command}, "shell")
-        began = time.monotonic()
         cancelled, op, states = await cancel_running(
             w, "lomi_android_shell", args, lambda: w.services(command) > 0
         )
         shown = dump({"cancel": cancelled, "settled": op, "feed": states})
         assert (op["state"], op["effectState"]) == ("cancelled", "partial"), shown
         assert states[-2:] == ["cancelling", "cancelled"], shown
-        assert time.monotonic() - began < 8, "the cancel waited for the command to end"
+        assert w.cancel_took < 8, "the cancel waited for the command to end"
         assert w.services(command) == 1, w.phone.services
 
 
@@ -895,7 +899,6 @@ async def test_a_terminal_cancelled_before_its_program_spoke_is_stopped(lomi, wo
         sleep = f"sleep 8.{time.monotonic_ns() % 10**6:06d}"
         args = w.keyed({"workspaceId": w.ws, "cwdRelative": "", "title": "Quiet", "expectedRevision": await w.revision(),
                         "argv": ["sh", "-c", f"{sleep}; echo late"]}, "quiet")
-        began = time.monotonic()
         cancelled, op, states = await cancel_running(
             w, "lomi_terminal_create", args, lambda: any(c.startswith("sleep") for c in live_processes(sleep).values())
         )
@@ -904,7 +907,7 @@ async def test_a_terminal_cancelled_before_its_program_spoke_is_stopped(lomi, wo
         # The program was started and stopped.
         assert (op["state"], op["effectState"]) == ("cancelled", "partial"), shown
         assert states[-2:] == ["cancelling", "cancelled"] and "running" in states, shown
-        assert time.monotonic() - began < 8, "the cancel waited for the program"
+        assert w.cancel_took < 8, "the cancel waited for the program"
         assert await w.panels() == [], shown
         assert not live_processes(sleep), f"left alive after the cancel: {live_processes(sleep)}"
 
@@ -1014,14 +1017,13 @@ async def test_a_click_cancelled_while_the_page_holds_it_settles_outcome_unknown
         b, snap, button = await w.browser_target("/busy", 'button "Hold"')
         args = w.keyed({"panelId": b["panelId"], "browserGeneration": b["browserGeneration"],
                         "snapshotId": snap["snapshotId"], "elementRef": button}, "click")
-        began = time.monotonic()
         cancelled, op, states = await cancel_running(w, "lomi_browser_click", args, pages.slow_asked.is_set)
         shown = dump({"cancel": cancelled, "settled": op, "feed": states, "requests": pages.hits})
         assert cancelled["state"] in ("cancelling", "outcome_unknown"), shown
         assert (op["state"], op["effectState"]) == ("outcome_unknown", "unknown"), shown
         assert op["error"]["code"] == "OUTCOME_UNKNOWN" and "cancelled" in op["error"]["message"], shown
         assert states[-2:] == ["cancelling", "outcome_unknown"] and "running" in states, shown
-        assert time.monotonic() - began < SLOW_SECONDS, "the cancel waited for the page"
+        assert w.cancel_took < SLOW_SECONDS, "the cancel waited for the page"
         # The real page: the press reached it (its handler asked for /slow). Once the site
         # answers, the page is free again; the click was never finished (no release was sent).
         pages.release.set()
@@ -1043,12 +1045,11 @@ async def test_a_cancelled_upload_settles_outcome_unknown_and_the_files_stay_cho
         b, snap, field_ref = await w.browser_target("/busy", 'button "Attachment"')
         args = w.keyed({"panelId": b["panelId"], "browserGeneration": b["browserGeneration"],
                         "snapshotId": snap["snapshotId"], "elementRef": field_ref, "paths": ["notes.txt"]}, "upload")
-        began = time.monotonic()
         cancelled, op, states = await cancel_running(w, "lomi_browser_upload", args, pages.slow_asked.is_set)
         shown = dump({"cancel": cancelled, "settled": op, "feed": states, "requests": pages.hits})
         assert (op["state"], op["effectState"]) == ("outcome_unknown", "unknown"), shown
         assert states[-2:] == ["cancelling", "outcome_unknown"] and "running" in states, shown
-        assert time.monotonic() - began < SLOW_SECONDS, "the cancel waited for the page"
+        assert w.cancel_took < SLOW_SECONDS, "the cancel waited for the page"
         pages.release.set()
         await anyio.to_thread.run_sync(lambda: wait_for(
             lambda: "/uploaded/notes.txt" in pages.hits, "the page's handler to see the chosen file"
@@ -1064,13 +1065,12 @@ async def test_a_tab_opened_on_a_slow_page_and_cancelled_stops_loading(lomi, wor
         b = await w.browser("/start")
         args = w.keyed({"panelId": b["panelId"], "browserGeneration": b["browserGeneration"],
                         "url": pages.url("/slow")}, "tab")
-        began = time.monotonic()
         cancelled, op, states = await cancel_running(w, "lomi_browser_tab_open", args, pages.slow_asked.is_set)
         shown = dump({"cancel": cancelled, "settled": op, "feed": states})
         # The tab was opened (and stays); its page stopped loading.
         assert (op["state"], op["effectState"]) == ("cancelled", "partial"), shown
         assert states[-2:] == ["cancelling", "cancelled"] and "running" in states, shown
-        assert time.monotonic() - began < SLOW_SECONDS, "the cancel waited for the slow page"
+        assert w.cancel_took < SLOW_SECONDS, "the cancel waited for the slow page"
         tabs = (await session.ok("lomi_browser_tab_list", {"panelId": b["panelId"]}))["tabs"]
         shown = dump({"settled": op, "tabs": tabs})
         assert len(tabs) == 2 and (tabs[0]["url"], tabs[0]["title"]) == (pages.url("/start"), "Start"), shown
@@ -1103,7 +1103,6 @@ async def test_an_android_attach_cancelled_while_the_device_is_busy_adds_no_pane
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             await anyio.to_thread.run_sync(lambda: wait_for(lambda: w.services(swipe) == 1, "the swipe to start"))
-            began = time.monotonic()
             sizes = w.services("wm")
             args = w.keyed({"workspaceId": w.ws, "serial": w.phone.serial, "expectedRevision": await w.revision()},
                            "attach")
@@ -1114,7 +1113,7 @@ async def test_an_android_attach_cancelled_while_the_device_is_busy_adds_no_pane
             # A serial that is an address may have been `adb connect`ed: partial, as the code says.
             assert (op["state"], op["effectState"]) == ("cancelled", "partial"), shown
             assert states[-2:] == ["cancelling", "cancelled"] and "running" in states, shown
-            assert time.monotonic() - began < 6, "the cancel waited for the device"
+            assert w.cancel_took < 6, "the cancel waited for the device"
             assert await w.panels() == [], shown
             # The device answers the abandoned questions once the swipe is over: still no panel.
             await anyio.to_thread.run_sync(lambda: wait_for(lambda: w.services("wm") > sizes, "the late answers"))
@@ -1237,21 +1236,19 @@ async def test_cancelled_android_transfers_stop_half_way(lomi, workspaces, mcp, 
 
         # push: part of the file may be on the device.
         args = guarded_args(w, android, path="big.bin", devicePath="/sdcard/half.bin")
-        began = time.monotonic()
         cancelled, op, states = await cancel_running(w, "lomi_android_push", args, sync_opened(w.services("sync:")))
         shown = dump({"cancel": cancelled, "settled": op, "feed": states})
         assert (op["state"], op["effectState"]) == ("cancelled", "partial"), shown
         assert states[-2:] == ["cancelling", "cancelled"], shown
-        assert time.monotonic() - began < 4, "the cancel waited for the whole transfer"
+        assert w.cancel_took < 4, "the cancel waited for the whole transfer"
         assert w.services("'sha256sum' '/sdcard/half.bin'") == 0, w.phone.services
 
         # pull: nothing is written into the project.
         args = guarded_args(w, android, devicePath="/sdcard/big.bin", path="pulled.bin")
-        began = time.monotonic()
         cancelled, op, states = await cancel_running(w, "lomi_android_pull", args, sync_opened(w.services("sync:")))
         shown = dump({"cancel": cancelled, "settled": op, "feed": states})
         assert (op["state"], op["effectState"]) == ("cancelled", "none"), shown
-        assert time.monotonic() - began < 4, "the cancel waited for the whole transfer"
+        assert w.cancel_took < 4, "the cancel waited for the whole transfer"
         assert not (w.project / "pulled.bin").exists() and not list(w.project.glob(".lomi-tmp*")), shown
 
         # install while its APK is copied: the copy is removed, pm never runs.
@@ -1259,11 +1256,10 @@ async def test_cancelled_android_transfers_stop_half_way(lomi, workspaces, mcp, 
         with zipfile.ZipFile(w.project / "big.apk", "a", compression=zipfile.ZIP_STORED) as grown:
             grown.writestr("assets/payload.bin", os.urandom(3 << 20))
         args = guarded_args(w, android, path="big.apk")
-        began = time.monotonic()
         cancelled, op, states = await cancel_running(w, "lomi_android_install", args, sync_opened(w.services("sync:")))
         shown = dump({"cancel": cancelled, "settled": op, "feed": states, "device": w.phone.services[-5:]})
         assert (op["state"], op["effectState"]) == ("cancelled", "none"), shown
-        assert time.monotonic() - began < 4, "the cancel waited for the whole transfer"
+        assert w.cancel_took < 4, "the cancel waited for the whole transfer"
         assert w.services("'pm' 'install'") == 0, shown
         assert w.services("'rm' '-f' '/data/local/tmp/lomi-install-") == 1, shown
 

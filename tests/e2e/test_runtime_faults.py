@@ -582,7 +582,8 @@ async def test_git_killed_during_a_commit(lomi, workspaces, mcp, tmp_path):
         assert "killed" in op["error"]["message"], dump(op)
         # The hook Git started does not outlive it.
         hook_pid = int(marker.read_text())
-        wait_until(lambda: not alive(hook_pid), "the hook to end", deadline=5)
+        # (well within the hook's own `sleep 30`, so this proves it was ended)
+        wait_until(lambda: not alive(hook_pid), "the hook to end", deadline=20)
         # The next commit works (the hook lets it through now).
         hook.write_text("#!/bin/sh\nexit 0\n")
         retry = dict(commit, requestKey="commit-again")

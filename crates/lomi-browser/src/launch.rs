@@ -397,7 +397,7 @@ pub fn kill_group(pid: u32) {
 mod tests {
     use super::*;
 
-    /// Starts `sleep 30` bound to its parent thread's life (as a browser is) from a thread
+    /// Starts `sleep 300` (longer than any wait here) bound to its parent thread's life (as a browser is) from a thread
     /// that then ends, as the runtime's threads do; answers whether it still runs.
     fn survives_its_asking_thread(spawn_from_lasting: bool) -> bool {
         let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -406,7 +406,7 @@ mod tests {
             handle.block_on(async {
                 let mut command = Command::new("setpriv");
                 command
-                    .args(["--pdeathsig", "KILL", "--", "sleep", "30"])
+                    .args(["--pdeathsig", "KILL", "--", "sleep", "300"])
                     .kill_on_drop(true);
                 let child = if spawn_from_lasting {
                     spawn_from_lasting_thread(command).await

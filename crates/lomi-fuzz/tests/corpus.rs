@@ -45,10 +45,8 @@ fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
 /// Runs one input; on a panic, keeps the input in the temp dir and fails naming it.
 fn run(target: &str, function: Target, input: &[u8], origin: &str) {
     if catch_unwind(AssertUnwindSafe(|| function(input))).is_err() {
-        let kept = std::env::temp_dir().join(format!(
-            "lomi-fuzz-{target}-crash-{}",
-            std::process::id()
-        ));
+        let kept =
+            std::env::temp_dir().join(format!("lomi-fuzz-{target}-crash-{}", std::process::id()));
         let note = match std::fs::write(&kept, input) {
             Ok(()) => format!("kept in {}", kept.display()),
             Err(e) => format!("not kept ({e}); {} bytes: {input:?}", input.len()),
@@ -85,8 +83,18 @@ impl Rng {
 }
 
 const INTERESTING: [&[u8]; 12] = [
-    b"0", b"-1", b"4294967296", b"1e309", b"\"\"", b"null", b"[]", b"{}", b"\\u0000", b"\xff",
-    b"\0", b"\n",
+    b"0",
+    b"-1",
+    b"4294967296",
+    b"1e309",
+    b"\"\"",
+    b"null",
+    b"[]",
+    b"{}",
+    b"\\u0000",
+    b"\xff",
+    b"\0",
+    b"\n",
 ];
 
 /// One to four mutations of `input`, some taking bytes from `other` (a splice).
