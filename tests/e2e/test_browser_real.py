@@ -275,3 +275,53 @@ async def test_a_press_the_moving_page_takes_elsewhere_never_reaches_it(lomi, wo
             await wait_gone(agent.pid)
     finally:
         site.close()
+
+
+MOVES_ON_PRESS = """<!doctype html><title>Moves on press</title>
+<div id="top"></div>
+<button id="go">Go</button>
+<div id="out" role="status">nothing yet</div>
+<script>
+let presses = 0, clicks = 0, elsewhere = 0;
+const go = document.getElementById('go');
+const show = () => {
+  document.getElementById('out').textContent = `presses ${presses} clicks ${clicks} elsewhere ${elsewhere}`;
+};
+go.addEventListener('mousedown', () => {
+  presses += 1;
+  if (presses === 1) {
+    const banner = document.createElement('div');
+    banner.textContent = 'Banner';
+    banner.style.cssText = 'height:300px';
+    document.getElementById('top').appendChild(banner);
+  }
+  show();
+});
+go.addEventListener('click', () => { clicks += 1; show(); });
+document.body.addEventListener('click', (event) => { if (event.target !== go) { elsewhere += 1; show(); } });
+</script>"""
+
+
+async def test_a_click_whose_element_moved_away_before_the_release_aims_again(lomi, workspaces, mcp):
+    """A page that pushes the button down as it is pressed: the release lands on what took its
+    place, so the browser would give the click to what both have in common, never to the
+    button. That release is stopped with its click, and the click aims again and lands; it
+    neither hangs until the confirmation limit nor reaches the page elsewhere."""
+    site = Site({"/moves": MOVES_ON_PRESS})
+    try:
+        a, _ = workspaces
+        token = lomi.create_token(a["workspaceId"])["token"]
+        async with mcp.session(token=token) as session:
+            agent = await agent_for(lomi, workspaces, session)
+            await agent.create()
+            await go(agent, url=site.url("/moves"))
+            snap = await agent.snapshot()
+            clicked = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'button "Go"')})
+            assert clicked["state"] == "succeeded", dump(clicked)
+            assert clicked["result"]["observed"]["missedPresses"] == 1, dump(clicked)
+            after = await agent.snapshot(find="presses")
+            assert "presses 2 clicks 1 elsewhere 0" in after["text"], after["text"]
+            await agent.close()
+            await wait_gone(agent.pid)
+    finally:
+        site.close()

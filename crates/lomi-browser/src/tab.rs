@@ -1248,7 +1248,7 @@ impl Tab {
                     missed += 1;
                     self.disarm(&aimed).await;
                     if tokio::time::Instant::now() < deadline {
-                        tracing::debug!("tab {}: the press landed on {hit}; aiming again", self.id);
+                        tracing::debug!("tab {}: {hit}; aiming again", self.id);
                         continue;
                     }
                     let name = match target {
@@ -1256,9 +1256,9 @@ impl Tab {
                         _ => "the element",
                     };
                     return Err(ActionError::Refused(BrowserError::Stale(format!(
-                        "{name} kept moving: for {} s every press landed on {hit} instead (and was stopped \
-                         before the page saw it); wait for the page to settle (lomi_browser_wait), take a \
-                         new snapshot and try again",
+                        "{name} kept moving: for {} s every click missed it (the last time {hit}), and \
+                         each was stopped before the page saw a click; wait for the page to settle \
+                         (lomi_browser_wait), take a new snapshot and try again",
                         AIM_LIMIT.as_secs()
                     ))));
                 }
@@ -1323,7 +1323,12 @@ impl Tab {
             _dialog = self.wait_until(ACK_LIMIT, |state| state.dialog.is_some()) => {}
         }
         if let Some(hit) = kind.strip_prefix("missed ") {
-            return Ok(Pressed::Missed(hit.to_owned()));
+            return Ok(Pressed::Missed(format!("the press landed on {hit}")));
+        }
+        if let Some(hit) = kind.strip_prefix("released ") {
+            return Ok(Pressed::Missed(format!(
+                "the press reached it but the content moved before the release, which landed on {hit}"
+            )));
         }
         Ok(Pressed::Reached(ActionResult {
             element: Some(element.clone()),
@@ -2637,7 +2642,8 @@ struct Aimed {
 /// Where a click's press landed.
 enum Pressed {
     Reached(ActionResult),
-    /// Elsewhere (the element moved): the page saw nothing of it. The element found there.
+    /// Elsewhere (the element moved): the page saw no click (at most the press, when the
+    /// element moved away before the release). What happened, in words.
     Missed(String),
 }
 

@@ -363,7 +363,7 @@
   }
 
   // Listens, once, for an event of `type` reaching the element, and reports it through the
-  // lomiAck binding with `token`.
+  // lomiAck binding with `token`. The returned handler's `reached` says whether it did.
   function listen(el, types, token) {
     const stop = () => {
       for (const t of types.list) removeEventListener(t, handler, true);
@@ -373,6 +373,7 @@
       if (!event.isTrusted && types.trusted) return;
       if (!path.includes(el)) return;
       stop();
+      handler.reached = true;
       globalThis.lomiAck(JSON.stringify({ token, type: event.type }));
     };
     for (const t of types.list) addEventListener(t, handler, true);
@@ -383,11 +384,16 @@
   // Guards a click against content that moved between aiming and the press: a press that
   // lands outside the element is stopped here, with its release and click, before the page
   // sees them, and reported as missed (the action aims again). Page listeners on the window's
-  // capture phase registered earlier still run first.
+  // capture phase registered earlier still run first. The content can also move between the
+  // press and the release: the browser then gives the click to what the two targets have in
+  // common, never to the element; such a release is stopped with its click and reported as
+  // `released` (the page saw the press only), and the action aims again too.
   const PRESS = ['pointerdown', 'mousedown'];
+  const RELEASE = ['pointerup', 'mouseup'];
   const SWALLOWED = ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'auxclick', 'dblclick', 'contextmenu'];
-  function guard(el, token) {
+  function guard(el, token, listening) {
     let missed = false;
+    let pressed = false;
     const stopListener = armed.get(token);
     const unguard = () => {
       for (const t of SWALLOWED) removeEventListener(t, handler, true);
@@ -395,14 +401,28 @@
     const handler = (event) => {
       if (!event.isTrusted) return;
       if (!missed) {
-        if (!PRESS.includes(event.type)) return;
-        if (event.composedPath().includes(el)) {
-          unguard();
-          return;
+        const onElement = event.composedPath().includes(el);
+        if (!pressed) {
+          if (!PRESS.includes(event.type)) return;
+          if (!onElement) {
+            missed = true;
+            if (stopListener) stopListener();
+            globalThis.lomiAck(JSON.stringify({ token, type: 'missed', hit: describe(event.target) }));
+          } else {
+            pressed = true;
+            return;
+          }
+        } else {
+          if (!RELEASE.includes(event.type)) return;
+          // A context menu opens on the press: that event reached the element already.
+          if (onElement || listening.reached) {
+            unguard();
+            return;
+          }
+          missed = true;
+          if (stopListener) stopListener();
+          globalThis.lomiAck(JSON.stringify({ token, type: 'released', hit: describe(event.target) }));
         }
-        missed = true;
-        if (stopListener) stopListener();
-        globalThis.lomiAck(JSON.stringify({ token, type: 'missed', hit: describe(event.target) }));
       }
       event.preventDefault();
       event.stopImmediatePropagation();
@@ -464,8 +484,8 @@
       const at = await steadyAim(n, 2000);
       if (at.error || at.stale) return at;
       const el = element(n);
-      listen(el, { list: types, trusted: true }, token);
-      if (guarded) guard(el, token);
+      const listening = listen(el, { list: types, trusted: true }, token);
+      if (guarded) guard(el, token, listening);
       return { x: at.x, y: at.y, element: describe(el) };
     },
     // Stops an action's listener and guard (after its events were sent).
