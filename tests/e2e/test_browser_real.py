@@ -252,29 +252,36 @@ document.getElementById('go').addEventListener('mouseover', () => {
 </script>"""
 
 
-async def test_a_press_the_moving_page_takes_elsewhere_never_reaches_it(lomi, workspaces, mcp):
-    """A page that inserts a banner above the button as the pointer arrives, between Lomi's
-    aim and its press: the press on the banner is stopped before the page sees it, and the
-    click aims again and lands on the button."""
-    site = Site({"/jumpy": JUMPY})
+async def click_go_on(lomi, workspaces, mcp, page: str, find: str) -> tuple[dict[str, Any], str]:
+    """Clicks the button "Go" of `page` (served on its own site) as an agent: the settled click
+    and the snapshot lines matching `find` after it."""
+    site = Site({"/page": page})
     try:
         a, _ = workspaces
         token = lomi.create_token(a["workspaceId"])["token"]
         async with mcp.session(token=token) as session:
             agent = await agent_for(lomi, workspaces, session)
             await agent.create()
-            await go(agent, url=site.url("/jumpy"))
+            await go(agent, url=site.url("/page"))
             snap = await agent.snapshot()
             clicked = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'button "Go"')})
-            assert clicked["state"] == "succeeded", dump(clicked)
-            assert clicked["result"]["observed"]["missedPresses"] == 1, dump(clicked)
-            assert clicked["result"]["navigated"] is None, dump(clicked)
-            after = await agent.snapshot(find="clicked")
-            assert "go clicked" in after["text"] and "advert" not in after["text"], after["text"]
+            after = (await agent.snapshot(find=find))["text"]
             await agent.close()
             await wait_gone(agent.pid)
+            return clicked, after
     finally:
         site.close()
+
+
+async def test_a_press_the_moving_page_takes_elsewhere_never_reaches_it(lomi, workspaces, mcp):
+    """A page that inserts a banner above the button as the pointer arrives, between Lomi's
+    aim and its press: the press on the banner is stopped before the page sees it, and the
+    click aims again and lands on the button."""
+    clicked, after = await click_go_on(lomi, workspaces, mcp, JUMPY, "clicked")
+    assert clicked["state"] == "succeeded", dump(clicked)
+    assert clicked["result"]["observed"]["missedPresses"] == 1, dump(clicked)
+    assert clicked["result"]["navigated"] is None, dump(clicked)
+    assert "go clicked" in after and "advert" not in after, after
 
 
 MOVES_ON_PRESS = """<!doctype html><title>Moves on press</title>
@@ -307,21 +314,7 @@ async def test_a_click_whose_element_moved_away_before_the_release_aims_again(lo
     place, so the browser would give the click to what both have in common, never to the
     button. That release is stopped with its click, and the click aims again and lands; it
     neither hangs until the confirmation limit nor reaches the page elsewhere."""
-    site = Site({"/moves": MOVES_ON_PRESS})
-    try:
-        a, _ = workspaces
-        token = lomi.create_token(a["workspaceId"])["token"]
-        async with mcp.session(token=token) as session:
-            agent = await agent_for(lomi, workspaces, session)
-            await agent.create()
-            await go(agent, url=site.url("/moves"))
-            snap = await agent.snapshot()
-            clicked = await agent.act("lomi_browser_click", {"snapshotId": snap["snapshotId"], "elementRef": ref(snap, 'button "Go"')})
-            assert clicked["state"] == "succeeded", dump(clicked)
-            assert clicked["result"]["observed"]["missedPresses"] == 1, dump(clicked)
-            after = await agent.snapshot(find="presses")
-            assert "presses 2 clicks 1 elsewhere 0" in after["text"], after["text"]
-            await agent.close()
-            await wait_gone(agent.pid)
-    finally:
-        site.close()
+    clicked, after = await click_go_on(lomi, workspaces, mcp, MOVES_ON_PRESS, "presses")
+    assert clicked["state"] == "succeeded", dump(clicked)
+    assert clicked["result"]["observed"]["missedPresses"] == 1, dump(clicked)
+    assert "presses 2 clicks 1 elsewhere 0" in after, after
