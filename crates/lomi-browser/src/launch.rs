@@ -413,14 +413,17 @@ mod tests {
                 } else {
                     command.spawn()
                 };
-                // setpriv sets the signal before it runs `sleep`: wait for that (however long
-                // a busy machine takes), so this thread ends with the signal in place.
+                // setpriv sets the signal before it runs `sleep`: wait until `sleep` runs
+                // (however long a busy machine takes), so this thread ends with the signal in
+                // place. Not "until it is no longer setpriv": right after the spawn the child
+                // may still carry this thread's name (a vfork'd parent runs again before the
+                // child's exec renames it).
                 if let Ok(child) = &child
                     && let Some(pid) = child.id()
                 {
                     let deadline = Instant::now() + Duration::from_secs(60);
-                    while std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                        .is_ok_and(|name| name.trim() == "setpriv")
+                    while !std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .is_ok_and(|name| name.trim() == "sleep")
                     {
                         assert!(Instant::now() < deadline, "setpriv never ran sleep");
                         tokio::time::sleep(Duration::from_millis(10)).await;
