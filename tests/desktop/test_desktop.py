@@ -20,8 +20,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conftest import DESKTOP_BIN, Desktop, process_gone, support
-from webdriver import WAIT_DEADLINE, WebDriverError
+from conftest import DESKTOP_BIN, WAIT_DEADLINE, Desktop, process_gone, support
+from webdriver import WebDriverError
 
 pytestmark = pytest.mark.anyio
 

@@ -120,6 +120,12 @@ class Movement:
             )
 
 
+def receipt_mark(op: dict[str, Any]) -> tuple[Any, ...]:
+    """What changes on a receipt while its operation moves (a capture set's result counts its
+    captures): the mark a `Movement` watches."""
+    return op["state"], op["updatedAt"], op["result"]
+
+
 class Lomi:
     """One data dir and the `lomi serve --headless` processes started on it, one at a time."""
 
@@ -346,7 +352,7 @@ class Lomi:
             op = self.cli("operation", "show", operation_id)
             if op["state"] == state:
                 return op
-            moves.seen((op["state"], op["updatedAt"], op["result"]), dump(op))
+            moves.seen(receipt_mark(op), dump(op))
             time.sleep(0.02)
 
     def wait_operation_for_key(self, request_key: str, state: str) -> dict[str, Any]:
@@ -474,7 +480,7 @@ class Mcp:
             op = await self.ok("lomi_operation_get", {"operationId": operation_id})
             if op["state"] in SETTLED:
                 return op
-            moves.seen((op["state"], op["updatedAt"], op["result"]), dump(op))
+            moves.seen(receipt_mark(op), dump(op))
             await anyio.sleep(0.02)
 
     async def connect(self, workspace_id: str) -> dict[str, Any]:
