@@ -11,6 +11,7 @@ mod error;
 mod packages;
 pub mod panels;
 mod screen;
+mod serve;
 mod server;
 pub mod shell;
 mod sync;

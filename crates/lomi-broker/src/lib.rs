@@ -14,6 +14,7 @@ mod panels;
 pub mod persist;
 mod projects;
 mod runtimes;
+mod serve;
 mod session;
 mod settings;
 

@@ -8,6 +8,7 @@ mod browser;
 mod direct;
 mod launch;
 pub mod panels;
+mod serve;
 mod snapshot;
 mod tab;
 

@@ -4,6 +4,7 @@
 //! same delivery without a receipt. Nothing here is ever resent.
 
 pub mod providers;
+mod serve;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -25,6 +25,7 @@ mod paths;
 pub mod preview;
 pub mod rebase;
 mod root;
+mod serve;
 pub mod tools;
 pub mod watch;
 

@@ -2,72 +2,26 @@
 //! schemas. `lomi catalog` prints it and the MCP server's `tools/list` is built from it.
 
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::definition::ToolDef;
 use crate::schema::{input_schema, operation_schema, output_schema};
-use crate::tools::NoArguments;
-use crate::tools::android::{
-    AndroidAppsInput, AndroidInstallInput, AndroidLogcatInput, AndroidOpenUrlInput,
-    AndroidOrientationInput, AndroidPackageInput, AndroidPullInput, AndroidPushInput,
-    AndroidRotateInput,
-};
-use crate::tools::android::{
-    AndroidAttachInput, AndroidCaptureInput, AndroidCaptureView, AndroidDeviceList,
-    AndroidDevicesInput, AndroidInputAccepted, AndroidInputInput, AndroidLaunchInput,
-    AndroidShellInput, AndroidUiSnapshotInput, AndroidUiSnapshotView,
-};
-use crate::tools::browser::{
-    BrowserCaptureInput, BrowserClickInput, BrowserCreateInput, BrowserDialogInput,
-    BrowserEvaluateInput, BrowserHoverInput, BrowserLogInput, BrowserNavigateInput,
-    BrowserPanelInput, BrowserPressInput, BrowserScrollInput, BrowserSelectInput,
-    BrowserSnapshotInput, BrowserTabInput, BrowserTypeInput, BrowserUploadInput, BrowserWaitInput,
-    CaptureView, ConsolePage, NetworkPage, SnapshotView, TabList,
-};
-use crate::tools::chat::{
-    ChatCreateInput, ChatDraftUpdateInput, ChatGetInput, ChatList, ChatListInput, ChatSendInput,
-    ChatSent, ConversationCreated, ConversationView, DraftUpdated,
-};
-use crate::tools::editor::{
-    EditorCloseInput, EditorClosed, EditorDocumentView, EditorEditInput, EditorEdited,
-    EditorOpenInput, EditorSaveInput, WorkspaceCloseInput,
-};
-use crate::tools::files::{
-    DirCreateInput, DirListInput, DirListView, FileCreateInput, FileDeleteInput, FileReadInput,
-    FileReadView, FileRenameInput, FileWriteInput,
-};
-use crate::tools::git::{
-    GitBranchInput, GitCommitInput, GitDiffInput, GitDiffView, GitStageInput, GitStatusInput,
-    GitStatusView,
-};
-use crate::tools::operations::{
-    EventPage, EventsReadInput, OperationCancelInput, OperationGetInput, OperationView,
-    StoreStatusView,
-};
-use crate::tools::session::{
-    ConnectInput, Connection, PairingStatus, PanelCloseInput, PanelList, PanelListInput,
-    WorkspaceList, WorkspaceUpdateInput,
-};
-use crate::tools::settings::{
-    SettingsGetInput, SettingsUpdateInput, SettingsUpdated, SettingsView,
-};
-use crate::tools::terminal::{
-    InputAccepted, LeaseAcquireInput, LeaseReleaseInput, LeaseReleased, LeaseView,
-    TerminalCreateInput, TerminalInputInput, TerminalInterruptInput, TerminalReadInput,
-    TerminalReadView,
-};
 
-/// Declares the tool table: each tool's enum variant and its wire name, written once.
+/// Declares the tool table from every family's rows ([`crate::for_each_tool`]): each tool's
+/// enum variant and its definition, written once.
 macro_rules! tool_table {
-    ($($variant:ident => $name:literal,)*) => {
-        /// Every tool Lomi serves. This table is the one place a tool is named: the catalog,
-        /// the MCP dispatch, receipts, the person's confirmation policy and key lookups all take
-        /// a `Tool`, and matches over it are exhaustive, so a tool cannot be listed without
-        /// being dispatched, or dispatched without being listed.
+    ($($variant:ident = $def:path => $runtime:ident as $shape:ident,)*) => {
+        /// Every tool Lomi serves. The catalog, the MCP dispatch, receipts, the person's
+        /// confirmation policy and key lookups all take a `Tool`; what a tool is comes from its
+        /// [`ToolDef`], so a tool cannot be listed without being dispatched, or dispatched without
+        /// being listed.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Tool {
             $($variant,)*
         }
+
+        // Each row's definition is the definition of its own variant.
+        $(const _: () = assert!(matches!(<$def as ToolDef>::TOOL, Tool::$variant));)*
 
         impl Tool {
             /// Every tool, in the catalog's order.
@@ -76,108 +30,49 @@ macro_rules! tool_table {
             /// The tool's wire name, e.g. `lomi_workspace_update`.
             pub const fn name(self) -> &'static str {
                 match self {
-                    $(Tool::$variant => $name,)*
+                    $(Tool::$variant => <$def as ToolDef>::NAME,)*
                 }
             }
 
-            /// The tool with this wire name, if Lomi has one.
-            pub fn from_name(name: &str) -> Option<Tool> {
-                match name {
-                    $($name => Some(Tool::$variant),)*
-                    _ => None,
+            /// The family the tool belongs to, or `None` for a session tool every pairing sees.
+            pub const fn family(self) -> Option<Family> {
+                match self {
+                    $(Tool::$variant => <$def as ToolDef>::FAMILY,)*
+                }
+            }
+
+            /// What the tool does in a person's words, as the "ask me before" list shows it
+            /// ("Delete files"); the wire name is the detail beside it.
+            pub const fn label(self) -> &'static str {
+                match self {
+                    $(Tool::$variant => <$def as ToolDef>::LABEL,)*
+                }
+            }
+
+            /// How the tool reaches the broker.
+            pub const fn kind(self) -> ToolKind {
+                match self {
+                    $(Tool::$variant => <$def as ToolDef>::KIND,)*
+                }
+            }
+
+            /// The tool's catalog entry: title, kind, annotations, description and schemas.
+            pub fn spec(self) -> ToolSpec {
+                match self {
+                    $(Tool::$variant => ToolSpec::of::<$def>(),)*
                 }
             }
         }
     };
 }
 
-tool_table! {
-    PairingStatus => "lomi_pairing_status",
-    WorkspaceList => "lomi_workspace_list",
-    PanelList => "lomi_panel_list",
-    Connect => "lomi_connect",
-    WorkspaceUpdate => "lomi_workspace_update",
-    OperationGet => "lomi_operation_get",
-    OperationCancel => "lomi_operation_cancel",
-    EventsRead => "lomi_events_read",
-    TerminalCreate => "lomi_terminal_create",
-    LeaseAcquire => "lomi_lease_acquire",
-    LeaseRelease => "lomi_lease_release",
-    TerminalInput => "lomi_terminal_input",
-    TerminalRead => "lomi_terminal_read",
-    TerminalInterrupt => "lomi_terminal_interrupt",
-    TerminalClose => "lomi_terminal_close",
-    FileRead => "lomi_file_read",
-    FileWrite => "lomi_file_write",
-    FileCreate => "lomi_file_create",
-    FileRename => "lomi_file_rename",
-    FileDelete => "lomi_file_delete",
-    DirCreate => "lomi_dir_create",
-    DirList => "lomi_dir_list",
-    EditorOpen => "lomi_editor_open",
-    EditorEdit => "lomi_editor_edit",
-    EditorSave => "lomi_editor_save",
-    EditorClose => "lomi_editor_close",
-    WorkspaceClose => "lomi_workspace_close",
-    GitStatus => "lomi_git_status",
-    GitDiff => "lomi_git_diff",
-    GitStage => "lomi_git_stage",
-    GitCommit => "lomi_git_commit",
-    GitBranch => "lomi_git_branch",
-    AndroidDevices => "lomi_android_devices",
-    AndroidAttach => "lomi_android_attach",
-    AndroidDetach => "lomi_android_detach",
-    AndroidLaunch => "lomi_android_launch",
-    AndroidInput => "lomi_android_input",
-    AndroidUiSnapshot => "lomi_android_ui_snapshot",
-    AndroidCapture => "lomi_android_capture",
-    AndroidShell => "lomi_android_shell",
-    AndroidPush => "lomi_android_push",
-    AndroidPull => "lomi_android_pull",
-    AndroidInstall => "lomi_android_install",
-    AndroidUninstall => "lomi_android_uninstall",
-    AndroidApps => "lomi_android_apps",
-    AndroidStop => "lomi_android_stop",
-    AndroidOpenUrl => "lomi_android_open_url",
-    AndroidLogcat => "lomi_android_logcat",
-    AndroidOrientation => "lomi_android_orientation",
-    AndroidRotate => "lomi_android_rotate",
-    AndroidCaptureSet => "lomi_android_capture_set",
-    BrowserCreate => "lomi_browser_create",
-    BrowserNavigate => "lomi_browser_navigate",
-    BrowserSnapshot => "lomi_browser_snapshot",
-    BrowserWait => "lomi_browser_wait",
-    BrowserClick => "lomi_browser_click",
-    BrowserType => "lomi_browser_type",
-    BrowserPress => "lomi_browser_press",
-    BrowserSelect => "lomi_browser_select",
-    BrowserHover => "lomi_browser_hover",
-    BrowserScroll => "lomi_browser_scroll",
-    BrowserUpload => "lomi_browser_upload",
-    BrowserDialog => "lomi_browser_dialog",
-    BrowserTabList => "lomi_browser_tab_list",
-    BrowserTabOpen => "lomi_browser_tab_open",
-    BrowserTabSwitch => "lomi_browser_tab_switch",
-    BrowserTabClose => "lomi_browser_tab_close",
-    BrowserConsole => "lomi_browser_console",
-    BrowserNetwork => "lomi_browser_network",
-    BrowserEvaluate => "lomi_browser_evaluate",
-    BrowserCapture => "lomi_browser_capture",
-    BrowserDrag => "lomi_browser_drag",
-    BrowserFill => "lomi_browser_fill",
-    BrowserEmulate => "lomi_browser_emulate",
-    BrowserPdf => "lomi_browser_pdf",
-    BrowserNetworkBody => "lomi_browser_network_body",
-    BrowserCaptureSet => "lomi_browser_capture_set",
-    BrowserClose => "lomi_browser_close",
-    StoreStatus => "lomi_store_status",
-    SettingsGet => "lomi_settings_get",
-    SettingsUpdate => "lomi_settings_update",
-    ChatList => "lomi_chat_list",
-    ChatGet => "lomi_chat_get",
-    ChatCreate => "lomi_chat_create",
-    ChatDraftUpdate => "lomi_chat_draft_update",
-    ChatSend => "lomi_chat_send",
+crate::for_each_tool!(tool_table);
+
+impl Tool {
+    /// The tool with this wire name, if Lomi has one.
+    pub fn from_name(name: &str) -> Option<Tool> {
+        Tool::ALL.iter().copied().find(|tool| tool.name() == name)
+    }
 }
 
 /// A family of tools the person lets a pairing see. `tools/list` shows a pairing its families'
@@ -298,196 +193,6 @@ impl std::fmt::Display for Family {
     }
 }
 
-impl Tool {
-    /// The family the tool belongs to, or `None` for a session tool every pairing sees. The
-    /// match is exhaustive: a new tool must say where it belongs.
-    pub const fn family(self) -> Option<Family> {
-        use Family::*;
-        match self {
-            Tool::PairingStatus
-            | Tool::WorkspaceList
-            | Tool::PanelList
-            | Tool::Connect
-            | Tool::OperationGet
-            | Tool::OperationCancel
-            | Tool::EventsRead
-            | Tool::StoreStatus => None,
-            Tool::WorkspaceUpdate
-            | Tool::WorkspaceClose
-            | Tool::SettingsGet
-            | Tool::SettingsUpdate => Some(Workspace),
-            Tool::TerminalCreate
-            | Tool::LeaseAcquire
-            | Tool::LeaseRelease
-            | Tool::TerminalInput
-            | Tool::TerminalRead
-            | Tool::TerminalInterrupt
-            | Tool::TerminalClose => Some(Terminal),
-            Tool::FileRead
-            | Tool::FileWrite
-            | Tool::FileCreate
-            | Tool::FileRename
-            | Tool::FileDelete
-            | Tool::DirCreate
-            | Tool::DirList => Some(Files),
-            Tool::EditorOpen | Tool::EditorEdit | Tool::EditorSave | Tool::EditorClose => {
-                Some(Editor)
-            }
-            Tool::GitStatus
-            | Tool::GitDiff
-            | Tool::GitStage
-            | Tool::GitCommit
-            | Tool::GitBranch => Some(Git),
-            Tool::AndroidDevices
-            | Tool::AndroidAttach
-            | Tool::AndroidDetach
-            | Tool::AndroidLaunch
-            | Tool::AndroidInput
-            | Tool::AndroidUiSnapshot
-            | Tool::AndroidCapture
-            | Tool::AndroidShell
-            | Tool::AndroidPush
-            | Tool::AndroidPull
-            | Tool::AndroidInstall
-            | Tool::AndroidUninstall
-            | Tool::AndroidApps
-            | Tool::AndroidStop
-            | Tool::AndroidOpenUrl
-            | Tool::AndroidLogcat
-            | Tool::AndroidOrientation
-            | Tool::AndroidRotate
-            | Tool::AndroidCaptureSet => Some(Android),
-            Tool::BrowserCreate
-            | Tool::BrowserNavigate
-            | Tool::BrowserSnapshot
-            | Tool::BrowserWait
-            | Tool::BrowserClick
-            | Tool::BrowserType
-            | Tool::BrowserPress
-            | Tool::BrowserSelect
-            | Tool::BrowserHover
-            | Tool::BrowserScroll
-            | Tool::BrowserUpload
-            | Tool::BrowserDialog
-            | Tool::BrowserTabList
-            | Tool::BrowserTabOpen
-            | Tool::BrowserTabSwitch
-            | Tool::BrowserTabClose
-            | Tool::BrowserConsole
-            | Tool::BrowserNetwork
-            | Tool::BrowserEvaluate
-            | Tool::BrowserCapture
-            | Tool::BrowserDrag
-            | Tool::BrowserFill
-            | Tool::BrowserEmulate
-            | Tool::BrowserPdf
-            | Tool::BrowserNetworkBody
-            | Tool::BrowserClose
-            | Tool::BrowserCaptureSet => Some(Browser),
-            Tool::ChatList
-            | Tool::ChatGet
-            | Tool::ChatCreate
-            | Tool::ChatDraftUpdate
-            | Tool::ChatSend => Some(Chat),
-        }
-    }
-}
-
-impl Tool {
-    /// What the tool does in a person's words, as the "ask me before" list shows it ("Delete
-    /// files"); the wire name is the detail beside it. Exhaustive, like [`Tool::family`].
-    pub const fn label(self) -> &'static str {
-        match self {
-            Tool::PairingStatus => "See whether it is paired",
-            Tool::WorkspaceList => "List workspaces",
-            Tool::PanelList => "List panels",
-            Tool::Connect => "Connect to a workspace",
-            Tool::WorkspaceUpdate => "Rearrange or rename a workspace",
-            Tool::OperationGet => "Follow its operations",
-            Tool::OperationCancel => "Cancel its operations",
-            Tool::EventsRead => "Read its operations' events",
-            Tool::TerminalCreate => "Open terminals",
-            Tool::LeaseAcquire => "Take input control of a panel",
-            Tool::LeaseRelease => "Give input control back",
-            Tool::TerminalInput => "Type into terminals",
-            Tool::TerminalRead => "Read terminals",
-            Tool::TerminalInterrupt => "Interrupt a terminal's program",
-            Tool::TerminalClose => "Close terminals",
-            Tool::FileRead => "Read files",
-            Tool::FileWrite => "Overwrite files",
-            Tool::FileCreate => "Create files",
-            Tool::FileRename => "Rename or move files",
-            Tool::FileDelete => "Delete files",
-            Tool::DirCreate => "Create folders",
-            Tool::DirList => "List folders",
-            Tool::EditorOpen => "Open documents",
-            Tool::EditorEdit => "Edit documents",
-            Tool::EditorSave => "Save documents to disk",
-            Tool::EditorClose => "Close documents",
-            Tool::WorkspaceClose => "Close a workspace",
-            Tool::GitStatus => "Read Git status",
-            Tool::GitDiff => "Read Git diffs",
-            Tool::GitStage => "Stage files in Git",
-            Tool::GitCommit => "Commit to Git",
-            Tool::GitBranch => "Create or switch Git branches",
-            Tool::AndroidDevices => "List phones",
-            Tool::AndroidAttach => "Use a phone",
-            Tool::AndroidDetach => "Let go of a phone",
-            Tool::AndroidLaunch => "Launch apps on a phone",
-            Tool::AndroidInput => "Tap and type on a phone",
-            Tool::AndroidUiSnapshot => "Read a phone's screen layout",
-            Tool::AndroidCapture => "Capture a phone's screen",
-            Tool::AndroidShell => "Run commands on a phone",
-            Tool::AndroidPush => "Copy files to a phone",
-            Tool::AndroidPull => "Copy files from a phone",
-            Tool::AndroidInstall => "Install apps on a phone",
-            Tool::AndroidUninstall => "Uninstall apps from a phone",
-            Tool::AndroidApps => "List a phone's apps",
-            Tool::AndroidStop => "Stop apps on a phone",
-            Tool::AndroidOpenUrl => "Open links on a phone",
-            Tool::AndroidLogcat => "Read a phone's log",
-            Tool::AndroidOrientation => "Read a phone's orientation",
-            Tool::AndroidRotate => "Turn a phone's screen",
-            Tool::AndroidCaptureSet => "Save sets of phone captures into the project",
-            Tool::BrowserCreate => "Open browsers",
-            Tool::BrowserNavigate => "Open web addresses",
-            Tool::BrowserSnapshot => "Read web pages",
-            Tool::BrowserWait => "Wait for a web page",
-            Tool::BrowserClick => "Click in web pages",
-            Tool::BrowserType => "Type into web pages",
-            Tool::BrowserPress => "Press keys in web pages",
-            Tool::BrowserSelect => "Choose options in web pages",
-            Tool::BrowserHover => "Point at elements of web pages",
-            Tool::BrowserScroll => "Scroll web pages",
-            Tool::BrowserUpload => "Upload files to web pages",
-            Tool::BrowserDialog => "Answer web pages' dialogs",
-            Tool::BrowserTabList => "List browser tabs",
-            Tool::BrowserTabOpen => "Open browser tabs",
-            Tool::BrowserTabSwitch => "Switch browser tabs",
-            Tool::BrowserTabClose => "Close browser tabs",
-            Tool::BrowserConsole => "Read a page's console",
-            Tool::BrowserNetwork => "Read a page's network requests",
-            Tool::BrowserEvaluate => "Run scripts in web pages",
-            Tool::BrowserCapture => "Capture web pages",
-            Tool::BrowserDrag => "Drag in web pages",
-            Tool::BrowserFill => "Fill in web forms",
-            Tool::BrowserEmulate => "Emulate devices in a browser",
-            Tool::BrowserPdf => "Save web pages as PDF into the project",
-            Tool::BrowserNetworkBody => "Read network responses",
-            Tool::BrowserCaptureSet => "Save sets of page captures into the project",
-            Tool::BrowserClose => "Close browsers",
-            Tool::StoreStatus => "Read Lomi's storage use",
-            Tool::SettingsGet => "Read settings",
-            Tool::SettingsUpdate => "Change settings",
-            Tool::ChatList => "List conversations",
-            Tool::ChatGet => "Read conversations",
-            Tool::ChatCreate => "Start conversations",
-            Tool::ChatDraftUpdate => "Write chat drafts",
-            Tool::ChatSend => "Send messages to a model provider",
-        }
-    }
-}
-
 /// The families a pairing sees: every family (`None`, including families a later Lomi adds), or
 /// the ones the person chose.
 pub fn sees(families: Option<&std::collections::BTreeSet<Family>>, tool: Tool) -> bool {
@@ -519,7 +224,7 @@ impl Annotations {
     }
 }
 
-const READ: Annotations = Annotations {
+pub(crate) const READ: Annotations = Annotations {
     read_only_hint: true,
     destructive_hint: false,
     idempotent_hint: true,
@@ -527,7 +232,7 @@ const READ: Annotations = Annotations {
 };
 
 /// A mutation that is safe to retry with the same request key.
-const MUTATION: Annotations = Annotations {
+pub(crate) const MUTATION: Annotations = Annotations {
     read_only_hint: false,
     destructive_hint: false,
     idempotent_hint: true,
@@ -562,45 +267,25 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
-    fn new<I: schemars::JsonSchema + DeserializeOwned, O: schemars::JsonSchema>(
-        tool: Tool,
-        title: &'static str,
-        kind: ToolKind,
-        annotations: Annotations,
-        description: &'static str,
-    ) -> Self {
+    /// The entry of the tool `D` defines. A mutation's output is the operation, whose
+    /// `result` is `D::Output` once it succeeded (or `{details}` of a failure, or null while
+    /// it runs).
+    pub fn of<D: ToolDef>() -> Self {
         ToolSpec {
-            tool,
-            name: tool.name(),
-            title,
-            description,
-            kind,
-            annotations,
-            input_schema: input_schema::<I>(),
-            output_schema: output_schema::<O>(),
-            check_arguments: |tool, arguments| {
-                crate::strict::decode::<I>(tool, arguments).map(drop)
+            tool: D::TOOL,
+            name: D::NAME,
+            title: D::TITLE,
+            description: D::DESCRIPTION,
+            kind: D::KIND,
+            annotations: D::ANNOTATIONS,
+            input_schema: input_schema::<D::Input>(),
+            output_schema: match D::KIND {
+                ToolKind::Mutation => operation_schema::<D::Output>(),
+                ToolKind::Read | ToolKind::Control => output_schema::<D::Output>(),
             },
-        }
-    }
-
-    /// A mutation: its output is the operation, whose `result` is `R` once it succeeded (or
-    /// `{details}` of a failure, or null while it runs).
-    fn operation<I: schemars::JsonSchema + DeserializeOwned, R: schemars::JsonSchema>(
-        tool: Tool,
-        title: &'static str,
-        annotations: Annotations,
-        description: &'static str,
-    ) -> Self {
-        ToolSpec {
-            output_schema: operation_schema::<R>(),
-            ..ToolSpec::new::<I, OperationView>(
-                tool,
-                title,
-                ToolKind::Mutation,
-                annotations,
-                description,
-            )
+            check_arguments: |tool, arguments| {
+                crate::strict::decode::<D::Input>(tool, arguments).map(drop)
+            },
         }
     }
 
@@ -622,870 +307,6 @@ pub fn catalog() -> Vec<ToolSpec> {
     Tool::ALL.iter().map(|tool| tool.spec()).collect()
 }
 
-impl Tool {
-    /// The tool's catalog entry: title, kind, annotations, description and schemas. The match
-    /// is exhaustive, so a tool of the table without an entry does not compile.
-    pub fn spec(self) -> ToolSpec {
-        use ToolKind::*;
-        let tool = self;
-        match self {
-            Tool::PairingStatus => ToolSpec::new::<NoArguments, PairingStatus>(
-                tool,
-                "Pairing status",
-                Read,
-                READ,
-                "Whether the person has approved this client yet, with the verification code they will compare. \
-             The only tool that answers before approval.",
-            ),
-            Tool::WorkspaceList => ToolSpec::new::<NoArguments, WorkspaceList>(
-                tool,
-                "List workspaces",
-                Read,
-                READ,
-                "The workspaces this pairing was granted, with projects, panel order and the current domainRevision.",
-            ),
-            Tool::PanelList => ToolSpec::new::<PanelListInput, PanelList>(
-                tool,
-                "List panels",
-                Read,
-                READ,
-                "The panels of a granted workspace with their current runtime generation and the domainRevision.",
-            ),
-            Tool::Connect => ToolSpec::new::<ConnectInput, Connection>(
-                tool,
-                "Connect to a workspace",
-                Control,
-                Annotations {
-                    idempotent_hint: false,
-                    ..MUTATION
-                },
-                "Opens a connection to a granted workspace and returns its retryEpoch (valid 24 h, this broker \
-             instance only). Pass retryEpoch and your own requestKey to every mutation; keep both to look \
-             a receipt up after a lost reply.",
-            ),
-            Tool::WorkspaceUpdate => ToolSpec::operation::<
-                WorkspaceUpdateInput,
-                crate::tools::session::WorkspaceUpdateResult,
-            >(
-                tool,
-                "Update a workspace",
-                MUTATION,
-                "Renames a workspace or reorders its panels, compared and swapped by expectedRevision \
-             (REVISION_MISMATCH carries the current revision). Returns the operation; its confirmed result \
-             holds the updated workspace.",
-            ),
-            Tool::OperationGet => ToolSpec::new::<OperationGetInput, OperationView>(
-                tool,
-                "Get an operation",
-                Read,
-                READ,
-                "The receipt of one of this connection's operations, by operationId or by the original request's \
-             key. Read state, effectState and result: isError false alone does not prove an effect.",
-            ),
-            Tool::OperationCancel => ToolSpec::new::<OperationCancelInput, OperationView>(
-                tool,
-                "Cancel an operation",
-                Control,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Cancels queued or waiting work, or asks running work to stop. It cannot undo an effect that \
-             already happened; the receipt settles with the effect really reached.",
-            ),
-            Tool::EventsRead => ToolSpec::new::<EventsReadInput, EventPage>(
-                tool,
-                "Read operation events",
-                Read,
-                READ,
-                "A bounded page of operation state changes of this connection, after a cursor. A page may be \
-             empty: continue with nextCursor. Metadata only; not proof of effect.",
-            ),
-            Tool::TerminalCreate => {
-                ToolSpec::operation::<TerminalCreateInput, crate::tools::terminal::TerminalCreated>(
-                    tool,
-                    "Create a terminal",
-                    MUTATION,
-                    "Starts a real terminal (the person's shell, or argv) in a project directory as a new panel, \
-             compared by the workspace's expectedRevision. Settles succeeded once the process runs and its \
-             first output is seen; the result holds panelId, terminalSessionId, generation and a leaseId for \
-             input.",
-                )
-            }
-            Tool::LeaseAcquire => ToolSpec::new::<LeaseAcquireInput, LeaseView>(
-                tool,
-                "Acquire a lease",
-                Control,
-                Annotations {
-                    idempotent_hint: false,
-                    ..MUTATION
-                },
-                "Input authority over one runtime generation of a panel. It ends when the person types in the \
-             panel (takeover), the runtime is replaced, the panel closes, or the pairing is revoked.",
-            ),
-            Tool::LeaseRelease => ToolSpec::new::<LeaseReleaseInput, LeaseReleased>(
-                tool,
-                "Release a lease",
-                Control,
-                MUTATION,
-                "Gives up a lease.",
-            ),
-            Tool::TerminalInput => ToolSpec::new::<TerminalInputInput, InputAccepted>(
-                tool,
-                "Type into a terminal",
-                Control,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "Sends text or named keys under a lease, ordered by inputSequence (the lease's last plus one). \
-             Repeating a sequence with the same payload acknowledges the earlier input without sending it \
-             again. The answer confirms the bytes were written, not what the program did: read to see.",
-            ),
-            Tool::TerminalRead => ToolSpec::new::<TerminalReadInput, TerminalReadView>(
-                tool,
-                "Read a terminal",
-                Read,
-                READ,
-                "The visible screen (with cursor and alternate-screen flag) and/or output since a cursor, bounded \
-             by maxBytes. With waitFor it answers once the text or regex appears, output goes idle, or the \
-             process exits (bounded by timeoutMs), so there is no need to poll.",
-            ),
-            Tool::TerminalInterrupt => {
-                ToolSpec::operation::<TerminalInterruptInput, crate::tools::terminal::Interrupted>(
-                    tool,
-                    "Interrupt a terminal",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Sends Ctrl+C (SIGINT) to the terminal's foreground process group. Succeeds when the signal was \
-             dispatched; it does not mean the process exited: read the terminal to see.",
-                )
-            }
-            Tool::TerminalClose => {
-                ToolSpec::operation::<PanelCloseInput, crate::tools::terminal::TerminalClosed>(
-                    tool,
-                    "Close a terminal",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Ends every process of the terminal and removes its panel, compared by expectedRevision. Cannot \
-             be undone.",
-                )
-            }
-            Tool::FileRead => ToolSpec::new::<FileReadInput, FileReadView>(
-                tool,
-                "Read a file",
-                Read,
-                READ,
-                "Reads a project file (or a byte range of it) with its diskRevision (SHA-256 of the exact bytes), \
-             encoding and line endings. Valid UTF-8 comes as text, anything else as base64.",
-            ),
-            Tool::FileWrite => {
-                ToolSpec::operation::<FileWriteInput, crate::tools::files::FileChanged>(
-                    tool,
-                    "Write a file",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Replaces an existing file's content atomically, only if it still has expectedDiskRevision \
-             (REVISION_MISMATCH carries the current one). Permissions are kept; bytes are written exactly.",
-                )
-            }
-            Tool::FileCreate => {
-                ToolSpec::operation::<FileCreateInput, crate::tools::files::FileChanged>(
-                    tool,
-                    "Create a file",
-                    MUTATION,
-                    "Creates a new file in the project; an existing path is REVISION_MISMATCH. A missing folder is \
-             NOT_FOUND unless createParents: true; expectedParentRevision (the folder's directoryRevision) \
-             creates only if the folder is as you saw it.",
-                )
-            }
-            Tool::FileRename => {
-                ToolSpec::operation::<FileRenameInput, crate::tools::files::FileChanged>(
-                    tool,
-                    "Rename a file",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Renames or moves a file within the project; never overwrites an existing target.",
-                )
-            }
-            Tool::FileDelete => {
-                ToolSpec::operation::<FileDeleteInput, crate::tools::files::FileChanged>(
-                    tool,
-                    "Delete a file",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Deletes a file (by its diskRevision) or an empty directory (by its directoryRevision). Waits for \
-             the person's decision (awaiting_user) unless they turned that off. Cannot be undone.",
-                )
-            }
-            Tool::DirCreate => {
-                ToolSpec::operation::<DirCreateInput, crate::tools::files::DirCreated>(
-                    tool,
-                    "Create a folder",
-                    MUTATION,
-                    "Makes a folder in the project (with createParents, the missing folders above it too), \
-             optionally only if the folder it goes in is at expectedParentRevision. An existing path is \
-             REVISION_MISMATCH. Returns the operation; its result holds the new directoryRevision.",
-                )
-            }
-            Tool::DirList => ToolSpec::new::<DirListInput, DirListView>(
-                tool,
-                "List a directory",
-                Read,
-                READ,
-                "Lists a project directory, sorted and paged, with each entry's revision and a directoryRevision \
-             that changes exactly when the listing changes.",
-            ),
-            Tool::EditorOpen => ToolSpec::new::<EditorOpenInput, EditorDocumentView>(
-                tool,
-                "Open an editor document",
-                Control,
-                // It changes no file, but it opens a document the person sees in the window.
-                Annotations {
-                    read_only_hint: false,
-                    ..READ
-                },
-                "Opens a UTF-8 text file (with or without BOM) as the shared editor document the person also \
-             sees, or returns the one already open for that path: documentId, bufferRevision, diskRevision \
-             and the text (without the BOM, line endings exactly as in the file). Other encodings and \
-             binary files are UNSUPPORTED.",
-            ),
-            Tool::EditorEdit => ToolSpec::new::<EditorEditInput, EditorEdited>(
-                tool,
-                "Edit an editor document",
-                Control,
-                Annotations {
-                    read_only_hint: false,
-                    idempotent_hint: false,
-                    ..READ
-                },
-                "Applies non-overlapping character-offset edits to a document's text as one change, only if it \
-             is still at expectedBufferRevision (the person may have edited it: REVISION_MISMATCH carries \
-             the current revision). Changes the buffer, not the file; save to write it.",
-            ),
-            Tool::EditorSave => {
-                ToolSpec::operation::<EditorSaveInput, crate::tools::editor::EditorSaved>(
-                    tool,
-                    "Save an editor document",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Writes the document at expectedBufferRevision to its file, with its BOM and line endings, only \
-             if the file is still as it was opened or last saved (else REVISION_MISMATCH: nothing is \
-             overwritten). Cannot be undone by cancelling.",
-                )
-            }
-            Tool::EditorClose => ToolSpec::new::<EditorCloseInput, EditorClosed>(
-                tool,
-                "Close an editor document",
-                Control,
-                Annotations {
-                    read_only_hint: false,
-                    destructive_hint: true,
-                    ..READ
-                },
-                "Closes a document. A document with unsaved changes is refused (INVALID_ARGUMENT) unless \
-             discard: true.",
-            ),
-            Tool::WorkspaceClose => {
-                ToolSpec::operation::<WorkspaceCloseInput, crate::tools::editor::WorkspaceClosed>(
-                    tool,
-                    "Close a workspace's documents",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Saves or discards every open document of the workspace as named in documents (each dirty one \
-             must be named), then closes them. The workspace stays in Lomi. If a save fails nothing is \
-             closed and the operation fails, effectState partial when something was saved; \
-             result.details names the saved and the failed documents.",
-                )
-            }
-            Tool::GitStatus => ToolSpec::new::<GitStatusInput, GitStatusView>(
-                tool,
-                "Git status",
-                Read,
-                READ,
-                "The Git status of a project that is a repository: HEAD commit, branch, and each changed, \
-             staged or untracked path. UNSUPPORTED when the project is not a repository.",
-            ),
-            Tool::GitDiff => ToolSpec::new::<GitDiffInput, GitDiffView>(
-                tool,
-                "Git diff",
-                Read,
-                READ,
-                "The unified diff of the unstaged changes, or of the staged ones with staged: true, optionally \
-             for one path, bounded by maxBytes.",
-            ),
-            Tool::GitStage => ToolSpec::operation::<GitStageInput, crate::tools::git::GitStaged>(
-                tool,
-                "Stage changes",
-                MUTATION,
-                "Stages the given paths (new, changed or deleted files) for the next commit.",
-            ),
-            Tool::GitCommit => {
-                ToolSpec::operation::<GitCommitInput, crate::tools::git::GitCommitted>(
-                    tool,
-                    "Commit staged changes",
-                    MUTATION,
-                    "Commits what is staged, only if HEAD is still expectedHeadRevision (REVISION_MISMATCH carries \
-             the current one). A commit cannot be undone by cancelling; make a new commit to change it.",
-                )
-            }
-            Tool::GitBranch => {
-                ToolSpec::operation::<GitBranchInput, crate::tools::git::GitBranched>(
-                    tool,
-                    "Create or switch a branch",
-                    MUTATION,
-                    "Creates a branch at HEAD and switches to it, or switches to an existing branch. Refused over \
-             uncommitted changes unless allowUncommitted. Cannot be undone by cancelling.",
-                )
-            }
-            Tool::AndroidDevices => ToolSpec::new::<AndroidDevicesInput, AndroidDeviceList>(
-                tool,
-                "List Android devices",
-                Read,
-                READ,
-                "The devices the adb server lists: serial, model, API level, state (ready, offline, \
-             unauthorized, …) and the workspace's panel each is attached to.",
-            ),
-            Tool::AndroidAttach => {
-                ToolSpec::operation::<AndroidAttachInput, crate::tools::android::AndroidAttached>(
-                    tool,
-                    "Attach an Android device",
-                    MUTATION,
-                    "Attaches a device (a serial, or HOST:PORT of a wireless-debugging device, which Lomi connects) \
-             as a panel, compared by expectedRevision. The first attach of a device waits for the person \
-             (awaiting_user); later ones follow their remembered choice, and a denial fails USER_DENIED. The \
-             result holds panelId, generation (changes when the device reconnects) and a leaseId for input. \
-             Attaching a device whose panel lost it gives that panel a new generation.",
-                )
-            }
-            Tool::AndroidDetach => {
-                ToolSpec::operation::<PanelCloseInput, crate::tools::android::AndroidDetached>(
-                    tool,
-                    "Detach an Android device",
-                    MUTATION,
-                    "Removes a device's panel, compared by expectedRevision; leases on it end. The device itself is \
-             not touched.",
-                )
-            }
-            Tool::AndroidLaunch => {
-                ToolSpec::operation::<AndroidLaunchInput, crate::tools::android::AndroidLaunched>(
-                    tool,
-                    "Launch an Android activity",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Starts an activity (component) or sends an implicit intent (action, data, package) with `am \
-             start`, under a lease. Succeeds when the intent was delivered; that does not mean the app is \
-             ready: take a UI snapshot to see.",
-                )
-            }
-            Tool::AndroidInput => ToolSpec::new::<AndroidInputInput, AndroidInputAccepted>(
-                tool,
-                "Send input to an Android device",
-                Control,
-                Annotations {
-                    destructive_hint: true,
-                    ..MUTATION
-                },
-                "A tap, long press, swipe, text or key event under a lease, ordered by inputSequence like \
-             terminal input (a repeat with the same payload is acknowledged, not sent again). A tap may \
-             name snapshotId + elementRef instead of coordinates: it is refused with SNAPSHOT_STALE when \
-             the UI changed since that snapshot. Text arrives literally. If the device goes away mid-input \
-             the error says the effect is unknown and the panel's runtime ends.",
-            ),
-            Tool::AndroidUiSnapshot => {
-                ToolSpec::new::<AndroidUiSnapshotInput, AndroidUiSnapshotView>(
-                    tool,
-                    "Android UI snapshot",
-                    Read,
-                    READ,
-                    "The device's UI hierarchy (uiautomator dump) as a compact node list with elementRefs, text, \
-             resource ids and bounds, bounded by maxBytes, under a snapshotId for taps by ref. Retries the \
-             dump while the UI is busy and says how many attempts it took.",
-                )
-            }
-            Tool::AndroidCapture => ToolSpec::new::<AndroidCaptureInput, AndroidCaptureView>(
-                tool,
-                "Capture an Android screen",
-                Read,
-                READ,
-                "A screenshot (screencap -p), checked to be a whole PNG, optionally clipped, scaled or fitted to \
-             maxBytes; the PNG comes as an MCP image block after the metadata.",
-            ),
-            Tool::AndroidShell => {
-                ToolSpec::operation::<AndroidShellInput, crate::tools::android::AndroidShellResult>(
-                    tool,
-                    "Run an Android shell command",
-                    Annotations {
-                        destructive_hint: true,
-                        idempotent_hint: false,
-                        ..MUTATION
-                    },
-                    "Runs a command line in the device's shell under a lease. Waits for the person's decision \
-             (awaiting_user) unless they turned that off. The result holds the output, cut to maxBytes; \
-             there is no exit status (adb's legacy shell reports none).",
-                )
-            }
-            Tool::AndroidPush => {
-                ToolSpec::operation::<AndroidPushInput, crate::tools::android::AndroidTransferred>(
-                    tool,
-                    "Copy a project file to an Android device",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Sends a file of the project (a path that leads outside it is refused) to devicePath over \
-             adb's sync protocol, under a lease, replacing a file there. Succeeds once the device's \
-             sha256sum equals the project file's SHA-256. Cancelling stops the transfer (effect partial).",
-                )
-            }
-            Tool::AndroidPull => {
-                ToolSpec::operation::<AndroidPullInput, crate::tools::android::AndroidTransferred>(
-                    tool,
-                    "Copy an Android device file into the project",
-                    MUTATION,
-                    "Receives devicePath over adb's sync protocol (at most 256 MiB) and writes it to path in the \
-             project atomically (an existing file only with overwrite), under a lease. Succeeds once the \
-             bytes' SHA-256 equals the device's sha256sum. Cancelling before the write leaves the project as \
-             it was.",
-                )
-            }
-            Tool::AndroidInstall => {
-                ToolSpec::operation::<AndroidInstallInput, crate::tools::android::AndroidInstalled>(
-                    tool,
-                    "Install an APK on an Android device",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Installs an APK from the project: pushed over adb's sync protocol to /data/local/tmp, \
-             installed with pm install (replacing by default), then removed. Succeeds only when the package \
-             manager reports Success; the result holds the manifest's package and the version the device \
-             reports afterwards. A refusal (INSTALL_FAILED_…) fails with pm's words.",
-                )
-            }
-            Tool::AndroidUninstall => {
-                ToolSpec::operation::<AndroidPackageInput, crate::tools::android::AndroidPackageDone>(
-                    tool,
-                    "Uninstall an Android app",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Removes a package with pm uninstall, under a lease. Succeeds only when the package manager \
-             reports Success; a package that is not installed fails with NOT_FOUND.",
-                )
-            }
-            Tool::AndroidApps => {
-                ToolSpec::new::<AndroidAppsInput, crate::tools::android::AndroidAppsView>(
-                    tool,
-                    "List installed Android apps",
-                    Read,
-                    READ,
-                    "The packages installed on the panel's device with their version codes (pm list packages); \
-             system packages only with includeSystem.",
-                )
-            }
-            Tool::AndroidStop => {
-                ToolSpec::operation::<AndroidPackageInput, crate::tools::android::AndroidPackageDone>(
-                    tool,
-                    "Force-stop an Android app",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Stops every process of a package with am force-stop, under a lease. am reports nothing, so \
-             success means the command ran; a package that was not running stays stopped.",
-                )
-            }
-            Tool::AndroidOpenUrl => {
-                ToolSpec::operation::<AndroidOpenUrlInput, crate::tools::android::AndroidLaunched>(
-                    tool,
-                    "Open a URL on an Android device",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Sends a VIEW intent for a URL or deep link (optionally to one package), under a lease. Like \
-             launch, it confirms delivery to the activity manager only: take a UI snapshot to see what \
-             opened.",
-                )
-            }
-            Tool::AndroidLogcat => {
-                ToolSpec::new::<AndroidLogcatInput, crate::tools::android::AndroidLogcatView>(
-                    tool,
-                    "Read an Android device's log",
-                    Read,
-                    READ,
-                    "Log lines (logcat) after sinceCursor, oldest first, filtered by tag, level and package, bounded \
-             by maxBytes, with nextCursor to read on. With waitFor it waits up to timeoutMs for a line \
-             containing that text and returns the lines up to it.",
-                )
-            }
-            Tool::AndroidOrientation => ToolSpec::new::<
-                AndroidOrientationInput,
-                crate::tools::android::AndroidOrientationView,
-            >(
-                tool,
-                "Read an Android device's rotation",
-                Read,
-                READ,
-                "The rotation setting (0 to 3 quarter turns, and its name) and whether auto-rotate is on.",
-            ),
-            Tool::AndroidRotate => ToolSpec::operation::<
-                AndroidRotateInput,
-                crate::tools::android::AndroidOrientationView,
-            >(
-                tool,
-                "Rotate an Android device's screen",
-                MUTATION,
-                "Turns auto-rotate off and sets the rotation (settings put system user_rotation), under a \
-             lease; succeeds when the settings read back as asked. Coordinates for input stay those of \
-             the screen size read at attach: attach again after rotating to have them checked anew.",
-            ),
-            Tool::AndroidCaptureSet => ToolSpec::operation::<
-                crate::tools::capture::AndroidCaptureSetInput,
-                crate::tools::capture::CaptureSetResult,
-            >(
-                tool,
-                "Capture a set of Android screens",
-                MUTATION,
-                "Under a lease, launches each screen (component or deep link) and writes its capture into \
-             folder like lomi_browser_capture_set.",
-            ),
-            Tool::BrowserCreate => {
-                ToolSpec::operation::<BrowserCreateInput, crate::tools::browser::BrowserCreated>(
-                    tool,
-                    "Create a browser",
-                    MUTATION,
-                    "Starts a headless Chromium with a fresh profile as a new panel, compared by expectedRevision. The \
-             result holds panelId, browserGeneration (changes if the browser is replaced) and the first tabId.",
-                )
-            }
-            Tool::BrowserNavigate => {
-                ToolSpec::operation::<BrowserNavigateInput, crate::tools::browser::Navigated>(
-                    tool,
-                    "Navigate",
-                    MUTATION,
-                    "Opens a URL in the active tab, or goes back, forward or reloads (history), and waits for \
-             waitUntil. Succeeds once the navigation committed; the result holds navigationId, the URL the page \
-             shows (fragment included), sameDocument, HTTP status and the load state reached.",
-                )
-            }
-            Tool::BrowserSnapshot => ToolSpec::new::<BrowserSnapshotInput, SnapshotView>(
-                tool,
-                "Snapshot a page",
-                Read,
-                READ,
-                "The active tab as compact text, iframes included: one line per node, `role \"name\" [ref] states`. \
-             Refs belong to this snapshotId: pass both to actions; after navigation or re-rendering they are \
-             SNAPSHOT_STALE, never another element. Bounded by maxBytes; find filters; sinceSnapshotId diffs.",
-            ),
-            Tool::BrowserWait => {
-                ToolSpec::new::<BrowserWaitInput, crate::tools::browser::WaitView>(
-                    tool,
-                    "Wait for a page",
-                    Read,
-                    READ,
-                    "Waits, without polling, until the active tab shows text, a role+name node, a URL, or no network \
-             request for 500 ms (every condition given), at most timeoutMs. Answers matched, the URL and, \
-             for text or role, a snapshot of the matching lines whose refs actions take; a timeout answers \
-             matched: false with what was missing.",
-                )
-            }
-            Tool::BrowserClick => {
-                ToolSpec::operation::<BrowserClickInput, crate::tools::browser::ActionDone>(
-                    tool,
-                    "Click",
-                    MUTATION,
-                    "Clicks an element (snapshotId + elementRef) or a point. Succeeds when the page confirmed the click \
-             reached that element; refused if another element covers it.",
-                )
-            }
-            Tool::BrowserType => {
-                ToolSpec::operation::<BrowserTypeInput, crate::tools::browser::ActionDone>(
-                    tool,
-                    "Type text",
-                    MUTATION,
-                    "Focuses an element and inserts text (replacing its content by default). Succeeds when the element \
-             received the input; the result shows its value.",
-                )
-            }
-            Tool::BrowserPress => {
-                ToolSpec::operation::<BrowserPressInput, crate::tools::browser::ActionDone>(
-                    tool,
-                    "Press a key",
-                    MUTATION,
-                    "Presses a key at an element, or at the focused element without a target.",
-                )
-            }
-            Tool::BrowserSelect => {
-                ToolSpec::operation::<BrowserSelectInput, crate::tools::browser::ActionDone>(
-                    tool,
-                    "Select options",
-                    MUTATION,
-                    "Selects exactly the given options (by value or label) of a select element.",
-                )
-            }
-            Tool::BrowserHover => {
-                ToolSpec::operation::<BrowserHoverInput, crate::tools::browser::ActionDone>(
-                    tool,
-                    "Hover",
-                    MUTATION,
-                    "Moves the mouse over an element or a point.",
-                )
-            }
-            Tool::BrowserScroll => {
-                ToolSpec::operation::<BrowserScrollInput, crate::tools::browser::ActionDone>(
-                    tool,
-                    "Scroll",
-                    MUTATION,
-                    "Scrolls an element into view, or turns the wheel by deltaX/deltaY at a point (or the centre).",
-                )
-            }
-            Tool::BrowserUpload => {
-                ToolSpec::operation::<BrowserUploadInput, crate::tools::browser::ActionDone>(
-                    tool,
-                    "Upload files",
-                    MUTATION,
-                    "Sets a file input's files from the project. Succeeds when the input changed; it does not prove a \
-             server accepted them.",
-                )
-            }
-            Tool::BrowserDialog => {
-                ToolSpec::operation::<BrowserDialogInput, crate::tools::browser::ActionDone>(
-                    tool,
-                    "Answer a dialog",
-                    MUTATION,
-                    "Accepts or dismisses the JavaScript dialog (alert, confirm, prompt) a snapshot shows as open.",
-                )
-            }
-            Tool::BrowserTabList => ToolSpec::new::<BrowserPanelInput, TabList>(
-                tool,
-                "List tabs",
-                Read,
-                READ,
-                "The browser's tabs; actions and snapshots go to the active one. Pages a tab opened (popups) are listed with their openerTabId, not made active.",
-            ),
-            Tool::BrowserTabOpen => {
-                ToolSpec::operation::<BrowserTabInput, crate::tools::browser::TabsChanged>(
-                    tool,
-                    "Open a tab",
-                    MUTATION,
-                    "Opens a tab (at url, else about:blank) and makes it active.",
-                )
-            }
-            Tool::BrowserTabSwitch => {
-                ToolSpec::operation::<BrowserTabInput, crate::tools::browser::TabsChanged>(
-                    tool,
-                    "Switch tabs",
-                    MUTATION,
-                    "Makes tabId the active tab.",
-                )
-            }
-            Tool::BrowserTabClose => {
-                ToolSpec::operation::<BrowserTabInput, crate::tools::browser::TabsChanged>(
-                    tool,
-                    "Close a tab",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Closes tabId (not the last one).",
-                )
-            }
-            Tool::BrowserConsole => ToolSpec::new::<BrowserLogInput, ConsolePage>(
-                tool,
-                "Read the console",
-                Read,
-                READ,
-                "Console messages and uncaught exceptions of every tab after a cursor, oldest first, paged.",
-            ),
-            Tool::BrowserNetwork => ToolSpec::new::<BrowserLogInput, NetworkPage>(
-                tool,
-                "Read network requests",
-                Read,
-                READ,
-                "Requests of every tab after a cursor (method, URL, type, status, size, failure), paged.",
-            ),
-            Tool::BrowserEvaluate => {
-                ToolSpec::operation::<BrowserEvaluateInput, crate::tools::browser::Evaluated>(
-                    tool,
-                    "Evaluate JavaScript",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Runs a JavaScript expression in the active tab's page. Waits for the person's decision \
-             (awaiting_user) unless they turned that off.",
-                )
-            }
-            Tool::BrowserCapture => ToolSpec::new::<BrowserCaptureInput, CaptureView>(
-                tool,
-                "Capture a PNG",
-                Read,
-                // With save it writes a file into the project (an operation, keyed like every
-                // mutation, so a retry does not write twice).
-                Annotations {
-                    read_only_hint: false,
-                    ..MUTATION
-                },
-                "A PNG of the viewport, the full page, an element or a clip, optionally scaled and fitted into \
-             maxBytes, as an image block with width, height, bytes and sha256. With save it is also written \
-             into the project (an operation; saved holds it).",
-            ),
-            Tool::BrowserDrag => ToolSpec::operation::<
-                crate::tools::browser::BrowserDragInput,
-                crate::tools::browser::ActionDone,
-            >(
-                tool,
-                "Drag and drop",
-                MUTATION,
-                "Drags elementRef onto targetRef (both of one snapshot) with the mouse. Succeeds when the target \
-             received the drop (HTML5 drag and drop) or the mouse release (pointer-driven dragging).",
-            ),
-            Tool::BrowserFill => ToolSpec::operation::<
-                crate::tools::browser::BrowserFillInput,
-                crate::tools::browser::ActionDone,
-            >(
-                tool,
-                "Fill form fields",
-                MUTATION,
-                "Fills several fields of one snapshot in order: text, checkbox or radio (\"true\"/\"false\"), \
-             select (an option). Each is confirmed by the page; the result lists what each now holds.",
-            ),
-            Tool::BrowserEmulate => ToolSpec::operation::<
-                crate::tools::browser::BrowserEmulateInput,
-                crate::tools::browser::Emulated,
-            >(
-                tool,
-                "Emulate a device",
-                MUTATION,
-                "Sets the viewport, device scale, mobile mode, User-Agent or prefers-color-scheme of every tab. \
-             The result says what is in force and what the page now reports.",
-            ),
-            Tool::BrowserPdf => ToolSpec::operation::<
-                crate::tools::browser::BrowserPdfInput,
-                crate::tools::browser::PdfSaved,
-            >(
-                tool,
-                "Save a page as PDF",
-                MUTATION,
-                "Prints the active tab to a PDF file in the project (refusing an existing file unless overwrite).",
-            ),
-            Tool::BrowserCaptureSet => ToolSpec::operation::<
-                crate::tools::capture::BrowserCaptureSetInput,
-                crate::tools::capture::CaptureSetResult,
-            >(
-                tool,
-                "Capture a set of pages",
-                MUTATION,
-                "Captures each target in the active tab and writes NAME.png, NAME.diff.png (changes against \
-             the file replaced or baseline) and manifest.json into folder. result lists the captures so far \
-             while it runs; a cancel stops between captures.",
-            ),
-            Tool::BrowserNetworkBody => ToolSpec::new::<
-                crate::tools::browser::BrowserNetworkBodyInput,
-                crate::tools::browser::NetworkBody,
-            >(
-                tool,
-                "Read a response body",
-                Read,
-                Annotations {
-                    read_only_hint: false,
-                    ..MUTATION
-                },
-                "The response body of a request lomi_browser_network listed (by cursor), cut to maxBytes. With \
-             save the whole body is also written into the project (an operation; saved holds it).",
-            ),
-            Tool::BrowserClose => {
-                ToolSpec::operation::<PanelCloseInput, crate::tools::browser::BrowserClosed>(
-                    tool,
-                    "Close a browser",
-                    Annotations {
-                        destructive_hint: true,
-                        ..MUTATION
-                    },
-                    "Ends the browser's processes and removes its panel, compared by expectedRevision.",
-                )
-            }
-            Tool::StoreStatus => ToolSpec::new::<NoArguments, StoreStatusView>(
-                tool,
-                "Receipt store status",
-                Read,
-                READ,
-                "Counts, caps and oldest records of Lomi's receipt store. Maintenance needs the person.",
-            ),
-            Tool::SettingsGet => ToolSpec::new::<SettingsGetInput, SettingsView>(
-                tool,
-                "Get settings",
-                Read,
-                READ,
-                "The person's settings, one section or all, each with its settingsRevision. Provider keys are never shown.",
-            ),
-            Tool::SettingsUpdate => ToolSpec::operation::<SettingsUpdateInput, SettingsUpdated>(
-                tool,
-                "Update settings",
-                MUTATION,
-                "Sets fields of the terminal, browser, editor or chat section, compared and swapped by \
-             expectedSettingsRevision (REVISION_MISMATCH carries the current one). Returns the operation.",
-            ),
-            Tool::ChatList => ToolSpec::new::<ChatListInput, ChatList>(
-                tool,
-                "List conversations",
-                Read,
-                READ,
-                "A workspace's conversations, newest first.",
-            ),
-            Tool::ChatGet => ToolSpec::new::<ChatGetInput, ConversationView>(
-                tool,
-                "Get a conversation",
-                Read,
-                READ,
-                "A conversation's draft and a page of messages.",
-            ),
-            Tool::ChatCreate => ToolSpec::operation::<ChatCreateInput, ConversationCreated>(
-                tool,
-                "Create a conversation",
-                MUTATION,
-                "A new conversation in the retry epoch's workspace.",
-            ),
-            Tool::ChatDraftUpdate => ToolSpec::operation::<ChatDraftUpdateInput, DraftUpdated>(
-                tool,
-                "Update a draft",
-                MUTATION,
-                "Replaces the draft the person also edits, by expectedDraftRevision.",
-            ),
-            Tool::ChatSend => ToolSpec::operation::<ChatSendInput, ChatSent>(
-                tool,
-                "Send a draft",
-                Annotations {
-                    open_world_hint: true,
-                    ..MUTATION
-                },
-                "Sends the draft to the provider, compared by both revisions; the reply streams in. \
-             Usually awaits the person. Never resend after outcome_unknown.",
-            ),
-        }
-    }
-}
-
-/// Looks a tool up by name.
 pub fn tool(name: &str) -> Option<ToolSpec> {
     Tool::from_name(name).map(Tool::spec)
 }
@@ -1505,11 +326,6 @@ impl std::fmt::Display for Tool {
 }
 
 impl Tool {
-    /// How the tool reaches the broker.
-    pub fn kind(self) -> ToolKind {
-        self.spec().kind
-    }
-
     /// The name as the store keys receipts by it.
     pub fn tool_name(self) -> crate::ToolName {
         crate::ToolName(self.name().to_owned())

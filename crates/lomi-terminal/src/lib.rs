@@ -18,6 +18,7 @@ mod keys;
 mod matcher;
 mod output;
 pub mod panels;
+mod serve;
 mod session;
 mod terminal;
 

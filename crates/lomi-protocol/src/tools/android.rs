@@ -3,6 +3,9 @@
 //! captures, policy-gated shell commands, and detach; files to and from the project, app
 //! installs, app listing and force-stop, URLs, logcat reads and screen rotation.
 
+use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
+use crate::definition::ToolDef;
+use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{
@@ -712,4 +715,400 @@ pub struct AndroidRotateInput {
     pub rotation: u32,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
+}
+
+// The tools of this module, one definition each ([`ToolDef`]); the list below names who
+// serves each one and how it answers.
+
+/// `lomi_android_devices`
+pub struct AndroidDevicesTool;
+
+impl ToolDef for AndroidDevicesTool {
+    const TOOL: Tool = Tool::AndroidDevices;
+    const NAME: &'static str = "lomi_android_devices";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "List phones";
+    const TITLE: &'static str = "List Android devices";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The devices the adb server lists: serial, model, API level, state (ready, offline, \
+        unauthorized, …) and the workspace's panel each is attached to.";
+    type Input = AndroidDevicesInput;
+    type Output = AndroidDeviceList;
+}
+
+/// `lomi_android_attach`
+pub struct AndroidAttachTool;
+
+impl ToolDef for AndroidAttachTool {
+    const TOOL: Tool = Tool::AndroidAttach;
+    const NAME: &'static str = "lomi_android_attach";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Use a phone";
+    const TITLE: &'static str = "Attach an Android device";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Attaches a device (a serial, or HOST:PORT of a wireless-debugging device, which Lomi connects) \
+        as a panel, compared by expectedRevision. The first attach of a device waits for the person \
+        (awaiting_user); later ones follow their remembered choice, and a denial fails USER_DENIED. The \
+        result holds panelId, generation (changes when the device reconnects) and a leaseId for input. \
+        Attaching a device whose panel lost it gives that panel a new generation.";
+    type Input = AndroidAttachInput;
+    type Output = AndroidAttached;
+}
+
+/// `lomi_android_detach`
+pub struct AndroidDetachTool;
+
+impl ToolDef for AndroidDetachTool {
+    const TOOL: Tool = Tool::AndroidDetach;
+    const NAME: &'static str = "lomi_android_detach";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Let go of a phone";
+    const TITLE: &'static str = "Detach an Android device";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Removes a device's panel, compared by expectedRevision; leases on it end. The device itself is \
+        not touched.";
+    type Input = crate::tools::session::PanelCloseInput;
+    type Output = AndroidDetached;
+}
+
+/// `lomi_android_launch`
+pub struct AndroidLaunchTool;
+
+impl ToolDef for AndroidLaunchTool {
+    const TOOL: Tool = Tool::AndroidLaunch;
+    const NAME: &'static str = "lomi_android_launch";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Launch apps on a phone";
+    const TITLE: &'static str = "Launch an Android activity";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Starts an activity (component) or sends an implicit intent (action, data, package) with `am \
+        start`, under a lease. Succeeds when the intent was delivered; that does not mean the app is \
+        ready: take a UI snapshot to see.";
+    type Input = AndroidLaunchInput;
+    type Output = AndroidLaunched;
+}
+
+/// `lomi_android_input`
+pub struct AndroidInputTool;
+
+impl ToolDef for AndroidInputTool {
+    const TOOL: Tool = Tool::AndroidInput;
+    const NAME: &'static str = "lomi_android_input";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Tap and type on a phone";
+    const TITLE: &'static str = "Send input to an Android device";
+    const KIND: ToolKind = ToolKind::Control;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "A tap, long press, swipe, text or key event under a lease, ordered by inputSequence like \
+        terminal input (a repeat with the same payload is acknowledged, not sent again). A tap may \
+        name snapshotId + elementRef instead of coordinates: it is refused with SNAPSHOT_STALE when \
+        the UI changed since that snapshot. Text arrives literally. If the device goes away mid-input \
+        the error says the effect is unknown and the panel's runtime ends.";
+    type Input = AndroidInputInput;
+    type Output = AndroidInputAccepted;
+}
+
+/// `lomi_android_ui_snapshot`
+pub struct AndroidUiSnapshotTool;
+
+impl ToolDef for AndroidUiSnapshotTool {
+    const TOOL: Tool = Tool::AndroidUiSnapshot;
+    const NAME: &'static str = "lomi_android_ui_snapshot";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Read a phone's screen layout";
+    const TITLE: &'static str = "Android UI snapshot";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The device's UI hierarchy (uiautomator dump) as a compact node list with elementRefs, text, \
+        resource ids and bounds, bounded by maxBytes, under a snapshotId for taps by ref. Retries the \
+        dump while the UI is busy and says how many attempts it took.";
+    type Input = AndroidUiSnapshotInput;
+    type Output = AndroidUiSnapshotView;
+}
+
+/// `lomi_android_capture`
+pub struct AndroidCaptureTool;
+
+impl ToolDef for AndroidCaptureTool {
+    const TOOL: Tool = Tool::AndroidCapture;
+    const NAME: &'static str = "lomi_android_capture";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Capture a phone's screen";
+    const TITLE: &'static str = "Capture an Android screen";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "A screenshot (screencap -p), checked to be a whole PNG, optionally clipped, scaled or fitted to \
+        maxBytes; the PNG comes as an MCP image block after the metadata.";
+    type Input = AndroidCaptureInput;
+    type Output = AndroidCaptureView;
+}
+
+/// `lomi_android_shell`
+pub struct AndroidShellTool;
+
+impl ToolDef for AndroidShellTool {
+    const TOOL: Tool = Tool::AndroidShell;
+    const NAME: &'static str = "lomi_android_shell";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Run commands on a phone";
+    const TITLE: &'static str = "Run an Android shell command";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        idempotent_hint: false,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Runs a command line in the device's shell under a lease. Waits for the person's decision \
+        (awaiting_user) unless they turned that off. The result holds the output, cut to maxBytes; \
+        there is no exit status (adb's legacy shell reports none).";
+    type Input = AndroidShellInput;
+    type Output = AndroidShellResult;
+}
+
+/// `lomi_android_push`
+pub struct AndroidPushTool;
+
+impl ToolDef for AndroidPushTool {
+    const TOOL: Tool = Tool::AndroidPush;
+    const NAME: &'static str = "lomi_android_push";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Copy files to a phone";
+    const TITLE: &'static str = "Copy a project file to an Android device";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Sends a file of the project (a path that leads outside it is refused) to devicePath over \
+        adb's sync protocol, under a lease, replacing a file there. Succeeds once the device's \
+        sha256sum equals the project file's SHA-256. Cancelling stops the transfer (effect partial).";
+    type Input = AndroidPushInput;
+    type Output = AndroidTransferred;
+}
+
+/// `lomi_android_pull`
+pub struct AndroidPullTool;
+
+impl ToolDef for AndroidPullTool {
+    const TOOL: Tool = Tool::AndroidPull;
+    const NAME: &'static str = "lomi_android_pull";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Copy files from a phone";
+    const TITLE: &'static str = "Copy an Android device file into the project";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Receives devicePath over adb's sync protocol (at most 256 MiB) and writes it to path in the \
+        project atomically (an existing file only with overwrite), under a lease. Succeeds once the \
+        bytes' SHA-256 equals the device's sha256sum. Cancelling before the write leaves the project as \
+        it was.";
+    type Input = AndroidPullInput;
+    type Output = AndroidTransferred;
+}
+
+/// `lomi_android_install`
+pub struct AndroidInstallTool;
+
+impl ToolDef for AndroidInstallTool {
+    const TOOL: Tool = Tool::AndroidInstall;
+    const NAME: &'static str = "lomi_android_install";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Install apps on a phone";
+    const TITLE: &'static str = "Install an APK on an Android device";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Installs an APK from the project: pushed over adb's sync protocol to /data/local/tmp, \
+        installed with pm install (replacing by default), then removed. Succeeds only when the package \
+        manager reports Success; the result holds the manifest's package and the version the device \
+        reports afterwards. A refusal (INSTALL_FAILED_…) fails with pm's words.";
+    type Input = AndroidInstallInput;
+    type Output = AndroidInstalled;
+}
+
+/// `lomi_android_uninstall`
+pub struct AndroidUninstallTool;
+
+impl ToolDef for AndroidUninstallTool {
+    const TOOL: Tool = Tool::AndroidUninstall;
+    const NAME: &'static str = "lomi_android_uninstall";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Uninstall apps from a phone";
+    const TITLE: &'static str = "Uninstall an Android app";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Removes a package with pm uninstall, under a lease. Succeeds only when the package manager \
+        reports Success; a package that is not installed fails with NOT_FOUND.";
+    type Input = AndroidPackageInput;
+    type Output = AndroidPackageDone;
+}
+
+/// `lomi_android_apps`
+pub struct AndroidAppsTool;
+
+impl ToolDef for AndroidAppsTool {
+    const TOOL: Tool = Tool::AndroidApps;
+    const NAME: &'static str = "lomi_android_apps";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "List a phone's apps";
+    const TITLE: &'static str = "List installed Android apps";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The packages installed on the panel's device with their version codes (pm list packages); \
+        system packages only with includeSystem.";
+    type Input = AndroidAppsInput;
+    type Output = AndroidAppsView;
+}
+
+/// `lomi_android_stop`
+pub struct AndroidStopTool;
+
+impl ToolDef for AndroidStopTool {
+    const TOOL: Tool = Tool::AndroidStop;
+    const NAME: &'static str = "lomi_android_stop";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Stop apps on a phone";
+    const TITLE: &'static str = "Force-stop an Android app";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Stops every process of a package with am force-stop, under a lease. am reports nothing, so \
+        success means the command ran; a package that was not running stays stopped.";
+    type Input = AndroidPackageInput;
+    type Output = AndroidPackageDone;
+}
+
+/// `lomi_android_open_url`
+pub struct AndroidOpenUrlTool;
+
+impl ToolDef for AndroidOpenUrlTool {
+    const TOOL: Tool = Tool::AndroidOpenUrl;
+    const NAME: &'static str = "lomi_android_open_url";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Open links on a phone";
+    const TITLE: &'static str = "Open a URL on an Android device";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Sends a VIEW intent for a URL or deep link (optionally to one package), under a lease. Like \
+        launch, it confirms delivery to the activity manager only: take a UI snapshot to see what \
+        opened.";
+    type Input = AndroidOpenUrlInput;
+    type Output = AndroidLaunched;
+}
+
+/// `lomi_android_logcat`
+pub struct AndroidLogcatTool;
+
+impl ToolDef for AndroidLogcatTool {
+    const TOOL: Tool = Tool::AndroidLogcat;
+    const NAME: &'static str = "lomi_android_logcat";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Read a phone's log";
+    const TITLE: &'static str = "Read an Android device's log";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "Log lines (logcat) after sinceCursor, oldest first, filtered by tag, level and package, bounded \
+        by maxBytes, with nextCursor to read on. With waitFor it waits up to timeoutMs for a line \
+        containing that text and returns the lines up to it.";
+    type Input = AndroidLogcatInput;
+    type Output = AndroidLogcatView;
+}
+
+/// `lomi_android_orientation`
+pub struct AndroidOrientationTool;
+
+impl ToolDef for AndroidOrientationTool {
+    const TOOL: Tool = Tool::AndroidOrientation;
+    const NAME: &'static str = "lomi_android_orientation";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Read a phone's orientation";
+    const TITLE: &'static str = "Read an Android device's rotation";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str =
+        "The rotation setting (0 to 3 quarter turns, and its name) and whether auto-rotate is on.";
+    type Input = AndroidOrientationInput;
+    type Output = AndroidOrientationView;
+}
+
+/// `lomi_android_rotate`
+pub struct AndroidRotateTool;
+
+impl ToolDef for AndroidRotateTool {
+    const TOOL: Tool = Tool::AndroidRotate;
+    const NAME: &'static str = "lomi_android_rotate";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Turn a phone's screen";
+    const TITLE: &'static str = "Rotate an Android device's screen";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Turns auto-rotate off and sets the rotation (settings put system user_rotation), under a \
+        lease; succeeds when the settings read back as asked. Coordinates for input stay those of \
+        the screen size read at attach: attach again after rotating to have them checked anew.";
+    type Input = AndroidRotateInput;
+    type Output = AndroidOrientationView;
+}
+
+/// `lomi_android_capture_set`
+pub struct AndroidCaptureSetTool;
+
+impl ToolDef for AndroidCaptureSetTool {
+    const TOOL: Tool = Tool::AndroidCaptureSet;
+    const NAME: &'static str = "lomi_android_capture_set";
+    const FAMILY: Option<Family> = Some(Family::Android);
+    const LABEL: &'static str = "Save sets of phone captures into the project";
+    const TITLE: &'static str = "Capture a set of Android screens";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Under a lease, launches each screen (component or deep link) and writes its capture into \
+        folder like lomi_browser_capture_set.";
+    type Input = crate::tools::capture::AndroidCaptureSetInput;
+    type Output = crate::tools::capture::CaptureSetResult;
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __android_tools {
+    ($callback:ident $next:ident $($rest:ident)* [$($rows:tt)*]) => {
+        $crate::$next!($callback $($rest)* [$($rows)*
+            AndroidDevices = $crate::tools::android::AndroidDevicesTool => android as plain,
+            AndroidAttach = $crate::tools::android::AndroidAttachTool => android as plain,
+            AndroidDetach = $crate::tools::android::AndroidDetachTool => android as plain,
+            AndroidLaunch = $crate::tools::android::AndroidLaunchTool => android as plain,
+            AndroidInput = $crate::tools::android::AndroidInputTool => android as plain,
+            AndroidUiSnapshot = $crate::tools::android::AndroidUiSnapshotTool => android as plain,
+            AndroidCapture = $crate::tools::android::AndroidCaptureTool => android as png,
+            AndroidShell = $crate::tools::android::AndroidShellTool => android as plain,
+            AndroidPush = $crate::tools::android::AndroidPushTool => android as plain,
+            AndroidPull = $crate::tools::android::AndroidPullTool => android as plain,
+            AndroidInstall = $crate::tools::android::AndroidInstallTool => android as plain,
+            AndroidUninstall = $crate::tools::android::AndroidUninstallTool => android as plain,
+            AndroidApps = $crate::tools::android::AndroidAppsTool => android as plain,
+            AndroidStop = $crate::tools::android::AndroidStopTool => android as plain,
+            AndroidOpenUrl = $crate::tools::android::AndroidOpenUrlTool => android as plain,
+            AndroidLogcat = $crate::tools::android::AndroidLogcatTool => android as plain,
+            AndroidOrientation = $crate::tools::android::AndroidOrientationTool => android as plain,
+            AndroidRotate = $crate::tools::android::AndroidRotateTool => android as plain,
+            AndroidCaptureSet = $crate::tools::android::AndroidCaptureSetTool => android as plain,
+        ]);
+    };
 }

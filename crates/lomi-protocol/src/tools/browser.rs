@@ -1,6 +1,9 @@
 //! Browser tools: headless Chromium panels, snapshots with snapshot-scoped element refs,
 //! actions that settle on their postcondition, tabs, console and network reads, captures.
 
+use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
+use crate::definition::ToolDef;
+use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -742,4 +745,516 @@ pub struct CaptureSaved {
 pub struct BrowserClosed {
     pub panel_id: PanelId,
     pub domain_revision: DomainRevision,
+}
+
+// The tools of this module, one definition each ([`ToolDef`]); the list below names who
+// serves each one and how it answers.
+
+/// `lomi_browser_create`
+pub struct BrowserCreateTool;
+
+impl ToolDef for BrowserCreateTool {
+    const TOOL: Tool = Tool::BrowserCreate;
+    const NAME: &'static str = "lomi_browser_create";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Open browsers";
+    const TITLE: &'static str = "Create a browser";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Starts a headless Chromium with a fresh profile as a new panel, compared by expectedRevision. The \
+        result holds panelId, browserGeneration (changes if the browser is replaced) and the first tabId.";
+    type Input = BrowserCreateInput;
+    type Output = BrowserCreated;
+}
+
+/// `lomi_browser_navigate`
+pub struct BrowserNavigateTool;
+
+impl ToolDef for BrowserNavigateTool {
+    const TOOL: Tool = Tool::BrowserNavigate;
+    const NAME: &'static str = "lomi_browser_navigate";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Open web addresses";
+    const TITLE: &'static str = "Navigate";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Opens a URL in the active tab, or goes back, forward or reloads (history), and waits for \
+        waitUntil. Succeeds once the navigation committed; the result holds navigationId, the URL the page \
+        shows (fragment included), sameDocument, HTTP status and the load state reached.";
+    type Input = BrowserNavigateInput;
+    type Output = Navigated;
+}
+
+/// `lomi_browser_snapshot`
+pub struct BrowserSnapshotTool;
+
+impl ToolDef for BrowserSnapshotTool {
+    const TOOL: Tool = Tool::BrowserSnapshot;
+    const NAME: &'static str = "lomi_browser_snapshot";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Read web pages";
+    const TITLE: &'static str = "Snapshot a page";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The active tab as compact text, iframes included: one line per node, `role \"name\" [ref] states`. \
+        Refs belong to this snapshotId: pass both to actions; after navigation or re-rendering they are \
+        SNAPSHOT_STALE, never another element. Bounded by maxBytes; find filters; sinceSnapshotId diffs.";
+    type Input = BrowserSnapshotInput;
+    type Output = SnapshotView;
+}
+
+/// `lomi_browser_wait`
+pub struct BrowserWaitTool;
+
+impl ToolDef for BrowserWaitTool {
+    const TOOL: Tool = Tool::BrowserWait;
+    const NAME: &'static str = "lomi_browser_wait";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Wait for a web page";
+    const TITLE: &'static str = "Wait for a page";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "Waits, without polling, until the active tab shows text, a role+name node, a URL, or no network \
+        request for 500 ms (every condition given), at most timeoutMs. Answers matched, the URL and, \
+        for text or role, a snapshot of the matching lines whose refs actions take; a timeout answers \
+        matched: false with what was missing.";
+    type Input = BrowserWaitInput;
+    type Output = WaitView;
+}
+
+/// `lomi_browser_click`
+pub struct BrowserClickTool;
+
+impl ToolDef for BrowserClickTool {
+    const TOOL: Tool = Tool::BrowserClick;
+    const NAME: &'static str = "lomi_browser_click";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Click in web pages";
+    const TITLE: &'static str = "Click";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Clicks an element (snapshotId + elementRef) or a point. Succeeds when the page confirmed the click \
+        reached that element; refused if another element covers it.";
+    type Input = BrowserClickInput;
+    type Output = ActionDone;
+}
+
+/// `lomi_browser_type`
+pub struct BrowserTypeTool;
+
+impl ToolDef for BrowserTypeTool {
+    const TOOL: Tool = Tool::BrowserType;
+    const NAME: &'static str = "lomi_browser_type";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Type into web pages";
+    const TITLE: &'static str = "Type text";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Focuses an element and inserts text (replacing its content by default). Succeeds when the element \
+        received the input; the result shows its value.";
+    type Input = BrowserTypeInput;
+    type Output = ActionDone;
+}
+
+/// `lomi_browser_press`
+pub struct BrowserPressTool;
+
+impl ToolDef for BrowserPressTool {
+    const TOOL: Tool = Tool::BrowserPress;
+    const NAME: &'static str = "lomi_browser_press";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Press keys in web pages";
+    const TITLE: &'static str = "Press a key";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str =
+        "Presses a key at an element, or at the focused element without a target.";
+    type Input = BrowserPressInput;
+    type Output = ActionDone;
+}
+
+/// `lomi_browser_select`
+pub struct BrowserSelectTool;
+
+impl ToolDef for BrowserSelectTool {
+    const TOOL: Tool = Tool::BrowserSelect;
+    const NAME: &'static str = "lomi_browser_select";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Choose options in web pages";
+    const TITLE: &'static str = "Select options";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str =
+        "Selects exactly the given options (by value or label) of a select element.";
+    type Input = BrowserSelectInput;
+    type Output = ActionDone;
+}
+
+/// `lomi_browser_hover`
+pub struct BrowserHoverTool;
+
+impl ToolDef for BrowserHoverTool {
+    const TOOL: Tool = Tool::BrowserHover;
+    const NAME: &'static str = "lomi_browser_hover";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Point at elements of web pages";
+    const TITLE: &'static str = "Hover";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Moves the mouse over an element or a point.";
+    type Input = BrowserHoverInput;
+    type Output = ActionDone;
+}
+
+/// `lomi_browser_scroll`
+pub struct BrowserScrollTool;
+
+impl ToolDef for BrowserScrollTool {
+    const TOOL: Tool = Tool::BrowserScroll;
+    const NAME: &'static str = "lomi_browser_scroll";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Scroll web pages";
+    const TITLE: &'static str = "Scroll";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Scrolls an element into view, or turns the wheel by deltaX/deltaY at a point (or the centre).";
+    type Input = BrowserScrollInput;
+    type Output = ActionDone;
+}
+
+/// `lomi_browser_upload`
+pub struct BrowserUploadTool;
+
+impl ToolDef for BrowserUploadTool {
+    const TOOL: Tool = Tool::BrowserUpload;
+    const NAME: &'static str = "lomi_browser_upload";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Upload files to web pages";
+    const TITLE: &'static str = "Upload files";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Sets a file input's files from the project. Succeeds when the input changed; it does not prove a \
+        server accepted them.";
+    type Input = BrowserUploadInput;
+    type Output = ActionDone;
+}
+
+/// `lomi_browser_dialog`
+pub struct BrowserDialogTool;
+
+impl ToolDef for BrowserDialogTool {
+    const TOOL: Tool = Tool::BrowserDialog;
+    const NAME: &'static str = "lomi_browser_dialog";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Answer web pages' dialogs";
+    const TITLE: &'static str = "Answer a dialog";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Accepts or dismisses the JavaScript dialog (alert, confirm, prompt) a snapshot shows as open.";
+    type Input = BrowserDialogInput;
+    type Output = ActionDone;
+}
+
+/// `lomi_browser_tab_list`
+pub struct BrowserTabListTool;
+
+impl ToolDef for BrowserTabListTool {
+    const TOOL: Tool = Tool::BrowserTabList;
+    const NAME: &'static str = "lomi_browser_tab_list";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "List browser tabs";
+    const TITLE: &'static str = "List tabs";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The browser's tabs; actions and snapshots go to the active one. Pages a tab opened (popups) are listed with their openerTabId, not made active.";
+    type Input = BrowserPanelInput;
+    type Output = TabList;
+}
+
+/// `lomi_browser_tab_open`
+pub struct BrowserTabOpenTool;
+
+impl ToolDef for BrowserTabOpenTool {
+    const TOOL: Tool = Tool::BrowserTabOpen;
+    const NAME: &'static str = "lomi_browser_tab_open";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Open browser tabs";
+    const TITLE: &'static str = "Open a tab";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Opens a tab (at url, else about:blank) and makes it active.";
+    type Input = BrowserTabInput;
+    type Output = TabsChanged;
+}
+
+/// `lomi_browser_tab_switch`
+pub struct BrowserTabSwitchTool;
+
+impl ToolDef for BrowserTabSwitchTool {
+    const TOOL: Tool = Tool::BrowserTabSwitch;
+    const NAME: &'static str = "lomi_browser_tab_switch";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Switch browser tabs";
+    const TITLE: &'static str = "Switch tabs";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Makes tabId the active tab.";
+    type Input = BrowserTabInput;
+    type Output = TabsChanged;
+}
+
+/// `lomi_browser_tab_close`
+pub struct BrowserTabCloseTool;
+
+impl ToolDef for BrowserTabCloseTool {
+    const TOOL: Tool = Tool::BrowserTabClose;
+    const NAME: &'static str = "lomi_browser_tab_close";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Close browser tabs";
+    const TITLE: &'static str = "Close a tab";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Closes tabId (not the last one).";
+    type Input = BrowserTabInput;
+    type Output = TabsChanged;
+}
+
+/// `lomi_browser_console`
+pub struct BrowserConsoleTool;
+
+impl ToolDef for BrowserConsoleTool {
+    const TOOL: Tool = Tool::BrowserConsole;
+    const NAME: &'static str = "lomi_browser_console";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Read a page's console";
+    const TITLE: &'static str = "Read the console";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "Console messages and uncaught exceptions of every tab after a cursor, oldest first, paged.";
+    type Input = BrowserLogInput;
+    type Output = ConsolePage;
+}
+
+/// `lomi_browser_network`
+pub struct BrowserNetworkTool;
+
+impl ToolDef for BrowserNetworkTool {
+    const TOOL: Tool = Tool::BrowserNetwork;
+    const NAME: &'static str = "lomi_browser_network";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Read a page's network requests";
+    const TITLE: &'static str = "Read network requests";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str =
+        "Requests of every tab after a cursor (method, URL, type, status, size, failure), paged.";
+    type Input = BrowserLogInput;
+    type Output = NetworkPage;
+}
+
+/// `lomi_browser_evaluate`
+pub struct BrowserEvaluateTool;
+
+impl ToolDef for BrowserEvaluateTool {
+    const TOOL: Tool = Tool::BrowserEvaluate;
+    const NAME: &'static str = "lomi_browser_evaluate";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Run scripts in web pages";
+    const TITLE: &'static str = "Evaluate JavaScript";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Runs a JavaScript expression in the active tab's page. Waits for the person's decision \
+        (awaiting_user) unless they turned that off.";
+    type Input = BrowserEvaluateInput;
+    type Output = Evaluated;
+}
+
+/// `lomi_browser_capture`
+pub struct BrowserCaptureTool;
+
+impl ToolDef for BrowserCaptureTool {
+    const TOOL: Tool = Tool::BrowserCapture;
+    const NAME: &'static str = "lomi_browser_capture";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Capture web pages";
+    const TITLE: &'static str = "Capture a PNG";
+    const KIND: ToolKind = ToolKind::Read;
+    // With save it writes a file into the project (an operation, keyed like every
+    // mutation, so a retry does not write twice).
+    const ANNOTATIONS: Annotations = Annotations {
+        read_only_hint: false,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "A PNG of the viewport, the full page, an element or a clip, optionally scaled and fitted into \
+        maxBytes, as an image block with width, height, bytes and sha256. With save it is also written \
+        into the project (an operation; saved holds it).";
+    type Input = BrowserCaptureInput;
+    type Output = CaptureView;
+}
+
+/// `lomi_browser_drag`
+pub struct BrowserDragTool;
+
+impl ToolDef for BrowserDragTool {
+    const TOOL: Tool = Tool::BrowserDrag;
+    const NAME: &'static str = "lomi_browser_drag";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Drag in web pages";
+    const TITLE: &'static str = "Drag and drop";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Drags elementRef onto targetRef (both of one snapshot) with the mouse. Succeeds when the target \
+        received the drop (HTML5 drag and drop) or the mouse release (pointer-driven dragging).";
+    type Input = BrowserDragInput;
+    type Output = ActionDone;
+}
+
+/// `lomi_browser_fill`
+pub struct BrowserFillTool;
+
+impl ToolDef for BrowserFillTool {
+    const TOOL: Tool = Tool::BrowserFill;
+    const NAME: &'static str = "lomi_browser_fill";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Fill in web forms";
+    const TITLE: &'static str = "Fill form fields";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Fills several fields of one snapshot in order: text, checkbox or radio (\"true\"/\"false\"), \
+        select (an option). Each is confirmed by the page; the result lists what each now holds.";
+    type Input = BrowserFillInput;
+    type Output = ActionDone;
+}
+
+/// `lomi_browser_emulate`
+pub struct BrowserEmulateTool;
+
+impl ToolDef for BrowserEmulateTool {
+    const TOOL: Tool = Tool::BrowserEmulate;
+    const NAME: &'static str = "lomi_browser_emulate";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Emulate devices in a browser";
+    const TITLE: &'static str = "Emulate a device";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Sets the viewport, device scale, mobile mode, User-Agent or prefers-color-scheme of every tab. \
+        The result says what is in force and what the page now reports.";
+    type Input = BrowserEmulateInput;
+    type Output = Emulated;
+}
+
+/// `lomi_browser_pdf`
+pub struct BrowserPdfTool;
+
+impl ToolDef for BrowserPdfTool {
+    const TOOL: Tool = Tool::BrowserPdf;
+    const NAME: &'static str = "lomi_browser_pdf";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Save web pages as PDF into the project";
+    const TITLE: &'static str = "Save a page as PDF";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Prints the active tab to a PDF file in the project (refusing an existing file unless overwrite).";
+    type Input = BrowserPdfInput;
+    type Output = PdfSaved;
+}
+
+/// `lomi_browser_network_body`
+pub struct BrowserNetworkBodyTool;
+
+impl ToolDef for BrowserNetworkBodyTool {
+    const TOOL: Tool = Tool::BrowserNetworkBody;
+    const NAME: &'static str = "lomi_browser_network_body";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Read network responses";
+    const TITLE: &'static str = "Read a response body";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = Annotations {
+        read_only_hint: false,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "The response body of a request lomi_browser_network listed (by cursor), cut to maxBytes. With \
+        save the whole body is also written into the project (an operation; saved holds it).";
+    type Input = BrowserNetworkBodyInput;
+    type Output = NetworkBody;
+}
+
+/// `lomi_browser_capture_set`
+pub struct BrowserCaptureSetTool;
+
+impl ToolDef for BrowserCaptureSetTool {
+    const TOOL: Tool = Tool::BrowserCaptureSet;
+    const NAME: &'static str = "lomi_browser_capture_set";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Save sets of page captures into the project";
+    const TITLE: &'static str = "Capture a set of pages";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Captures each target in the active tab and writes NAME.png, NAME.diff.png (changes against \
+        the file replaced or baseline) and manifest.json into folder. result lists the captures so far \
+        while it runs; a cancel stops between captures.";
+    type Input = crate::tools::capture::BrowserCaptureSetInput;
+    type Output = crate::tools::capture::CaptureSetResult;
+}
+
+/// `lomi_browser_close`
+pub struct BrowserCloseTool;
+
+impl ToolDef for BrowserCloseTool {
+    const TOOL: Tool = Tool::BrowserClose;
+    const NAME: &'static str = "lomi_browser_close";
+    const FAMILY: Option<Family> = Some(Family::Browser);
+    const LABEL: &'static str = "Close browsers";
+    const TITLE: &'static str = "Close a browser";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str =
+        "Ends the browser's processes and removes its panel, compared by expectedRevision.";
+    type Input = crate::tools::session::PanelCloseInput;
+    type Output = BrowserClosed;
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __browser_tools {
+    ($callback:ident $next:ident $($rest:ident)* [$($rows:tt)*]) => {
+        $crate::$next!($callback $($rest)* [$($rows)*
+            BrowserCreate = $crate::tools::browser::BrowserCreateTool => browsers as plain,
+            BrowserNavigate = $crate::tools::browser::BrowserNavigateTool => browsers as plain,
+            BrowserSnapshot = $crate::tools::browser::BrowserSnapshotTool => browsers as snapshot,
+            BrowserWait = $crate::tools::browser::BrowserWaitTool => browsers as plain,
+            BrowserClick = $crate::tools::browser::BrowserClickTool => browsers as plain,
+            BrowserType = $crate::tools::browser::BrowserTypeTool => browsers as plain,
+            BrowserPress = $crate::tools::browser::BrowserPressTool => browsers as plain,
+            BrowserSelect = $crate::tools::browser::BrowserSelectTool => browsers as plain,
+            BrowserHover = $crate::tools::browser::BrowserHoverTool => browsers as plain,
+            BrowserScroll = $crate::tools::browser::BrowserScrollTool => browsers as plain,
+            BrowserUpload = $crate::tools::browser::BrowserUploadTool => browsers as plain,
+            BrowserDialog = $crate::tools::browser::BrowserDialogTool => browsers as plain,
+            BrowserTabList = $crate::tools::browser::BrowserTabListTool => browsers as plain,
+            BrowserTabOpen = $crate::tools::browser::BrowserTabOpenTool => browsers as plain,
+            BrowserTabSwitch = $crate::tools::browser::BrowserTabSwitchTool => browsers as plain,
+            BrowserTabClose = $crate::tools::browser::BrowserTabCloseTool => browsers as plain,
+            BrowserConsole = $crate::tools::browser::BrowserConsoleTool => browsers as plain,
+            BrowserNetwork = $crate::tools::browser::BrowserNetworkTool => browsers as plain,
+            BrowserEvaluate = $crate::tools::browser::BrowserEvaluateTool => browsers as plain,
+            BrowserCapture = $crate::tools::browser::BrowserCaptureTool => browsers as png,
+            BrowserDrag = $crate::tools::browser::BrowserDragTool => browsers as plain,
+            BrowserFill = $crate::tools::browser::BrowserFillTool => browsers as plain,
+            BrowserEmulate = $crate::tools::browser::BrowserEmulateTool => browsers as plain,
+            BrowserPdf = $crate::tools::browser::BrowserPdfTool => browsers as plain,
+            BrowserNetworkBody = $crate::tools::browser::BrowserNetworkBodyTool => browsers as plain,
+            BrowserCaptureSet = $crate::tools::browser::BrowserCaptureSetTool => browsers as plain,
+            BrowserClose = $crate::tools::browser::BrowserCloseTool => browsers as plain,
+        ]);
+    };
 }

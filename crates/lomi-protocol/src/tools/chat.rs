@@ -2,6 +2,9 @@
 //! each with a `conversationRevision` and one draft with its `draftRevision`. Sending goes to
 //! the provider and cannot be undone.
 
+use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
+use crate::definition::ToolDef;
+use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{
@@ -213,6 +216,108 @@ pub struct ChatSent {
     pub input_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
+}
+
+// The tools of this module, one definition each ([`ToolDef`]); the list below names who
+// serves each one and how it answers.
+
+/// `lomi_chat_list`
+pub struct ChatListTool;
+
+impl ToolDef for ChatListTool {
+    const TOOL: Tool = Tool::ChatList;
+    const NAME: &'static str = "lomi_chat_list";
+    const FAMILY: Option<Family> = Some(Family::Chat);
+    const LABEL: &'static str = "List conversations";
+    const TITLE: &'static str = "List conversations";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "A workspace's conversations, newest first.";
+    type Input = ChatListInput;
+    type Output = ChatList;
+}
+
+/// `lomi_chat_get`
+pub struct ChatGetTool;
+
+impl ToolDef for ChatGetTool {
+    const TOOL: Tool = Tool::ChatGet;
+    const NAME: &'static str = "lomi_chat_get";
+    const FAMILY: Option<Family> = Some(Family::Chat);
+    const LABEL: &'static str = "Read conversations";
+    const TITLE: &'static str = "Get a conversation";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "A conversation's draft and a page of messages.";
+    type Input = ChatGetInput;
+    type Output = ConversationView;
+}
+
+/// `lomi_chat_create`
+pub struct ChatCreateTool;
+
+impl ToolDef for ChatCreateTool {
+    const TOOL: Tool = Tool::ChatCreate;
+    const NAME: &'static str = "lomi_chat_create";
+    const FAMILY: Option<Family> = Some(Family::Chat);
+    const LABEL: &'static str = "Start conversations";
+    const TITLE: &'static str = "Create a conversation";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "A new conversation in the retry epoch's workspace.";
+    type Input = ChatCreateInput;
+    type Output = ConversationCreated;
+}
+
+/// `lomi_chat_draft_update`
+pub struct ChatDraftUpdateTool;
+
+impl ToolDef for ChatDraftUpdateTool {
+    const TOOL: Tool = Tool::ChatDraftUpdate;
+    const NAME: &'static str = "lomi_chat_draft_update";
+    const FAMILY: Option<Family> = Some(Family::Chat);
+    const LABEL: &'static str = "Write chat drafts";
+    const TITLE: &'static str = "Update a draft";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str =
+        "Replaces the draft the person also edits, by expectedDraftRevision.";
+    type Input = ChatDraftUpdateInput;
+    type Output = DraftUpdated;
+}
+
+/// `lomi_chat_send`
+pub struct ChatSendTool;
+
+impl ToolDef for ChatSendTool {
+    const TOOL: Tool = Tool::ChatSend;
+    const NAME: &'static str = "lomi_chat_send";
+    const FAMILY: Option<Family> = Some(Family::Chat);
+    const LABEL: &'static str = "Send messages to a model provider";
+    const TITLE: &'static str = "Send a draft";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        open_world_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Sends the draft to the provider, compared by both revisions; the reply streams in. \
+        Usually awaits the person. Never resend after outcome_unknown.";
+    type Input = ChatSendInput;
+    type Output = ChatSent;
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __chat_tools {
+    ($callback:ident $next:ident $($rest:ident)* [$($rows:tt)*]) => {
+        $crate::$next!($callback $($rest)* [$($rows)*
+            ChatList = $crate::tools::chat::ChatListTool => broker as plain,
+            ChatGet = $crate::tools::chat::ChatGetTool => broker as plain,
+            ChatCreate = $crate::tools::chat::ChatCreateTool => broker as plain,
+            ChatDraftUpdate = $crate::tools::chat::ChatDraftUpdateTool => broker as plain,
+            ChatSend = $crate::tools::chat::ChatSendTool => chat as plain,
+        ]);
+    };
 }
 
 #[cfg(test)]

@@ -2,6 +2,9 @@
 //! with `bufferRevision` for the text and `diskRevision` for the file; and workspace close with
 //! its dirty-document guard.
 
+use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
+use crate::definition::ToolDef;
+use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{DocumentId, DomainRevision, ProjectId, RequestKey, RetryEpoch, WorkspaceId};
@@ -248,4 +251,130 @@ pub struct PersonEdited {
     /// True when edits were made since the base, so the person's edit was moved over them.
     pub rebased: bool,
     pub dirty: bool,
+}
+
+// The tools of this module, one definition each ([`ToolDef`]); the list below names who
+// serves each one and how it answers.
+
+/// `lomi_editor_open`
+pub struct EditorOpenTool;
+
+impl ToolDef for EditorOpenTool {
+    const TOOL: Tool = Tool::EditorOpen;
+    const NAME: &'static str = "lomi_editor_open";
+    const FAMILY: Option<Family> = Some(Family::Editor);
+    const LABEL: &'static str = "Open documents";
+    const TITLE: &'static str = "Open an editor document";
+    const KIND: ToolKind = ToolKind::Control;
+    // It changes no file, but it opens a document the person sees in the window.
+    const ANNOTATIONS: Annotations = Annotations {
+        read_only_hint: false,
+        ..READ
+    };
+    const DESCRIPTION: &'static str = "Opens a UTF-8 text file (with or without BOM) as the shared editor document the person also \
+        sees, or returns the one already open for that path: documentId, bufferRevision, diskRevision \
+        and the text (without the BOM, line endings exactly as in the file). Other encodings and \
+        binary files are UNSUPPORTED.";
+    type Input = EditorOpenInput;
+    type Output = EditorDocumentView;
+}
+
+/// `lomi_editor_edit`
+pub struct EditorEditTool;
+
+impl ToolDef for EditorEditTool {
+    const TOOL: Tool = Tool::EditorEdit;
+    const NAME: &'static str = "lomi_editor_edit";
+    const FAMILY: Option<Family> = Some(Family::Editor);
+    const LABEL: &'static str = "Edit documents";
+    const TITLE: &'static str = "Edit an editor document";
+    const KIND: ToolKind = ToolKind::Control;
+    const ANNOTATIONS: Annotations = Annotations {
+        read_only_hint: false,
+        idempotent_hint: false,
+        ..READ
+    };
+    const DESCRIPTION: &'static str = "Applies non-overlapping character-offset edits to a document's text as one change, only if it \
+        is still at expectedBufferRevision (the person may have edited it: REVISION_MISMATCH carries \
+        the current revision). Changes the buffer, not the file; save to write it.";
+    type Input = EditorEditInput;
+    type Output = EditorEdited;
+}
+
+/// `lomi_editor_save`
+pub struct EditorSaveTool;
+
+impl ToolDef for EditorSaveTool {
+    const TOOL: Tool = Tool::EditorSave;
+    const NAME: &'static str = "lomi_editor_save";
+    const FAMILY: Option<Family> = Some(Family::Editor);
+    const LABEL: &'static str = "Save documents to disk";
+    const TITLE: &'static str = "Save an editor document";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Writes the document at expectedBufferRevision to its file, with its BOM and line endings, only \
+        if the file is still as it was opened or last saved (else REVISION_MISMATCH: nothing is \
+        overwritten). Cannot be undone by cancelling.";
+    type Input = EditorSaveInput;
+    type Output = EditorSaved;
+}
+
+/// `lomi_editor_close`
+pub struct EditorCloseTool;
+
+impl ToolDef for EditorCloseTool {
+    const TOOL: Tool = Tool::EditorClose;
+    const NAME: &'static str = "lomi_editor_close";
+    const FAMILY: Option<Family> = Some(Family::Editor);
+    const LABEL: &'static str = "Close documents";
+    const TITLE: &'static str = "Close an editor document";
+    const KIND: ToolKind = ToolKind::Control;
+    const ANNOTATIONS: Annotations = Annotations {
+        read_only_hint: false,
+        destructive_hint: true,
+        ..READ
+    };
+    const DESCRIPTION: &'static str = "Closes a document. A document with unsaved changes is refused (INVALID_ARGUMENT) unless \
+        discard: true.";
+    type Input = EditorCloseInput;
+    type Output = EditorClosed;
+}
+
+/// `lomi_workspace_close`
+pub struct WorkspaceCloseTool;
+
+impl ToolDef for WorkspaceCloseTool {
+    const TOOL: Tool = Tool::WorkspaceClose;
+    const NAME: &'static str = "lomi_workspace_close";
+    const FAMILY: Option<Family> = Some(Family::Workspace);
+    const LABEL: &'static str = "Close a workspace";
+    const TITLE: &'static str = "Close a workspace's documents";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Saves or discards every open document of the workspace as named in documents (each dirty one \
+        must be named), then closes them. The workspace stays in Lomi. If a save fails nothing is \
+        closed and the operation fails, effectState partial when something was saved; \
+        result.details names the saved and the failed documents.";
+    type Input = WorkspaceCloseInput;
+    type Output = WorkspaceClosed;
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __editor_tools {
+    ($callback:ident $next:ident $($rest:ident)* [$($rows:tt)*]) => {
+        $crate::$next!($callback $($rest)* [$($rows)*
+            EditorOpen = $crate::tools::editor::EditorOpenTool => editor as plain,
+            EditorEdit = $crate::tools::editor::EditorEditTool => editor as plain,
+            EditorSave = $crate::tools::editor::EditorSaveTool => editor as plain,
+            EditorClose = $crate::tools::editor::EditorCloseTool => editor as plain,
+            WorkspaceClose = $crate::tools::editor::WorkspaceCloseTool => editor as plain,
+        ]);
+    };
 }

@@ -1,6 +1,9 @@
 //! Project file tools: read, write, create, rename, delete and list, with the seed's revision
 //! rules (`expectedDiskRevision` is the SHA-256 of the file's exact bytes).
 
+use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
+use crate::definition::ToolDef;
+use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{ProjectId, RequestKey, RetryEpoch, WorkspaceId};
@@ -177,4 +180,153 @@ pub struct DirListView {
     /// Changes exactly when the listing (any page) changes.
     pub directory_revision: String,
     pub next_offset: Option<u32>,
+}
+
+// The tools of this module, one definition each ([`ToolDef`]); the list below names who
+// serves each one and how it answers.
+
+/// `lomi_file_read`
+pub struct FileReadTool;
+
+impl ToolDef for FileReadTool {
+    const TOOL: Tool = Tool::FileRead;
+    const NAME: &'static str = "lomi_file_read";
+    const FAMILY: Option<Family> = Some(Family::Files);
+    const LABEL: &'static str = "Read files";
+    const TITLE: &'static str = "Read a file";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "Reads a project file (or a byte range of it) with its diskRevision (SHA-256 of the exact bytes), \
+        encoding and line endings. Valid UTF-8 comes as text, anything else as base64.";
+    type Input = FileReadInput;
+    type Output = FileReadView;
+}
+
+/// `lomi_file_write`
+pub struct FileWriteTool;
+
+impl ToolDef for FileWriteTool {
+    const TOOL: Tool = Tool::FileWrite;
+    const NAME: &'static str = "lomi_file_write";
+    const FAMILY: Option<Family> = Some(Family::Files);
+    const LABEL: &'static str = "Overwrite files";
+    const TITLE: &'static str = "Write a file";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Replaces an existing file's content atomically, only if it still has expectedDiskRevision \
+        (REVISION_MISMATCH carries the current one). Permissions are kept; bytes are written exactly.";
+    type Input = FileWriteInput;
+    type Output = FileChanged;
+}
+
+/// `lomi_file_create`
+pub struct FileCreateTool;
+
+impl ToolDef for FileCreateTool {
+    const TOOL: Tool = Tool::FileCreate;
+    const NAME: &'static str = "lomi_file_create";
+    const FAMILY: Option<Family> = Some(Family::Files);
+    const LABEL: &'static str = "Create files";
+    const TITLE: &'static str = "Create a file";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Creates a new file in the project; an existing path is REVISION_MISMATCH. A missing folder is \
+        NOT_FOUND unless createParents: true; expectedParentRevision (the folder's directoryRevision) \
+        creates only if the folder is as you saw it.";
+    type Input = FileCreateInput;
+    type Output = FileChanged;
+}
+
+/// `lomi_file_rename`
+pub struct FileRenameTool;
+
+impl ToolDef for FileRenameTool {
+    const TOOL: Tool = Tool::FileRename;
+    const NAME: &'static str = "lomi_file_rename";
+    const FAMILY: Option<Family> = Some(Family::Files);
+    const LABEL: &'static str = "Rename or move files";
+    const TITLE: &'static str = "Rename a file";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str =
+        "Renames or moves a file within the project; never overwrites an existing target.";
+    type Input = FileRenameInput;
+    type Output = FileChanged;
+}
+
+/// `lomi_file_delete`
+pub struct FileDeleteTool;
+
+impl ToolDef for FileDeleteTool {
+    const TOOL: Tool = Tool::FileDelete;
+    const NAME: &'static str = "lomi_file_delete";
+    const FAMILY: Option<Family> = Some(Family::Files);
+    const LABEL: &'static str = "Delete files";
+    const TITLE: &'static str = "Delete a file";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Deletes a file (by its diskRevision) or an empty directory (by its directoryRevision). Waits for \
+        the person's decision (awaiting_user) unless they turned that off. Cannot be undone.";
+    type Input = FileDeleteInput;
+    type Output = FileChanged;
+}
+
+/// `lomi_dir_create`
+pub struct DirCreateTool;
+
+impl ToolDef for DirCreateTool {
+    const TOOL: Tool = Tool::DirCreate;
+    const NAME: &'static str = "lomi_dir_create";
+    const FAMILY: Option<Family> = Some(Family::Files);
+    const LABEL: &'static str = "Create folders";
+    const TITLE: &'static str = "Create a folder";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Makes a folder in the project (with createParents, the missing folders above it too), \
+        optionally only if the folder it goes in is at expectedParentRevision. An existing path is \
+        REVISION_MISMATCH. Returns the operation; its result holds the new directoryRevision.";
+    type Input = DirCreateInput;
+    type Output = DirCreated;
+}
+
+/// `lomi_dir_list`
+pub struct DirListTool;
+
+impl ToolDef for DirListTool {
+    const TOOL: Tool = Tool::DirList;
+    const NAME: &'static str = "lomi_dir_list";
+    const FAMILY: Option<Family> = Some(Family::Files);
+    const LABEL: &'static str = "List folders";
+    const TITLE: &'static str = "List a directory";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "Lists a project directory, sorted and paged, with each entry's revision and a directoryRevision \
+        that changes exactly when the listing changes.";
+    type Input = DirListInput;
+    type Output = DirListView;
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __files_tools {
+    ($callback:ident $next:ident $($rest:ident)* [$($rows:tt)*]) => {
+        $crate::$next!($callback $($rest)* [$($rows)*
+            FileRead = $crate::tools::files::FileReadTool => files as plain,
+            FileWrite = $crate::tools::files::FileWriteTool => files as plain,
+            FileCreate = $crate::tools::files::FileCreateTool => files as plain,
+            FileRename = $crate::tools::files::FileRenameTool => files as plain,
+            FileDelete = $crate::tools::files::FileDeleteTool => files as plain,
+            DirCreate = $crate::tools::files::DirCreateTool => files as plain,
+            DirList = $crate::tools::files::DirListTool => files as plain,
+        ]);
+    };
 }

@@ -1,6 +1,9 @@
 //! Git tools for a project that is a repository: bounded status and diff reads, and staging,
 //! committing and branching as operations. A Git change cannot be undone by cancelling.
 
+use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
+use crate::definition::ToolDef;
+use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{ProjectId, RequestKey, RetryEpoch, WorkspaceId};
@@ -140,4 +143,106 @@ pub struct GitBranched {
     pub branch: String,
     /// Its HEAD commit; absent on an unborn branch.
     pub head: Option<String>,
+}
+
+// The tools of this module, one definition each ([`ToolDef`]); the list below names who
+// serves each one and how it answers.
+
+/// `lomi_git_status`
+pub struct GitStatusTool;
+
+impl ToolDef for GitStatusTool {
+    const TOOL: Tool = Tool::GitStatus;
+    const NAME: &'static str = "lomi_git_status";
+    const FAMILY: Option<Family> = Some(Family::Git);
+    const LABEL: &'static str = "Read Git status";
+    const TITLE: &'static str = "Git status";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The Git status of a project that is a repository: HEAD commit, branch, and each changed, \
+        staged or untracked path. UNSUPPORTED when the project is not a repository.";
+    type Input = GitStatusInput;
+    type Output = GitStatusView;
+}
+
+/// `lomi_git_diff`
+pub struct GitDiffTool;
+
+impl ToolDef for GitDiffTool {
+    const TOOL: Tool = Tool::GitDiff;
+    const NAME: &'static str = "lomi_git_diff";
+    const FAMILY: Option<Family> = Some(Family::Git);
+    const LABEL: &'static str = "Read Git diffs";
+    const TITLE: &'static str = "Git diff";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The unified diff of the unstaged changes, or of the staged ones with staged: true, optionally \
+        for one path, bounded by maxBytes.";
+    type Input = GitDiffInput;
+    type Output = GitDiffView;
+}
+
+/// `lomi_git_stage`
+pub struct GitStageTool;
+
+impl ToolDef for GitStageTool {
+    const TOOL: Tool = Tool::GitStage;
+    const NAME: &'static str = "lomi_git_stage";
+    const FAMILY: Option<Family> = Some(Family::Git);
+    const LABEL: &'static str = "Stage files in Git";
+    const TITLE: &'static str = "Stage changes";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str =
+        "Stages the given paths (new, changed or deleted files) for the next commit.";
+    type Input = GitStageInput;
+    type Output = GitStaged;
+}
+
+/// `lomi_git_commit`
+pub struct GitCommitTool;
+
+impl ToolDef for GitCommitTool {
+    const TOOL: Tool = Tool::GitCommit;
+    const NAME: &'static str = "lomi_git_commit";
+    const FAMILY: Option<Family> = Some(Family::Git);
+    const LABEL: &'static str = "Commit to Git";
+    const TITLE: &'static str = "Commit staged changes";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Commits what is staged, only if HEAD is still expectedHeadRevision (REVISION_MISMATCH carries \
+        the current one). A commit cannot be undone by cancelling; make a new commit to change it.";
+    type Input = GitCommitInput;
+    type Output = GitCommitted;
+}
+
+/// `lomi_git_branch`
+pub struct GitBranchTool;
+
+impl ToolDef for GitBranchTool {
+    const TOOL: Tool = Tool::GitBranch;
+    const NAME: &'static str = "lomi_git_branch";
+    const FAMILY: Option<Family> = Some(Family::Git);
+    const LABEL: &'static str = "Create or switch Git branches";
+    const TITLE: &'static str = "Create or switch a branch";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Creates a branch at HEAD and switches to it, or switches to an existing branch. Refused over \
+        uncommitted changes unless allowUncommitted. Cannot be undone by cancelling.";
+    type Input = GitBranchInput;
+    type Output = GitBranched;
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __git_tools {
+    ($callback:ident $next:ident $($rest:ident)* [$($rows:tt)*]) => {
+        $crate::$next!($callback $($rest)* [$($rows)*
+            GitStatus = $crate::tools::git::GitStatusTool => git as plain,
+            GitDiff = $crate::tools::git::GitDiffTool => git as plain,
+            GitStage = $crate::tools::git::GitStageTool => git as plain,
+            GitCommit = $crate::tools::git::GitCommitTool => git as plain,
+            GitBranch = $crate::tools::git::GitBranchTool => git as plain,
+        ]);
+    };
 }

@@ -1,5 +1,8 @@
 //! Operation tools: receipts by id or by key, cancellation, the event feed, store status.
 
+use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
+use crate::definition::ToolDef;
+use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -205,4 +208,100 @@ impl From<OperationError> for ToolError {
     fn from(e: OperationError) -> Self {
         ToolError::new(e.code, e.message)
     }
+}
+
+// The tools of this module, one definition each ([`ToolDef`]); the list below names who
+// serves each one and how it answers.
+
+/// `lomi_operation_get`
+pub struct OperationGetTool;
+
+impl ToolDef for OperationGetTool {
+    const TOOL: Tool = Tool::OperationGet;
+    const NAME: &'static str = "lomi_operation_get";
+    const FAMILY: Option<Family> = None;
+    const LABEL: &'static str = "Follow its operations";
+    const TITLE: &'static str = "Get an operation";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The receipt of one of this connection's operations, by operationId or by the original request's \
+        key. Read state, effectState and result: isError false alone does not prove an effect.";
+    type Input = OperationGetInput;
+    type Output = OperationView;
+}
+
+/// `lomi_operation_cancel`
+pub struct OperationCancelTool;
+
+impl ToolDef for OperationCancelTool {
+    const TOOL: Tool = Tool::OperationCancel;
+    const NAME: &'static str = "lomi_operation_cancel";
+    const FAMILY: Option<Family> = None;
+    const LABEL: &'static str = "Cancel its operations";
+    const TITLE: &'static str = "Cancel an operation";
+    const KIND: ToolKind = ToolKind::Control;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Cancels queued or waiting work, or asks running work to stop. It cannot undo an effect that \
+        already happened; the receipt settles with the effect really reached.";
+    type Input = OperationCancelInput;
+    type Output = OperationView;
+}
+
+/// `lomi_events_read`
+pub struct EventsReadTool;
+
+impl ToolDef for EventsReadTool {
+    const TOOL: Tool = Tool::EventsRead;
+    const NAME: &'static str = "lomi_events_read";
+    const FAMILY: Option<Family> = None;
+    const LABEL: &'static str = "Read its operations' events";
+    const TITLE: &'static str = "Read operation events";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "A bounded page of operation state changes of this connection, after a cursor. A page may be \
+        empty: continue with nextCursor. Metadata only; not proof of effect.";
+    type Input = EventsReadInput;
+    type Output = EventPage;
+}
+
+/// `lomi_store_status`
+pub struct StoreStatusTool;
+
+impl ToolDef for StoreStatusTool {
+    const TOOL: Tool = Tool::StoreStatus;
+    const NAME: &'static str = "lomi_store_status";
+    const FAMILY: Option<Family> = None;
+    const LABEL: &'static str = "Read Lomi's storage use";
+    const TITLE: &'static str = "Receipt store status";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str =
+        "Counts, caps and oldest records of Lomi's receipt store. Maintenance needs the person.";
+    type Input = crate::tools::NoArguments;
+    type Output = StoreStatusView;
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __operations_tools {
+    ($callback:ident $next:ident $($rest:ident)* [$($rows:tt)*]) => {
+        $crate::$next!($callback $($rest)* [$($rows)*
+            OperationGet = $crate::tools::operations::OperationGetTool => broker as plain,
+            OperationCancel = $crate::tools::operations::OperationCancelTool => broker as plain,
+            EventsRead = $crate::tools::operations::EventsReadTool => broker as plain,
+        ]);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_tools {
+    ($callback:ident $next:ident $($rest:ident)* [$($rows:tt)*]) => {
+        $crate::$next!($callback $($rest)* [$($rows)*
+            StoreStatus = $crate::tools::operations::StoreStatusTool => broker as plain,
+        ]);
+    };
 }

@@ -1,6 +1,9 @@
 //! Session tools: pairing status, workspace and panel listings, connecting to a workspace,
 //! and the workspace layout mutation.
 
+use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
+use crate::definition::ToolDef;
+use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{
@@ -267,6 +270,111 @@ impl schemars::JsonSchema for LayoutChange {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkspaceUpdateResult {
     pub workspace: WorkspaceView,
+}
+
+// The tools of this module, one definition each ([`ToolDef`]); the list below names who
+// serves each one and how it answers.
+
+/// `lomi_pairing_status`
+pub struct PairingStatusTool;
+
+impl ToolDef for PairingStatusTool {
+    const TOOL: Tool = Tool::PairingStatus;
+    const NAME: &'static str = "lomi_pairing_status";
+    const FAMILY: Option<Family> = None;
+    const LABEL: &'static str = "See whether it is paired";
+    const TITLE: &'static str = "Pairing status";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "Whether the person has approved this client yet, with the verification code they will compare. \
+        The only tool that answers before approval.";
+    type Input = crate::tools::NoArguments;
+    type Output = PairingStatus;
+}
+
+/// `lomi_workspace_list`
+pub struct WorkspaceListTool;
+
+impl ToolDef for WorkspaceListTool {
+    const TOOL: Tool = Tool::WorkspaceList;
+    const NAME: &'static str = "lomi_workspace_list";
+    const FAMILY: Option<Family> = None;
+    const LABEL: &'static str = "List workspaces";
+    const TITLE: &'static str = "List workspaces";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The workspaces this pairing was granted, with projects, panel order and the current domainRevision.";
+    type Input = crate::tools::NoArguments;
+    type Output = WorkspaceList;
+}
+
+/// `lomi_panel_list`
+pub struct PanelListTool;
+
+impl ToolDef for PanelListTool {
+    const TOOL: Tool = Tool::PanelList;
+    const NAME: &'static str = "lomi_panel_list";
+    const FAMILY: Option<Family> = None;
+    const LABEL: &'static str = "List panels";
+    const TITLE: &'static str = "List panels";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The panels of a granted workspace with their current runtime generation and the domainRevision.";
+    type Input = PanelListInput;
+    type Output = PanelList;
+}
+
+/// `lomi_connect`
+pub struct ConnectTool;
+
+impl ToolDef for ConnectTool {
+    const TOOL: Tool = Tool::Connect;
+    const NAME: &'static str = "lomi_connect";
+    const FAMILY: Option<Family> = None;
+    const LABEL: &'static str = "Connect to a workspace";
+    const TITLE: &'static str = "Connect to a workspace";
+    const KIND: ToolKind = ToolKind::Control;
+    const ANNOTATIONS: Annotations = Annotations {
+        idempotent_hint: false,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Opens a connection to a granted workspace and returns its retryEpoch (valid 24 h, this broker \
+        instance only). Pass retryEpoch and your own requestKey to every mutation; keep both to look \
+        a receipt up after a lost reply.";
+    type Input = ConnectInput;
+    type Output = Connection;
+}
+
+/// `lomi_workspace_update`
+pub struct WorkspaceUpdateTool;
+
+impl ToolDef for WorkspaceUpdateTool {
+    const TOOL: Tool = Tool::WorkspaceUpdate;
+    const NAME: &'static str = "lomi_workspace_update";
+    const FAMILY: Option<Family> = Some(Family::Workspace);
+    const LABEL: &'static str = "Rearrange or rename a workspace";
+    const TITLE: &'static str = "Update a workspace";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Renames a workspace or reorders its panels, compared and swapped by expectedRevision \
+        (REVISION_MISMATCH carries the current revision). Returns the operation; its confirmed result \
+        holds the updated workspace.";
+    type Input = WorkspaceUpdateInput;
+    type Output = WorkspaceUpdateResult;
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __session_tools {
+    ($callback:ident $next:ident $($rest:ident)* [$($rows:tt)*]) => {
+        $crate::$next!($callback $($rest)* [$($rows)*
+            PairingStatus = $crate::tools::session::PairingStatusTool => broker as plain,
+            WorkspaceList = $crate::tools::session::WorkspaceListTool => broker as plain,
+            PanelList = $crate::tools::session::PanelListTool => broker as plain,
+            Connect = $crate::tools::session::ConnectTool => broker as plain,
+            WorkspaceUpdate = $crate::tools::session::WorkspaceUpdateTool => broker as plain,
+        ]);
+    };
 }
 
 #[cfg(test)]

@@ -2,6 +2,9 @@
 //! `settingsRevision`. Agents read every section (the person-only ones in part) and change
 //! only the sections and fields the person leaves to them.
 
+use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
+use crate::definition::ToolDef;
+use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -333,6 +336,53 @@ impl Default for NetworkSettings {
             mcp_url: String::new(),
         }
     }
+}
+
+// The tools of this module, one definition each ([`ToolDef`]); the list below names who
+// serves each one and how it answers.
+
+/// `lomi_settings_get`
+pub struct SettingsGetTool;
+
+impl ToolDef for SettingsGetTool {
+    const TOOL: Tool = Tool::SettingsGet;
+    const NAME: &'static str = "lomi_settings_get";
+    const FAMILY: Option<Family> = Some(Family::Workspace);
+    const LABEL: &'static str = "Read settings";
+    const TITLE: &'static str = "Get settings";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The person's settings, one section or all, each with its settingsRevision. Provider keys are never shown.";
+    type Input = SettingsGetInput;
+    type Output = SettingsView;
+}
+
+/// `lomi_settings_update`
+pub struct SettingsUpdateTool;
+
+impl ToolDef for SettingsUpdateTool {
+    const TOOL: Tool = Tool::SettingsUpdate;
+    const NAME: &'static str = "lomi_settings_update";
+    const FAMILY: Option<Family> = Some(Family::Workspace);
+    const LABEL: &'static str = "Change settings";
+    const TITLE: &'static str = "Update settings";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Sets fields of the terminal, browser, editor or chat section, compared and swapped by \
+        expectedSettingsRevision (REVISION_MISMATCH carries the current one). Returns the operation.";
+    type Input = SettingsUpdateInput;
+    type Output = SettingsUpdated;
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __settings_tools {
+    ($callback:ident $next:ident $($rest:ident)* [$($rows:tt)*]) => {
+        $crate::$next!($callback $($rest)* [$($rows)*
+            SettingsGet = $crate::tools::settings::SettingsGetTool => broker as plain,
+            SettingsUpdate = $crate::tools::settings::SettingsUpdateTool => broker as plain,
+        ]);
+    };
 }
 
 #[cfg(test)]

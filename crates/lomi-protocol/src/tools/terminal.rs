@@ -1,6 +1,9 @@
 //! Terminal tools: create a terminal panel, hold input authority (leases), send ordered
 //! input, read the screen and output, interrupt, close.
 
+use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
+use crate::definition::ToolDef;
+use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{
@@ -292,4 +295,157 @@ pub struct TerminalClosed {
     pub panel_id: PanelId,
     pub exited: ExitView,
     pub domain_revision: DomainRevision,
+}
+
+// The tools of this module, one definition each ([`ToolDef`]); the list below names who
+// serves each one and how it answers.
+
+/// `lomi_terminal_create`
+pub struct TerminalCreateTool;
+
+impl ToolDef for TerminalCreateTool {
+    const TOOL: Tool = Tool::TerminalCreate;
+    const NAME: &'static str = "lomi_terminal_create";
+    const FAMILY: Option<Family> = Some(Family::Terminal);
+    const LABEL: &'static str = "Open terminals";
+    const TITLE: &'static str = "Create a terminal";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Starts a real terminal (the person's shell, or argv) in a project directory as a new panel, \
+        compared by the workspace's expectedRevision. Settles succeeded once the process runs and its \
+        first output is seen; the result holds panelId, terminalSessionId, generation and a leaseId for \
+        input.";
+    type Input = TerminalCreateInput;
+    type Output = TerminalCreated;
+}
+
+/// `lomi_lease_acquire`
+pub struct LeaseAcquireTool;
+
+impl ToolDef for LeaseAcquireTool {
+    const TOOL: Tool = Tool::LeaseAcquire;
+    const NAME: &'static str = "lomi_lease_acquire";
+    const FAMILY: Option<Family> = Some(Family::Terminal);
+    const LABEL: &'static str = "Take input control of a panel";
+    const TITLE: &'static str = "Acquire a lease";
+    const KIND: ToolKind = ToolKind::Control;
+    const ANNOTATIONS: Annotations = Annotations {
+        idempotent_hint: false,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Input authority over one runtime generation of a panel. It ends when the person types in the \
+        panel (takeover), the runtime is replaced, the panel closes, or the pairing is revoked.";
+    type Input = LeaseAcquireInput;
+    type Output = LeaseView;
+}
+
+/// `lomi_lease_release`
+pub struct LeaseReleaseTool;
+
+impl ToolDef for LeaseReleaseTool {
+    const TOOL: Tool = Tool::LeaseRelease;
+    const NAME: &'static str = "lomi_lease_release";
+    const FAMILY: Option<Family> = Some(Family::Terminal);
+    const LABEL: &'static str = "Give input control back";
+    const TITLE: &'static str = "Release a lease";
+    const KIND: ToolKind = ToolKind::Control;
+    const ANNOTATIONS: Annotations = MUTATION;
+    const DESCRIPTION: &'static str = "Gives up a lease.";
+    type Input = LeaseReleaseInput;
+    type Output = LeaseReleased;
+}
+
+/// `lomi_terminal_input`
+pub struct TerminalInputTool;
+
+impl ToolDef for TerminalInputTool {
+    const TOOL: Tool = Tool::TerminalInput;
+    const NAME: &'static str = "lomi_terminal_input";
+    const FAMILY: Option<Family> = Some(Family::Terminal);
+    const LABEL: &'static str = "Type into terminals";
+    const TITLE: &'static str = "Type into a terminal";
+    const KIND: ToolKind = ToolKind::Control;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Sends text or named keys under a lease, ordered by inputSequence (the lease's last plus one). \
+        Repeating a sequence with the same payload acknowledges the earlier input without sending it \
+        again. The answer confirms the bytes were written, not what the program did: read to see.";
+    type Input = TerminalInputInput;
+    type Output = InputAccepted;
+}
+
+/// `lomi_terminal_read`
+pub struct TerminalReadTool;
+
+impl ToolDef for TerminalReadTool {
+    const TOOL: Tool = Tool::TerminalRead;
+    const NAME: &'static str = "lomi_terminal_read";
+    const FAMILY: Option<Family> = Some(Family::Terminal);
+    const LABEL: &'static str = "Read terminals";
+    const TITLE: &'static str = "Read a terminal";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The visible screen (with cursor and alternate-screen flag) and/or output since a cursor, bounded \
+        by maxBytes. With waitFor it answers once the text or regex appears, output goes idle, or the \
+        process exits (bounded by timeoutMs), so there is no need to poll.";
+    type Input = TerminalReadInput;
+    type Output = TerminalReadView;
+}
+
+/// `lomi_terminal_interrupt`
+pub struct TerminalInterruptTool;
+
+impl ToolDef for TerminalInterruptTool {
+    const TOOL: Tool = Tool::TerminalInterrupt;
+    const NAME: &'static str = "lomi_terminal_interrupt";
+    const FAMILY: Option<Family> = Some(Family::Terminal);
+    const LABEL: &'static str = "Interrupt a terminal's program";
+    const TITLE: &'static str = "Interrupt a terminal";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Sends Ctrl+C (SIGINT) to the terminal's foreground process group. Succeeds when the signal was \
+        dispatched; it does not mean the process exited: read the terminal to see.";
+    type Input = TerminalInterruptInput;
+    type Output = Interrupted;
+}
+
+/// `lomi_terminal_close`
+pub struct TerminalCloseTool;
+
+impl ToolDef for TerminalCloseTool {
+    const TOOL: Tool = Tool::TerminalClose;
+    const NAME: &'static str = "lomi_terminal_close";
+    const FAMILY: Option<Family> = Some(Family::Terminal);
+    const LABEL: &'static str = "Close terminals";
+    const TITLE: &'static str = "Close a terminal";
+    const KIND: ToolKind = ToolKind::Mutation;
+    const ANNOTATIONS: Annotations = Annotations {
+        destructive_hint: true,
+        ..MUTATION
+    };
+    const DESCRIPTION: &'static str = "Ends every process of the terminal and removes its panel, compared by expectedRevision. Cannot \
+        be undone.";
+    type Input = crate::tools::session::PanelCloseInput;
+    type Output = TerminalClosed;
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __terminal_tools {
+    ($callback:ident $next:ident $($rest:ident)* [$($rows:tt)*]) => {
+        $crate::$next!($callback $($rest)* [$($rows)*
+            TerminalCreate = $crate::tools::terminal::TerminalCreateTool => terminals as plain,
+            LeaseAcquire = $crate::tools::terminal::LeaseAcquireTool => broker as plain,
+            LeaseRelease = $crate::tools::terminal::LeaseReleaseTool => broker as plain,
+            TerminalInput = $crate::tools::terminal::TerminalInputTool => terminals as plain,
+            TerminalRead = $crate::tools::terminal::TerminalReadTool => terminals as plain,
+            TerminalInterrupt = $crate::tools::terminal::TerminalInterruptTool => terminals as plain,
+            TerminalClose = $crate::tools::terminal::TerminalCloseTool => terminals as plain,
+        ]);
+    };
 }
