@@ -46,7 +46,7 @@ export interface Decision {
   projectId: string | null;
   arguments: Record<string, unknown>;
   /** What it will do, in the person's terms (the diff, the file, the command, the message). */
-  effect?: Effect;
+  effect: Effect;
   createdAt: string;
 }
 

@@ -144,13 +144,23 @@ const deletion: Decision = {
   workspaceId: "ws_a",
   projectId: "pr_a",
   arguments: { workspaceId: "ws_a", path: "notes/old.txt", retryEpoch: "re_1", requestKey: "d1" },
+  effect: {
+    summary: "Delete notes/old.txt (12 bytes). This cannot be undone.",
+    kind: "fileDelete",
+    path: "notes/old.txt",
+    size: 12,
+    firstLines: "old notes\n",
+    truncated: false,
+    binary: false,
+    note: null,
+  },
   createdAt: "2026-12-03T06:00:00Z",
 };
 
 describe("operation decision dialog", () => {
   it("says exactly what will happen, where", () => {
     expect(describeOperation(deletion, workspaces)).toBe(
-      "Delete notes/old.txt in /home/p/alpha. This cannot be undone.",
+      "In /home/p/alpha: Delete notes/old.txt (12 bytes). This cannot be undone.",
     );
   });
 

@@ -141,38 +141,14 @@ export interface DecisionActions {
   decide(operationId: string, approve: boolean): void;
 }
 
-/** What an operation will do, in words, from its tool and arguments. */
+/** What an operation will do, in words: the broker's own sentence for it (the tool's definition
+ * previews it), where it acts. */
 export function describeOperation(decision: Decision, workspaces: Workspace[]): string {
   const args = decision.arguments;
   const workspace = workspaces.find((w) => w.workspaceId === decision.workspaceId);
   const project = workspace?.projects.find((p) => p.projectId === (args.projectId ?? decision.projectId));
-  const where = project ? ` in ${project.root}` : workspace ? ` in workspace ${workspace.name}` : "";
-  const path = typeof args.path === "string" ? args.path : undefined;
-  // The broker's own sentence for what it will do, where it acts.
-  if (decision.effect) {
-    const place = project ? project.root : workspace ? `workspace ${workspace.name}` : null;
-    return place ? `In ${place}: ${decision.effect.summary}` : decision.effect.summary;
-  }
-  switch (decision.tool) {
-    case "lomi_file_delete":
-      return `Delete ${path ?? "a file"}${where}. This cannot be undone.`;
-    case "lomi_file_write":
-      return `Overwrite ${path ?? "a file"}${where}.`;
-    case "lomi_file_create":
-      return `Create ${path ?? "a file"}${where}.`;
-    case "lomi_file_rename":
-      return `Rename ${String(args.fromPath ?? args.from ?? "a file")} to ${String(args.toPath ?? args.to ?? "?")}${where}.`;
-    case "lomi_android_attach":
-      return `Let the agent use the Android device ${String(args.serial ?? "?")}${where}: tap, type, capture the screen and launch apps on it.`;
-    case "lomi_android_shell":
-      return `Run a shell command on an Android device: ${String(args.command ?? "")}`;
-    case "lomi_chat_send":
-      return "Send this message to a model provider. It cannot be taken back once sent.";
-    case "lomi_terminal_create":
-      return `Open a terminal${where}${typeof args.title === "string" ? ` titled "${args.title}"` : ""}.`;
-    default:
-      return `Run ${decision.tool}${where}.`;
-  }
+  const place = project ? project.root : workspace ? `workspace ${workspace.name}` : null;
+  return place ? `In ${place}: ${decision.effect.summary}` : decision.effect.summary;
 }
 
 /** The dialog for one operation waiting for the person. */
@@ -199,7 +175,7 @@ export function decisionDialog(
       h("strong", { class: "client-name" }, clientName),
     ),
     h("p", { class: "what" }, describeOperation(decision, workspaces)),
-    decision.effect ? renderEffect(decision.effect) : null,
+    renderEffect(decision.effect),
     h(
       "details",
       {},

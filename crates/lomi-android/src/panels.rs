@@ -14,6 +14,7 @@ use lomi_broker::{
     Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, PanelCall,
     PanelRecord, PanelRuntime, Runtimes, persist,
 };
+use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::android::{
     AndroidAction, AndroidAttachInput, AndroidAttached, AndroidBounds, AndroidCaptureInput,
     AndroidCaptureView, AndroidDetached, AndroidDeviceList, AndroidDeviceView, AndroidDevicesInput,
@@ -24,8 +25,7 @@ use lomi_protocol::tools::android::{
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::{PanelCloseInput, PanelKind, PanelListInput};
 use lomi_protocol::{
-    EffectState, ErrorCode, MAX_INLINE_IMAGE_BYTES, PairingId, PanelId, Tool, ToolError,
-    WorkspaceId,
+    EffectState, ErrorCode, MAX_INLINE_IMAGE_BYTES, PairingId, PanelId, ToolError, WorkspaceId,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -416,13 +416,12 @@ impl AndroidPanels {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let change = LayoutChange {
-            tool: Tool::AndroidAttach,
+            call: ToolCall::of::<lomi_protocol::tools::android::AndroidAttachTool>(&input)?,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
             expected,
-            payload: to_value(&input),
         };
         let serial = input.serial.clone();
         if serial.is_empty() || serial.len() > 256 || serial.chars().any(char::is_control) {
@@ -648,7 +647,7 @@ impl AndroidPanels {
             .close(
                 &self.broker,
                 caller,
-                Tool::AndroidDetach,
+                ToolCall::of::<lomi_protocol::tools::android::AndroidDetachTool>(&input)?,
                 &input,
                 EffectState::None,
                 keeping,
@@ -661,7 +660,7 @@ impl AndroidPanels {
     async fn on_device<F, Fut>(
         &self,
         caller: &PairingId,
-        tool: Tool,
+        call: ToolCall,
         input: &(impl Serialize + LeaseGuarded),
         effect: F,
     ) -> Result<OperationView, ToolError>
@@ -671,7 +670,7 @@ impl AndroidPanels {
     {
         self.on_device_prepared(
             caller,
-            tool,
+            call,
             input,
             |_| Ok(()),
             |device, (), context| effect(device, context),
@@ -684,7 +683,7 @@ impl AndroidPanels {
     async fn on_device_prepared<P, Prepare, F, Fut>(
         &self,
         caller: &PairingId,
-        tool: Tool,
+        call: ToolCall,
         input: &(impl Serialize + LeaseGuarded),
         prepare: Prepare,
         effect: F,
@@ -697,13 +696,12 @@ impl AndroidPanels {
     {
         let guard = input.guard();
         let call = PanelCall {
-            tool,
+            call,
             retry_epoch: guard.retry_epoch,
             request_key: guard.request_key,
             panel_id: guard.panel,
             generation: guard.generation,
             lease: Some(guard.lease),
-            payload: to_value(input),
         };
         self.broker
             .operate_on_panel(
@@ -740,7 +738,7 @@ impl AndroidPanels {
         let generation = input.generation.clone();
         self.on_device(
             caller,
-            Tool::AndroidLaunch,
+            ToolCall::of::<lomi_protocol::tools::android::AndroidLaunchTool>(&input)?,
             &input,
             move |device, _context| async move {
                 let launched = blocking(move || match target {
@@ -795,7 +793,7 @@ impl AndroidPanels {
         let command = input.command.clone();
         self.on_device(
             caller,
-            Tool::AndroidShell,
+            ToolCall::of::<lomi_protocol::tools::android::AndroidShellTool>(&input)?,
             &input,
             move |device, context| async move {
                 let ran = blocking(move || device.shell(&command, max_bytes as usize));

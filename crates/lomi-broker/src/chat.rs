@@ -2,6 +2,7 @@
 //! bounded by bytes, and the agent's create and draft update as operations compared by the
 //! draft's revision. The provider send itself is `lomi-chat`'s, over these.
 
+use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::chat::{
     ChatCreateInput, ChatDraftUpdateInput, ChatGetInput, ChatList, ChatListInput, ChatMessage,
     ConversationCreated, ConversationSummary, ConversationView, Draft, DraftUpdated,
@@ -9,7 +10,7 @@ use lomi_protocol::tools::chat::{
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::settings::{ChatSettings, Provider, ProvidersSettings};
 use lomi_protocol::{
-    ConversationId, ConversationRevision, DraftRevision, EffectState, ErrorCode, PairingId, Tool,
+    ConversationId, ConversationRevision, DraftRevision, EffectState, ErrorCode, PairingId,
     ToolError, WorkspaceId,
 };
 use lomi_store::{ConversationRecord, MessageRecord, NewReply, Stale};
@@ -355,13 +356,11 @@ impl Broker {
         let workspace_id = self.retry_epoch_workspace(caller, &input.retry_epoch)?;
         check_title(&input.title)?;
         let mutation = Mutation {
-            tool: Tool::ChatCreate,
+            call: ToolCall::of::<lomi_protocol::tools::chat::ChatCreateTool>(&input)?,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
             generation: None,
             revision: None,
             permit: Permit::Chat(workspace_id.clone()),
@@ -405,13 +404,11 @@ impl Broker {
         let id = input.conversation_id.clone();
         let expected = input.expected_draft_revision;
         let mutation = Mutation {
-            tool: Tool::ChatDraftUpdate,
+            call: ToolCall::of::<lomi_protocol::tools::chat::ChatDraftUpdateTool>(&input)?,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
             generation: None,
             revision: Some(expected.to_string()),
             permit: Permit::Draft(id.clone()),

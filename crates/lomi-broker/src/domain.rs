@@ -114,7 +114,7 @@ impl Pairing {
 pub struct Policy {
     #[serde(deserialize_with = "known_tools")]
     pub confirm_tools: BTreeSet<Tool>,
-    /// The tools of [`CONFIRMED_BY_DEFAULT`] already applied to this policy, so a default that
+    /// The tools of [`confirmed_by_default`] already applied to this policy, so a default that
     /// a newer Lomi adds reaches an existing data dir once, and a tool the person turned off
     /// stays off.
     #[serde(default = "defaults_before_tracking", deserialize_with = "known_tools")]
@@ -161,7 +161,8 @@ fn known_tools<'de, D: serde::Deserializer<'de>>(
         .collect())
 }
 
-/// What `CONFIRMED_BY_DEFAULT` held before policies recorded which defaults they had applied.
+/// What the defaults were before policies recorded which defaults they had applied (a fact
+/// of old `domain.json` files, not of today's definitions).
 fn defaults_before_tracking() -> BTreeSet<Tool> {
     BTreeSet::from([Tool::FileDelete])
 }
@@ -170,9 +171,9 @@ impl Policy {
     /// Applies the defaults this policy has not seen yet; true if it changed.
     pub fn apply_new_defaults(&mut self) -> bool {
         let mut changed = false;
-        for tool in CONFIRMED_BY_DEFAULT {
-            if self.applied_defaults.insert(*tool) {
-                self.confirm_tools.insert(*tool);
+        for tool in confirmed_by_default() {
+            if self.applied_defaults.insert(tool) {
+                self.confirm_tools.insert(tool);
                 changed = true;
             }
         }
@@ -180,20 +181,18 @@ impl Policy {
     }
 }
 
-/// Tools that wait for the person unless they say otherwise: deleting files cannot be undone;
-/// a shell command on a phone can do anything the device's shell user can; JavaScript in a
-/// browser page can do anything the page can; a message sent to a model provider cannot be
-/// taken back.
-pub const CONFIRMED_BY_DEFAULT: &[Tool] = &[
-    Tool::FileDelete,
-    Tool::AndroidShell,
-    Tool::BrowserEvaluate,
-    Tool::ChatSend,
-];
+/// Tools that wait for the person unless they say otherwise, as their definitions say
+/// (`ToolDef::ASKS_BY_DEFAULT`, with the reason beside it).
+pub fn confirmed_by_default() -> impl Iterator<Item = Tool> {
+    Tool::ALL
+        .iter()
+        .copied()
+        .filter(|tool| tool.asks_by_default())
+}
 
 impl Default for Policy {
     fn default() -> Self {
-        let defaults: BTreeSet<Tool> = CONFIRMED_BY_DEFAULT.iter().copied().collect();
+        let defaults: BTreeSet<Tool> = confirmed_by_default().collect();
         Policy {
             confirm_tools: defaults.clone(),
             applied_defaults: defaults,

@@ -8,15 +8,14 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use futures_util::future::BoxFuture;
+use lomi_protocol::definition::Preview;
 use lomi_protocol::effect::{MAX_EFFECT_TEXT_BYTES, bounded};
+use lomi_protocol::tools::chat::ChatSendInput;
 use lomi_protocol::tools::layout::{LayoutNode, SplitDirection};
-use lomi_protocol::tools::session::{LayoutChange, WorkspaceChange, WorkspaceChangeArguments};
+use lomi_protocol::tools::session::{LayoutChange, WorkspaceChange};
 use lomi_protocol::{
-    ConversationId, DocumentId, DraftRevision, Effect, EffectDetail, Fact, PairingId, PanelId,
-    ProjectId, Tool, WorkspaceId,
+    DocumentId, Effect, EffectDetail, Fact, PairingId, PanelId, ProjectId, Tool, WorkspaceId,
 };
-use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::Broker;
@@ -75,14 +74,17 @@ pub struct OpenDocument {
     pub bytes: Vec<u8>,
 }
 
-/// What an effect is computed from: the waiting operation's tool, who asked, where, and
-/// its arguments.
+/// What an effect is computed from: the waiting operation's tool, who asked, where, what its
+/// definition previews of its typed input, the panel it names, and its arguments (listed in
+/// words when the preview has nothing of its own).
 #[derive(Clone, Copy)]
 pub struct Asked<'a> {
     pub tool: Tool,
     pub caller: &'a PairingId,
     pub workspace: &'a WorkspaceId,
     pub project: Option<&'a ProjectId>,
+    pub preview: &'a Preview,
+    pub panel: Option<&'a PanelId>,
     pub arguments: &'a Value,
 }
 
@@ -101,243 +103,135 @@ impl Broker {
             .clone()
     }
 
-    /// What the operation will do, in the person's terms. The match is exhaustive: a new tool
-    /// must say what the person is shown when it waits for them.
+    /// What the operation will do, in the person's terms, from its tool's [`Preview`]
+    /// (written in the tool's definition) and what the broker reads beside it.
     pub async fn effect(&self, asked: Asked<'_>) -> Effect {
-        let arguments = asked.arguments;
-        let tool = asked.tool;
-        match tool {
-            Tool::FileWrite | Tool::FileCreate => match decode::<Written>(arguments) {
-                Some(w) => self.file_write(&asked, &w.path, w.text, w.base64).await,
-                None => facts(tool, arguments),
-            },
-            Tool::FileDelete => match decode::<AtPath>(arguments) {
-                Some(input) => self.file_delete(&asked, &input.path).await,
-                None => facts(tool, arguments),
-            },
-            Tool::FileRename => match decode::<Moved>(arguments) {
-                Some(Moved { from, to }) => Effect {
-                    summary: format!("Rename {from} to {to}"),
-                    detail: EffectDetail::Move { from, to },
+        match asked.preview {
+            Preview::Write { path, text, base64 } => {
+                self.file_write(&asked, path, text.clone(), base64.clone())
+                    .await
+            }
+            Preview::Delete { path } => self.file_delete(&asked, path).await,
+            Preview::Move { from, to } => Effect {
+                summary: format!("Rename {from} to {to}"),
+                detail: EffectDetail::Move {
+                    from: from.clone(),
+                    to: to.clone(),
                 },
-                None => facts(tool, arguments),
             },
-            Tool::DirCreate => match decode::<AtPath>(arguments) {
-                Some(input) => change(
-                    format!("Create the folder {}", input.path),
-                    vec![fact("Folder", input.path)],
-                ),
-                None => facts(tool, arguments),
-            },
-            Tool::GitCommit => match decode::<Commit>(arguments) {
-                Some(input) => self.commit(&asked, input.message).await,
-                None => facts(tool, arguments),
-            },
-            Tool::GitStage => match decode::<Paths>(arguments) {
-                Some(input) => Effect {
-                    summary: format!("Stage {} in Git", count(input.paths.len(), "file")),
-                    detail: EffectDetail::Git {
-                        action: "stage".to_owned(),
-                        files: input.paths,
-                    },
+            Preview::CreateFolder { path } => change(
+                format!("Create the folder {path}"),
+                vec![fact("Folder", path.clone())],
+            ),
+            Preview::Commit { message } => self.commit(&asked, message.clone()).await,
+            Preview::Stage { paths } => Effect {
+                summary: format!("Stage {} in Git", count(paths.len(), "file")),
+                detail: EffectDetail::Git {
+                    action: "stage".to_owned(),
+                    files: paths.clone(),
                 },
-                None => facts(tool, arguments),
             },
-            Tool::GitBranch => match decode::<Branch>(arguments) {
-                Some(input) => Effect {
-                    summary: if input.create {
-                        format!("Create the Git branch {} and switch to it", input.name)
+            Preview::Branch { name, create } => Effect {
+                summary: if *create {
+                    format!("Create the Git branch {name} and switch to it")
+                } else {
+                    format!("Switch to the Git branch {name}")
+                },
+                detail: EffectDetail::Git {
+                    action: if *create {
+                        "create branch"
                     } else {
-                        format!("Switch to the Git branch {}", input.name)
-                    },
-                    detail: EffectDetail::Git {
-                        action: if input.create {
-                            "create branch"
-                        } else {
-                            "switch branch"
-                        }
-                        .to_owned(),
-                        files: vec![input.name],
+                        "switch branch"
+                    }
+                    .to_owned(),
+                    files: vec![name.clone()],
+                },
+            },
+            Preview::OpenTerminal {
+                title,
+                cwd_relative,
+                argv,
+            } => match argv {
+                Some(argv) if !argv.is_empty() => Effect {
+                    summary: format!("Open the terminal \"{title}\" running a program"),
+                    detail: EffectDetail::Command {
+                        on: format!("terminal \"{title}\""),
+                        command: argv.join(" "),
                     },
                 },
-                None => facts(tool, arguments),
+                _ => change(
+                    format!("Open the terminal \"{title}\" with a shell"),
+                    vec![
+                        fact("Title", title.clone()),
+                        fact("Folder", project_folder(cwd_relative)),
+                    ],
+                ),
             },
-            Tool::TerminalCreate => match decode::<TerminalOpen>(arguments) {
-                Some(input) => match input.argv {
-                    Some(argv) if !argv.is_empty() => Effect {
-                        summary: format!("Open the terminal \"{}\" running a program", input.title),
-                        detail: EffectDetail::Command {
-                            on: format!("terminal \"{}\"", input.title),
-                            command: argv.join(" "),
-                        },
-                    },
-                    _ => change(
-                        format!("Open the terminal \"{}\" with a shell", input.title),
-                        vec![
-                            fact("Title", input.title),
-                            fact("Folder", project_folder(&input.cwd_relative)),
-                        ],
-                    ),
-                },
-                None => facts(tool, arguments),
-            },
-            Tool::TerminalInput => {
-                let text = arguments.get("payload").map(typed_text).unwrap_or_default();
-                let into = self.panel_named(&asked, "the terminal");
+            Preview::Shell { command } => {
+                let on = self.panel_named(&asked, "the phone");
                 Effect {
-                    summary: format!("Type into {into}"),
-                    detail: EffectDetail::Typed { into, text },
+                    summary: format!("Run a shell command on {on}"),
+                    detail: EffectDetail::Command {
+                        on,
+                        command: command.clone(),
+                    },
                 }
             }
-            Tool::AndroidShell => match decode::<Command>(arguments) {
-                Some(input) => {
-                    let on = self.panel_named(&asked, "the phone");
-                    Effect {
-                        summary: format!("Run a shell command on {on}"),
-                        detail: EffectDetail::Command {
-                            on,
-                            command: input.command,
-                        },
-                    }
+            Preview::UseDevice { serial } => {
+                let model = match self.sight() {
+                    Some(sight) => sight.device_model(serial.clone()).await,
+                    None => None,
+                };
+                let name = match &model {
+                    Some(model) => format!("{model} ({serial})"),
+                    None => serial.clone(),
+                };
+                Effect {
+                    summary: format!(
+                        "Let the agent use the phone {name}: tap, type, capture its screen, launch and install apps"
+                    ),
+                    detail: EffectDetail::Device {
+                        serial: serial.clone(),
+                        model,
+                    },
                 }
-                None => facts(tool, arguments),
-            },
-            Tool::AndroidAttach => match decode::<Attach>(arguments) {
-                Some(input) => {
-                    let model = match self.sight() {
-                        Some(sight) => sight.device_model(input.serial.clone()).await,
-                        None => None,
-                    };
-                    let name = match &model {
-                        Some(model) => format!("{model} ({})", input.serial),
-                        None => input.serial.clone(),
-                    };
-                    Effect {
-                        summary: format!(
-                            "Let the agent use the phone {name}: tap, type, capture its screen, launch and install apps"
-                        ),
-                        detail: EffectDetail::Device {
-                            serial: input.serial,
-                            model,
-                        },
-                    }
+            }
+            Preview::Script { expression } => {
+                let page = self.panel_named(&asked, "the browser");
+                let (script, truncated) = bounded(expression);
+                Effect {
+                    summary: format!("Run a script in the page of {page}"),
+                    detail: EffectDetail::Script { script, truncated },
                 }
-                None => facts(tool, arguments),
-            },
-            Tool::BrowserEvaluate => match decode::<Script>(arguments) {
-                Some(input) => {
-                    let page = self.panel_named(&asked, "the browser");
-                    let (script, truncated) = bounded(&input.expression);
-                    Effect {
-                        summary: format!("Run a script in the page of {page}"),
-                        detail: EffectDetail::Script { script, truncated },
-                    }
+            }
+            Preview::Navigate { url } => {
+                let place = self.panel_named(&asked, "the browser");
+                Effect {
+                    summary: format!("Open {url} in {place}"),
+                    detail: EffectDetail::Navigate { url: url.clone() },
                 }
-                None => facts(tool, arguments),
-            },
-            Tool::BrowserNavigate | Tool::AndroidOpenUrl => match decode::<Address>(arguments) {
-                Some(Address { url: Some(url) }) => {
-                    let place = self.panel_named(&asked, "the browser");
-                    Effect {
-                        summary: format!("Open {url} in {place}"),
-                        detail: EffectDetail::Navigate { url },
-                    }
+            }
+            Preview::ChatSend(input) => self.chat_send(&asked, input),
+            Preview::Workspace(requested) => self.workspace_change(&asked, requested),
+            Preview::SaveDocument { document } => self.document_save(&asked, document).await,
+            Preview::Type { text } => {
+                let into = self.panel_named(&asked, "the browser");
+                Effect {
+                    summary: format!("Type into the page of {into}"),
+                    detail: EffectDetail::Typed {
+                        into,
+                        text: text.clone(),
+                    },
                 }
-                _ => facts(tool, arguments),
-            },
-            Tool::ChatSend => match decode::<ChatSend>(arguments) {
-                Some(input) => self.chat_send(&asked, input),
-                None => facts(tool, arguments),
-            },
-            Tool::WorkspaceUpdate => match decode::<Update>(arguments) {
-                Some(input) => self.workspace_change(&asked, input.change),
-                None => facts(tool, arguments),
-            },
-            Tool::EditorSave => self.document_save(&asked).await,
-            Tool::BrowserType => match decode::<Typing>(arguments) {
-                Some(input) => {
-                    let into = self.panel_named(&asked, "the browser");
-                    Effect {
-                        summary: format!("Type into the page of {into}"),
-                        detail: EffectDetail::Typed {
-                            into,
-                            text: input.text,
-                        },
-                    }
-                }
-                None => self.described(&asked),
-            },
-            Tool::TerminalClose | Tool::BrowserClose | Tool::AndroidDetach => {
+            }
+            Preview::ClosePanel => {
                 let panel = self.panel_named(&asked, "a panel");
                 change(
                     format!("Close {panel}: what runs in it ends"),
                     vec![fact("Panel", panel)],
                 )
             }
-            Tool::PairingStatus
-            | Tool::WorkspaceList
-            | Tool::PanelList
-            | Tool::Connect
-            | Tool::OperationGet
-            | Tool::OperationCancel
-            | Tool::EventsRead
-            | Tool::LeaseAcquire
-            | Tool::LeaseRelease
-            | Tool::TerminalRead
-            | Tool::TerminalInterrupt
-            | Tool::FileRead
-            | Tool::DirList
-            | Tool::EditorOpen
-            | Tool::EditorEdit
-            | Tool::EditorClose
-            | Tool::WorkspaceClose
-            | Tool::GitStatus
-            | Tool::GitDiff
-            | Tool::AndroidDevices
-            | Tool::AndroidLaunch
-            | Tool::AndroidInput
-            | Tool::AndroidUiSnapshot
-            | Tool::AndroidCapture
-            | Tool::AndroidPush
-            | Tool::AndroidPull
-            | Tool::AndroidInstall
-            | Tool::AndroidUninstall
-            | Tool::AndroidApps
-            | Tool::AndroidStop
-            | Tool::AndroidLogcat
-            | Tool::AndroidOrientation
-            | Tool::AndroidRotate
-            | Tool::AndroidCaptureSet
-            | Tool::BrowserCreate
-            | Tool::BrowserSnapshot
-            | Tool::BrowserWait
-            | Tool::BrowserClick
-            | Tool::BrowserPress
-            | Tool::BrowserSelect
-            | Tool::BrowserHover
-            | Tool::BrowserScroll
-            | Tool::BrowserUpload
-            | Tool::BrowserDialog
-            | Tool::BrowserTabList
-            | Tool::BrowserTabOpen
-            | Tool::BrowserTabSwitch
-            | Tool::BrowserTabClose
-            | Tool::BrowserConsole
-            | Tool::BrowserNetwork
-            | Tool::BrowserCapture
-            | Tool::BrowserDrag
-            | Tool::BrowserFill
-            | Tool::BrowserEmulate
-            | Tool::BrowserPdf
-            | Tool::BrowserNetworkBody
-            | Tool::BrowserCaptureSet
-            | Tool::StoreStatus
-            | Tool::SettingsGet
-            | Tool::SettingsUpdate
-            | Tool::ChatList
-            | Tool::ChatGet
-            | Tool::ChatCreate
-            | Tool::ChatDraftUpdate => self.described(&asked),
+            Preview::Described => self.described(&asked),
         }
     }
 
@@ -345,7 +239,7 @@ impl Broker {
     /// on (by kind and title) when it names one.
     fn described(&self, asked: &Asked<'_>) -> Effect {
         let mut effect = facts(asked.tool, asked.arguments);
-        if asked.arguments.get("panelId").is_some()
+        if asked.panel.is_some()
             && let EffectDetail::Change { facts } = &mut effect.detail
         {
             facts.insert(0, fact("Panel", self.panel_named(asked, "a closed panel")));
@@ -355,10 +249,10 @@ impl Broker {
 
     /// Saving an editor document: the diff from the file on disk to the document's text, read
     /// in the document's own project (the caller's grants still decide whether it is read).
-    async fn document_save(&self, asked: &Asked<'_>) -> Effect {
-        let document = match (decode::<OnDocument>(asked.arguments), self.sight()) {
-            (Some(on), Some(sight)) => sight.document(on.document_id),
-            _ => None,
+    async fn document_save(&self, asked: &Asked<'_>, document: &DocumentId) -> Effect {
+        let document = match self.sight() {
+            Some(sight) => sight.document(document.clone()),
+            None => None,
         };
         match document {
             Some(document) if &document.workspace == asked.workspace => {
@@ -513,7 +407,7 @@ impl Broker {
         }
     }
 
-    fn chat_send(&self, asked: &Asked<'_>, input: ChatSend) -> Effect {
+    fn chat_send(&self, asked: &Asked<'_>, input: &ChatSendInput) -> Effect {
         let record = self
             .chat_conversation(Some(asked.caller), &input.conversation_id)
             .ok();
@@ -553,20 +447,17 @@ impl Broker {
         }
     }
 
-    fn workspace_change(&self, asked: &Asked<'_>, change: WorkspaceChangeArguments) -> Effect {
+    fn workspace_change(&self, asked: &Asked<'_>, requested: &WorkspaceChange) -> Effect {
         let name = self
             .workspaces()
             .into_iter()
             .find(|w| &w.id == asked.workspace)
             .map(|w| w.name)
             .unwrap_or_else(|| asked.workspace.to_string());
-        let Ok(requested) = WorkspaceChange::try_from(change) else {
-            return facts(asked.tool, asked.arguments);
-        };
         match requested {
             WorkspaceChange::Rename(rename) => self::change(
                 format!("Rename the workspace {name} to {}", rename.name),
-                vec![fact("From", name), fact("To", rename.name)],
+                vec![fact("From", name), fact("To", rename.name.clone())],
             ),
             WorkspaceChange::Layout(LayoutChange::PanelOrder(order)) => {
                 let order: Vec<String> = order
@@ -582,7 +473,7 @@ impl Broker {
                 format!("Rearrange the panels of the workspace {name}"),
                 vec![fact(
                     "New arrangement",
-                    self.arrangement(asked.caller, &root),
+                    self.arrangement(asked.caller, root),
                 )],
             ),
         }
@@ -637,116 +528,11 @@ impl Broker {
 
     /// The panel the request acts on (`panelId`), by kind and title, or `otherwise`.
     fn panel_named(&self, asked: &Asked<'_>, otherwise: &str) -> String {
-        match decode::<OnPanel>(asked.arguments) {
-            Some(OnPanel {
-                panel_id: Some(panel),
-            }) => self.panel_title(asked.caller, &panel, otherwise),
-            _ => otherwise.to_owned(),
+        match asked.panel {
+            Some(panel) => self.panel_title(asked.caller, panel, otherwise),
+            None => otherwise.to_owned(),
         }
     }
-}
-
-// The fields of a tool's input an effect shows (the front door decoded the whole input
-// strictly already; here the rest is ignored).
-
-#[derive(Deserialize)]
-struct Written {
-    path: String,
-    text: Option<String>,
-    base64: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct AtPath {
-    path: String,
-}
-
-#[derive(Deserialize)]
-struct Moved {
-    from: String,
-    to: String,
-}
-
-#[derive(Deserialize)]
-struct Commit {
-    message: String,
-}
-
-#[derive(Deserialize)]
-struct Paths {
-    paths: Vec<String>,
-}
-
-#[derive(Deserialize)]
-struct Branch {
-    name: String,
-    create: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct TerminalOpen {
-    title: String,
-    #[serde(default)]
-    cwd_relative: String,
-    argv: Option<Vec<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct OnPanel {
-    panel_id: Option<PanelId>,
-}
-
-#[derive(Deserialize)]
-struct Command {
-    command: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct OnDocument {
-    document_id: DocumentId,
-}
-
-#[derive(Deserialize)]
-struct Typing {
-    text: String,
-}
-
-#[derive(Deserialize)]
-struct Script {
-    expression: String,
-}
-
-#[derive(Deserialize)]
-struct Address {
-    url: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Attach {
-    serial: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ChatSend {
-    conversation_id: ConversationId,
-    expected_draft_revision: DraftRevision,
-    provider: Option<String>,
-    model: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Update {
-    change: WorkspaceChangeArguments,
-}
-
-/// The arguments as the fields an effect shows; `None` if they are not there (then the
-/// effect lists the request's fields).
-fn decode<T: DeserializeOwned>(arguments: &Value) -> Option<T> {
-    serde_json::from_value(arguments.clone()).ok()
 }
 
 fn fact(label: &str, value: impl Into<String>) -> Fact {
@@ -809,24 +595,6 @@ fn first_lines(text: &str, lines: usize) -> (String, bool) {
         end += line.len();
     }
     (text.to_owned(), false)
-}
-
-/// What a terminal input types: its text, or its keys by name.
-fn typed_text(payload: &Value) -> String {
-    if let Some(text) = payload.get("text").and_then(Value::as_str) {
-        return text.to_owned();
-    }
-    if let Some(text) = payload.as_str() {
-        return text.to_owned();
-    }
-    match payload.get("keys").and_then(Value::as_array) {
-        Some(keys) => keys
-            .iter()
-            .filter_map(Value::as_str)
-            .map(|k| format!("<{k}>"))
-            .collect(),
-        None => payload.to_string(),
-    }
 }
 
 /// The effect of writing `new` over `old` (`None`: not readable, `Some(None)`: no file).
@@ -1058,16 +826,86 @@ mod tests {
     }
 
     impl Fixture {
+        /// The effect of `tool` called with (the fields that matter of) `arguments`.
         async fn effect(&self, tool: Tool, arguments: Value) -> Effect {
+            let panel = arguments
+                .get("panelId")
+                .and_then(|p| serde_json::from_value::<PanelId>(p.clone()).ok());
             self.broker
                 .effect(Asked {
                     tool,
                     caller: &self.caller,
                     workspace: &self.workspace,
                     project: None,
+                    preview: &preview(tool, &arguments),
+                    panel: panel.as_ref(),
                     arguments: &arguments,
                 })
                 .await
+        }
+    }
+
+    /// The preview the tool's definition makes of a whole input, from the fields of it a
+    /// test names.
+    fn preview(tool: Tool, a: &Value) -> Preview {
+        let text = |key: &str| a.get(key).and_then(Value::as_str).map(str::to_owned);
+        let field = |key: &str| text(key).unwrap_or_default();
+        match tool {
+            Tool::FileWrite | Tool::FileCreate => Preview::Write {
+                path: field("path"),
+                text: text("text"),
+                base64: text("base64"),
+            },
+            Tool::FileDelete => Preview::Delete {
+                path: field("path"),
+            },
+            Tool::FileRename => Preview::Move {
+                from: field("from"),
+                to: field("to"),
+            },
+            Tool::DirCreate => Preview::CreateFolder {
+                path: field("path"),
+            },
+            Tool::GitCommit => Preview::Commit {
+                message: field("message"),
+            },
+            Tool::GitStage => Preview::Stage {
+                paths: serde_json::from_value(a["paths"].clone()).unwrap_or_default(),
+            },
+            Tool::TerminalCreate => Preview::OpenTerminal {
+                title: field("title"),
+                cwd_relative: field("cwdRelative"),
+                argv: serde_json::from_value(a["argv"].clone()).ok(),
+            },
+            Tool::AndroidShell => Preview::Shell {
+                command: field("command"),
+            },
+            Tool::AndroidAttach => Preview::UseDevice {
+                serial: field("serial"),
+            },
+            Tool::BrowserEvaluate => Preview::Script {
+                expression: field("expression"),
+            },
+            Tool::BrowserNavigate => match text("url") {
+                Some(url) => Preview::Navigate { url },
+                None => Preview::Described,
+            },
+            Tool::BrowserType => Preview::Type {
+                text: field("text"),
+            },
+            Tool::ChatSend => {
+                let mut whole = a.clone();
+                whole["retryEpoch"] = json!("re_test");
+                whole["requestKey"] = json!("send-1");
+                Preview::ChatSend(Box::new(
+                    serde_json::from_value(whole).expect("a chat send's input"),
+                ))
+            }
+            Tool::EditorSave => Preview::SaveDocument {
+                document: serde_json::from_value(a["documentId"].clone()).expect("a document id"),
+            },
+            Tool::TerminalClose | Tool::BrowserClose | Tool::AndroidDetach => Preview::ClosePanel,
+            _ => Preview::Described,
         }
     }
 
@@ -1542,6 +1380,8 @@ mod tests {
                 caller: &stranger,
                 workspace: &f.workspace,
                 project: None,
+                preview: &preview(Tool::FileDelete, &arguments),
+                panel: None,
                 arguments: &arguments,
             })
             .await;

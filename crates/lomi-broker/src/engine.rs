@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 
+use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::operations::{OperationError, OperationView};
 use lomi_protocol::{
     ConversationId, Effect, EffectState, ErrorCode, OperationId, OperationState, PairingId,
@@ -24,13 +25,12 @@ use crate::{Broker, store_error, waiting_on_disk};
 /// One mutation as a tool hands it to the engine: its identity (the receipt key), what its
 /// fingerprint binds, and where it waits its turn.
 pub struct Mutation {
-    pub tool: Tool,
+    /// The tool, its whole input (canonicalized into the fingerprint) and its preview.
+    pub call: ToolCall,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// The tool's whole input; canonicalized into the fingerprint.
-    pub payload: Value,
     /// The target runtime generation the request was made against, if any.
     pub generation: Option<String>,
     /// The revision the request was made against, if any.
@@ -249,14 +249,16 @@ impl Broker {
                 };
                 // What the person will be shown, read before the reservation (reads only):
                 // only for a request that will wait for them.
-                let effect = match (&found, self.asks(&confirmation, mutation.tool)) {
+                let effect = match (&found, self.asks(&confirmation, mutation.call.tool)) {
                     (Ok(_), true) => Some(
                         self.effect(Asked {
-                            tool: mutation.tool,
+                            tool: mutation.call.tool,
                             caller,
                             workspace: &mutation.workspace_id,
                             project: mutation.project_id.as_ref(),
-                            arguments: &mutation.payload,
+                            preview: &mutation.call.preview,
+                            panel: mutation.call.panel.as_ref(),
+                            arguments: &mutation.call.payload,
                         })
                         .await,
                     ),
@@ -315,7 +317,13 @@ impl Broker {
         };
         let (decision_tx, decision_rx) = oneshot::channel();
         let (gate, decision) = match confirmation {
-            Confirmation::Policy if self.domain().policy.confirm_tools.contains(&mutation.tool) => {
+            Confirmation::Policy
+                if self
+                    .domain()
+                    .policy
+                    .confirm_tools
+                    .contains(&mutation.call.tool) =>
+            {
                 (Gate::Ask(decision_rx, None), Some(decision_tx))
             }
             Confirmation::Policy | Confirmation::Allowed => (Gate::Open, None),
@@ -359,14 +367,15 @@ impl Broker {
         let (settled_tx, settled_rx) = watch::channel(false);
         let request = decision.is_some().then(|| AwaitingDecision {
             operation_id: receipt.operation_id.clone(),
-            tool: mutation.tool,
+            tool: mutation.call.tool,
             pairing_id: caller.clone(),
             workspace_id: mutation.workspace_id.clone(),
             project_id: mutation.project_id.clone(),
-            arguments: mutation.payload.clone(),
+            arguments: mutation.call.payload.clone(),
             // The policy changed to ask since the effect was read: its request, in words.
-            effect: effect
-                .unwrap_or_else(|| crate::effect::unread(mutation.tool, &mutation.payload)),
+            effect: effect.unwrap_or_else(|| {
+                crate::effect::unread(mutation.call.tool, &mutation.call.payload)
+            }),
             created_at: receipt.created_at,
         });
         self.live().insert(
@@ -376,7 +385,11 @@ impl Broker {
                 decision,
                 settled: settled_rx,
                 request,
-                owner: (caller.clone(), mutation.tool, mutation.request_key.clone()),
+                owner: (
+                    caller.clone(),
+                    mutation.call.tool,
+                    mutation.request_key.clone(),
+                ),
                 progress: None,
             },
         );
@@ -745,11 +758,11 @@ fn receipt_key(caller: &PairingId, mutation: &Mutation) -> (ReceiptKey, String) 
         pairing_id: caller.clone(),
         retry_epoch: mutation.retry_epoch.clone(),
         project_id: mutation.project_id.clone(),
-        tool: mutation.tool.tool_name(),
+        tool: mutation.call.tool.tool_name(),
         request_key: mutation.request_key.clone(),
     };
     let fingerprint = lomi_store::fingerprint(
-        &mutation.payload,
+        &mutation.call.payload,
         mutation.generation.as_deref(),
         mutation.revision.as_deref(),
     );

@@ -4,23 +4,22 @@
 use std::future::Future;
 use std::path::PathBuf;
 
+use lomi_protocol::definition::{ToolCall, ToolDef};
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::{PairingId, ProjectId, RequestKey, RetryEpoch, Tool, ToolError, WorkspaceId};
-use serde_json::Value;
+use lomi_protocol::{PairingId, ProjectId, RequestKey, RetryEpoch, ToolError, WorkspaceId};
 
 use crate::{Broker, Confirmation, EffectContext, EffectOutcome, Mutation, Permit};
 
 /// One change to a project as the engine sees it: its request identity, where it acts and
 /// what its fingerprint binds.
 pub struct ProjectChange<'a> {
-    pub tool: Tool,
+    /// The tool, its whole input (for the receipt's fingerprint) and its preview.
+    pub call: ToolCall,
     pub workspace: &'a WorkspaceId,
     /// The project named; `None` is the workspace's only project.
     pub project: Option<&'a ProjectId>,
     pub retry_epoch: &'a RetryEpoch,
     pub request_key: &'a RequestKey,
-    /// The tool's whole input, for the receipt's fingerprint.
-    pub payload: Value,
     /// The revision the change is compared against, if any.
     pub revision: Option<String>,
 }
@@ -53,18 +52,22 @@ project_requests!(
 );
 
 impl<'a> ProjectChange<'a> {
-    /// The change a project tool's input asks for, compared by `revision` when it names one.
-    pub fn of(tool: Tool, input: &'a impl ProjectRequest, revision: Option<String>) -> Self {
+    /// The change the input of project tool `D` asks for, compared by `revision` when it
+    /// names one.
+    pub fn of<D>(input: &'a D::Input, revision: Option<String>) -> Result<Self, ToolError>
+    where
+        D: ToolDef,
+        D::Input: ProjectRequest,
+    {
         let (workspace, project, retry_epoch, request_key) = input.place();
-        ProjectChange {
-            tool,
+        Ok(ProjectChange {
+            call: ToolCall::of::<D>(input)?,
             workspace,
             project,
             retry_epoch,
             request_key,
-            payload: serde_json::to_value(input).unwrap_or(Value::Null),
             revision,
-        }
+        })
     }
 }
 
@@ -72,12 +75,11 @@ impl ProjectChange<'_> {
     /// The change as a mutation of `project` (the project it names, resolved).
     pub fn mutation(self, project: ProjectId) -> Mutation {
         Mutation {
-            tool: self.tool,
+            call: self.call,
             retry_epoch: self.retry_epoch.clone(),
             request_key: self.request_key.clone(),
             workspace_id: self.workspace.clone(),
             project_id: Some(project.clone()),
-            payload: self.payload,
             generation: None,
             revision: self.revision,
             permit: Permit::Project(project),

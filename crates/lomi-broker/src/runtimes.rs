@@ -7,11 +7,12 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::{PanelCloseInput, PanelKind};
 use lomi_protocol::{
     DomainRevision, EffectState, ErrorCode, LeaseId, PairingId, PanelId, ProjectId, RequestKey,
-    RetryEpoch, Tool, ToolError, WorkspaceId,
+    RetryEpoch, ToolError, WorkspaceId,
 };
 use serde_json::Value;
 
@@ -99,7 +100,7 @@ impl<R: PanelRuntime> Runtimes<R> {
         &self,
         broker: &Broker,
         caller: &PairingId,
-        tool: Tool,
+        call: ToolCall,
         input: &PanelCloseInput,
         effect_if_kept: EffectState,
         end: End,
@@ -110,13 +111,12 @@ impl<R: PanelRuntime> Runtimes<R> {
         Done: FnOnce(PanelId, DomainRevision) -> Value + Send + 'static,
     {
         let change = LayoutChange {
-            tool,
+            call,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: input.workspace_id.clone(),
             project_id: None,
             expected: input.expected_revision,
-            payload: serde_json::to_value(input).unwrap_or(Value::Null),
         };
         let (workspace, panel, expected) = (
             input.workspace_id.clone(),
@@ -199,28 +199,26 @@ fn kind_phrase(kind: PanelKind) -> &'static str {
 /// and browser create, Android attach), removes one ([`Runtimes::close`]) or closes its
 /// documents (workspace close).
 pub struct LayoutChange {
-    pub tool: Tool,
+    /// The tool, its whole input (for the receipt's fingerprint) and its preview.
+    pub call: ToolCall,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
     pub expected: DomainRevision,
-    /// The tool's whole input, for the receipt's fingerprint.
-    pub payload: Value,
 }
 
 /// A tool that acts on one live runtime of a panel (terminal interrupt, browser actions and
 /// navigation, Android launch and shell), against the runtime generation it names, and with a
 /// lease where the tool needs one.
 pub struct PanelCall<'a> {
-    pub tool: Tool,
+    /// The tool, its whole input (for the receipt's fingerprint) and its preview.
+    pub call: ToolCall,
     pub retry_epoch: &'a RetryEpoch,
     pub request_key: &'a RequestKey,
     pub panel_id: &'a PanelId,
     pub generation: &'a str,
     pub lease: Option<&'a LeaseId>,
-    /// The tool's whole input, for the receipt's fingerprint.
-    pub payload: Value,
 }
 
 impl Broker {
@@ -243,21 +241,19 @@ impl Broker {
         Fut: Future<Output = EffectOutcome> + Send + 'static,
     {
         let LayoutChange {
-            tool,
+            call,
             retry_epoch,
             request_key,
             workspace_id,
             project_id,
             expected,
-            payload,
         } = change;
         let mutation = Mutation {
-            tool,
+            call,
             retry_epoch,
             request_key,
             workspace_id: workspace_id.clone(),
             project_id,
-            payload,
             generation: None,
             revision: Some(expected.to_string()),
             permit: Permit::Workspace(workspace_id.clone()),
@@ -319,12 +315,11 @@ impl Broker {
     {
         let workspace_id = self.retry_epoch_workspace(caller, call.retry_epoch)?;
         let mutation = Mutation {
-            tool: call.tool,
+            call: call.call,
             retry_epoch: call.retry_epoch.clone(),
             request_key: call.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
-            payload: call.payload,
             generation: Some(call.generation.to_owned()),
             revision: None,
             permit: Permit::Panel(call.panel_id.clone()),

@@ -2,6 +2,7 @@
 //! the workspace mutation, receipts, cancellation, the event feed, store status, and the
 //! person's own workspace and operation commands.
 
+use lomi_protocol::definition::ToolCall;
 use std::path::{Path, PathBuf};
 
 use lomi_protocol::tools::layout::{LayoutNode, MAX_LAYOUT_DEPTH};
@@ -198,13 +199,11 @@ impl Broker {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let mutation = Mutation {
-            tool: Tool::WorkspaceUpdate,
+            call: ToolCall::of::<lomi_protocol::tools::session::WorkspaceUpdateTool>(&input)?,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
             generation: None,
             revision: Some(expected.to_string()),
             permit: Permit::Workspace(workspace_id.clone()),

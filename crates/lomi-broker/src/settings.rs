@@ -3,6 +3,7 @@
 //! policy), so a setting has one home and one atomic save; agents change only the terminal,
 //! browser, editor and chat sections, through the operation engine.
 
+use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::settings::{
     BrowserSettings, ChatSettings, ConfirmationsSettings, EditorSettings, NetworkSettings,
@@ -645,13 +646,11 @@ impl Broker {
         let section = input.section;
         let expected = input.expected_settings_revision;
         let mutation = Mutation {
-            tool: Tool::SettingsUpdate,
+            call: ToolCall::of::<lomi_protocol::tools::settings::SettingsUpdateTool>(&input)?,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id,
             project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
             generation: None,
             revision: Some(format!("{section}:{expected}")),
             permit: Permit::Settings,

@@ -3,6 +3,7 @@
 //! the person's decisions (by policy, asked by a tool, remembered), concurrency, the event feed,
 //! failed domain saves and the removal of a panel.
 
+use lomi_protocol::definition::{Preview, Subject, ToolCall};
 use std::fmt::Debug;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -1429,7 +1430,8 @@ async fn removing_a_panel_is_compared_by_revision_and_answered_again_after_it_is
                 .close(
                     broker,
                     agent,
-                    Tool::TerminalClose,
+                    ToolCall::of::<lomi_protocol::tools::terminal::TerminalCloseTool>(&input)
+                        .expect("call"),
                     &input,
                     EffectState::Partial,
                     ending,
@@ -1525,12 +1527,17 @@ where
     Fut: std::future::Future<Output = lomi_broker::EffectOutcome> + Send + 'static,
 {
     let mutation = lomi_broker::Mutation {
-        tool: Tool::AndroidAttach,
+        call: ToolCall {
+            tool: Tool::AndroidAttach,
+            payload: serde_json::json!({ "key": key }),
+            preview: Preview::Described,
+            subject: Subject::None,
+            panel: None,
+        },
         retry_epoch: epoch.clone(),
         request_key: RequestKey::parse(key).expect("request key"),
         workspace_id: workspace.clone(),
         project_id: None,
-        payload: serde_json::json!({ "key": key }),
         generation: None,
         revision: None,
         permit: lomi_broker::Permit::Workspace(workspace.clone()),

@@ -14,6 +14,7 @@ use lomi_broker::{
     PanelRuntime, ProjectChange, Runtimes,
 };
 use lomi_files::confine::write_into;
+use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::browser::{
     Action, ActionDone, ActionNavigation, ActionTarget, BrowserCaptureInput, BrowserClickInput,
     BrowserClosed, BrowserCreateInput, BrowserCreated, BrowserDialogInput, BrowserEvaluateInput,
@@ -149,21 +150,20 @@ pub fn tool_error(error: BrowserError) -> ToolError {
 /// A browser operation's input: it names its panel, the browser generation and its request
 /// identity, with the same field names on every such tool.
 trait BrowserRequest: serde::Serialize {
-    fn call(&self, tool: Tool) -> PanelCall<'_>;
+    fn call(&self, call: ToolCall) -> PanelCall<'_>;
 }
 
 macro_rules! browser_requests {
     ($($input:ty),* $(,)?) => {
         $(impl BrowserRequest for $input {
-            fn call(&self, tool: Tool) -> PanelCall<'_> {
+            fn call(&self, call: ToolCall) -> PanelCall<'_> {
                 PanelCall {
-                    tool,
+                    call,
                     retry_epoch: &self.retry_epoch,
                     request_key: &self.request_key,
                     panel_id: &self.panel_id,
                     generation: &self.browser_generation,
                     lease: None,
-                    payload: to_value(self),
                 }
             }
         })*
@@ -538,13 +538,12 @@ impl BrowserPanels {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let change = LayoutChange {
-            tool: Tool::BrowserCreate,
+            call: ToolCall::of::<lomi_protocol::tools::browser::BrowserCreateTool>(&input)?,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: Some(project_id.clone()),
             expected,
-            payload: to_value(&input),
         };
         let panels = self.clone();
         let title = input.title.clone();
@@ -678,7 +677,7 @@ impl BrowserPanels {
     async fn on_tab<P, F, Fut>(
         &self,
         caller: &PairingId,
-        tool: Tool,
+        call: ToolCall,
         input: &impl BrowserRequest,
         prepare: impl FnOnce(&BrowserRuntime) -> Result<P, ToolError>,
         effect: F,
@@ -691,7 +690,7 @@ impl BrowserPanels {
         self.broker
             .operate_on_panel(
                 caller,
-                input.call(tool),
+                input.call(call),
                 &self.runtimes,
                 prepare,
                 |runtime, prepared, context| async move {
@@ -708,7 +707,7 @@ impl BrowserPanels {
     async fn action<I, F>(
         &self,
         caller: &PairingId,
-        tool: Tool,
+        call: ToolCall,
         input: &I,
         act: F,
     ) -> Result<OperationView, ToolError>
@@ -717,7 +716,7 @@ impl BrowserPanels {
         F: FnOnce(Tab, ActionTarget) -> Outcome + Send + 'static,
     {
         let target = input.common().map_err(ToolError::invalid)?.target;
-        self.act(caller, tool, input, |_| Ok(target), act).await
+        self.act(caller, call, input, |_| Ok(target), act).await
     }
 
     /// An action on the active tab (click, type, upload, drag, fill, …): `act` runs with the
@@ -728,7 +727,7 @@ impl BrowserPanels {
     async fn act<P, F>(
         &self,
         caller: &PairingId,
-        tool: Tool,
+        call: ToolCall,
         input: &impl BrowserRequest,
         prepare: impl FnOnce(&BrowserRuntime) -> Result<P, ToolError>,
         act: F,
@@ -737,10 +736,10 @@ impl BrowserPanels {
         P: Send + 'static,
         F: FnOnce(Tab, P) -> Outcome + Send + 'static,
     {
-        let name = action_name(tool);
+        let name = action_name(call.tool);
         self.on_tab(
             caller,
-            tool,
+            call,
             input,
             prepare,
             move |tab, prepared, cancel| async move {
@@ -809,7 +808,7 @@ impl BrowserPanels {
         let wanted = input.url.clone();
         self.on_tab(
             caller,
-            Tool::BrowserNavigate,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserNavigateTool>(&input)?,
             &input,
             move |runtime| match (history, wanted) {
                 (Some(history), _) => Ok(history),
@@ -1013,7 +1012,7 @@ impl BrowserPanels {
         let prompt = input.prompt_text.clone();
         self.on_tab(
             caller,
-            Tool::BrowserDialog,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserDialogTool>(&input)?,
             &input,
             |_| Ok(()),
             move |tab, (), _cancel| async move {
@@ -1044,10 +1043,11 @@ impl BrowserPanels {
     pub async fn tab(
         &self,
         caller: &PairingId,
-        tool: Tool,
+        call: ToolCall,
         input: BrowserTabInput,
     ) -> Result<OperationView, ToolError> {
-        let open = tool == Tool::BrowserTabOpen;
+        let open = call.tool == Tool::BrowserTabOpen;
+        let switch = call.tool == Tool::BrowserTabSwitch;
         match (&input.tab_id, &input.url, open) {
             (None, _, true) => {}
             (Some(_), None, false) => {}
@@ -1061,7 +1061,7 @@ impl BrowserPanels {
         let tab_id = input.tab_id.clone();
         self.broker.operate_on_panel(
             caller,
-            input.call(tool),
+            input.call(call),
             &self.runtimes,
             move |runtime| {
                 wanted
@@ -1096,7 +1096,7 @@ impl BrowserPanels {
                         }
                         Err(error) => Err(error),
                     },
-                    (false, Some(id)) if tool == Tool::BrowserTabSwitch => {
+                    (false, Some(id)) if switch => {
                         browser.activate(&id).await.map(|()| id)
                     }
                     (false, Some(id)) => browser.close_tab(&id).await.map(|()| id),
@@ -1200,7 +1200,7 @@ impl BrowserPanels {
         let expression = input.expression.clone();
         self.on_tab(
             caller,
-            Tool::BrowserEvaluate,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserEvaluateTool>(&input)?,
             &input,
             |_| Ok(()),
             move |tab, (), _cancel| async move {
@@ -1266,7 +1266,7 @@ impl BrowserPanels {
         let wanted = input.clone();
         self.on_tab(
             caller,
-            Tool::BrowserEmulate,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserEmulateTool>(&input)?,
             &input,
             |_| Ok(()),
             move |tab, (), _cancel| async move {
@@ -1365,7 +1365,7 @@ impl BrowserPanels {
             .close(
                 &self.broker,
                 caller,
-                Tool::BrowserClose,
+                ToolCall::of::<lomi_protocol::tools::browser::BrowserCloseTool>(&input)?,
                 &input,
                 EffectState::Partial,
                 ending,

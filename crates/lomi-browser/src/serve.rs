@@ -1,5 +1,6 @@
 //! The tools this crate serves: each one's handler, as the MCP dispatch calls it.
 
+use lomi_protocol::definition::ToolCall;
 use lomi_protocol::definition::{Serve, ToolDef};
 use lomi_protocol::{PairingId, ToolError, tools};
 
@@ -167,8 +168,12 @@ impl Serve<tools::browser::BrowserTabOpenTool> for crate::panels::BrowserPanels 
         caller: &PairingId,
         input: <tools::browser::BrowserTabOpenTool as ToolDef>::Input,
     ) -> Result<Self::Answer, ToolError> {
-        self.tab(caller, lomi_protocol::Tool::BrowserTabOpen, input)
-            .await
+        self.tab(
+            caller,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserTabOpenTool>(&input)?,
+            input,
+        )
+        .await
     }
 }
 
@@ -180,8 +185,12 @@ impl Serve<tools::browser::BrowserTabSwitchTool> for crate::panels::BrowserPanel
         caller: &PairingId,
         input: <tools::browser::BrowserTabSwitchTool as ToolDef>::Input,
     ) -> Result<Self::Answer, ToolError> {
-        self.tab(caller, lomi_protocol::Tool::BrowserTabSwitch, input)
-            .await
+        self.tab(
+            caller,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserTabSwitchTool>(&input)?,
+            input,
+        )
+        .await
     }
 }
 
@@ -193,8 +202,12 @@ impl Serve<tools::browser::BrowserTabCloseTool> for crate::panels::BrowserPanels
         caller: &PairingId,
         input: <tools::browser::BrowserTabCloseTool as ToolDef>::Input,
     ) -> Result<Self::Answer, ToolError> {
-        self.tab(caller, lomi_protocol::Tool::BrowserTabClose, input)
-            .await
+        self.tab(
+            caller,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserTabCloseTool>(&input)?,
+            input,
+        )
+        .await
     }
 }
 

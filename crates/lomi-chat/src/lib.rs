@@ -6,6 +6,7 @@
 pub mod providers;
 mod serve;
 
+use lomi_protocol::definition::ToolCall;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,7 +20,7 @@ use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::settings::Provider;
 use lomi_protocol::{
     ConversationId, ConversationRevision, DraftRevision, EffectState, ErrorCode, OperationId,
-    PairingId, Tool, ToolError,
+    PairingId, ToolError,
 };
 use lomi_store::NewReply;
 
@@ -173,13 +174,11 @@ impl ChatSends {
             input.expected_draft_revision,
         );
         let mutation = Mutation {
-            tool: Tool::ChatSend,
+            call: ToolCall::of::<lomi_protocol::tools::chat::ChatSendTool>(&input)?,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
             generation: None,
             revision: Some(format!("{expected}:{expected_draft}")),
             permit: Permit::Conversation(id.clone()),

@@ -2,13 +2,14 @@
 //! [`Documents`]; save and workspace close are operations through the broker's engine.
 
 use lomi_broker::{Broker, Confirmation, EffectOutcome, LayoutChange, ProjectChange};
+use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::editor::{
     DocumentAction, DocumentFailure, EditorCloseInput, EditorClosed, EditorDocumentView,
     EditorEditInput, EditorEdited, EditorOpenInput, EditorSaveInput, EditorSaved, PersonDocument,
     PersonEdited, TextEdit, WorkspaceCloseInput, WorkspaceClosed,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::{DocumentId, EffectState, PairingId, ProjectId, Tool, ToolError, WorkspaceId};
+use lomi_protocol::{DocumentId, EffectState, PairingId, ProjectId, ToolError, WorkspaceId};
 
 use crate::FilesError;
 use crate::documents::{Document, Documents, SaveError, parse_revision};
@@ -128,12 +129,11 @@ impl ProjectEditor {
                 ))
             })?;
         let request = ProjectChange {
-            tool: Tool::EditorSave,
+            call: ToolCall::of::<lomi_protocol::tools::editor::EditorSaveTool>(&input)?,
             workspace: &workspace,
             project: Some(&project),
             retry_epoch: &input.retry_epoch,
             request_key: &input.request_key,
-            payload: to_value(&input),
             revision: Some(input.expected_buffer_revision.clone()),
         };
         let documents = self.documents.clone();
@@ -288,13 +288,12 @@ impl ProjectEditor {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let change = LayoutChange {
-            tool: Tool::WorkspaceClose,
+            call: ToolCall::of::<lomi_protocol::tools::editor::WorkspaceCloseTool>(&input)?,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
             expected,
-            payload: to_value(&input),
         };
         let documents = self.documents.clone();
         self.broker

@@ -11,7 +11,7 @@ use lomi_protocol::tools::git::{
     GitStageInput, GitStaged, GitStatusInput, GitStatusView,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::{EffectState, PairingId, ProjectId, Tool, ToolError, WorkspaceId};
+use lomi_protocol::{EffectState, PairingId, ProjectId, ToolError, WorkspaceId};
 use serde_json::Value;
 
 pub(crate) mod repository;
@@ -127,7 +127,7 @@ impl ProjectGit {
             .map_err(|e| e.to_tool_error())?;
         self.mutate(
             caller,
-            ProjectChange::of(Tool::GitStage, &input, None),
+            ProjectChange::of::<lomi_protocol::tools::git::GitStageTool>(&input, None)?,
             Change::Stage { paths },
         )
         .await
@@ -149,7 +149,7 @@ impl ProjectGit {
         let revision = Some(input.expected_head_revision.clone());
         self.mutate(
             caller,
-            ProjectChange::of(Tool::GitCommit, &input, revision),
+            ProjectChange::of::<lomi_protocol::tools::git::GitCommitTool>(&input, revision)?,
             change,
         )
         .await
@@ -169,7 +169,7 @@ impl ProjectGit {
         };
         self.mutate(
             caller,
-            ProjectChange::of(Tool::GitBranch, &input, None),
+            ProjectChange::of::<lomi_protocol::tools::git::GitBranchTool>(&input, None)?,
             change,
         )
         .await

@@ -11,7 +11,7 @@ use lomi_protocol::tools::files::{
 };
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::settings::LineEndings;
-use lomi_protocol::{EffectState, PairingId, ProjectId, Tool, ToolError, WorkspaceId};
+use lomi_protocol::{EffectState, PairingId, ProjectId, ToolError, WorkspaceId};
 use serde_json::Value;
 
 use crate::{Encoding, Expected, FilesError, ProjectRoot};
@@ -233,7 +233,7 @@ impl ProjectFiles {
         let revision = Some(input.expected_disk_revision.clone());
         self.mutate(
             caller,
-            ProjectChange::of(Tool::FileWrite, &input, revision),
+            ProjectChange::of::<lomi_protocol::tools::files::FileWriteTool>(&input, revision)?,
             change,
         )
         .await
@@ -261,7 +261,7 @@ impl ProjectFiles {
         };
         self.mutate(
             caller,
-            ProjectChange::of(Tool::FileCreate, &input, None),
+            ProjectChange::of::<lomi_protocol::tools::files::FileCreateTool>(&input, None)?,
             change,
         )
         .await
@@ -284,7 +284,7 @@ impl ProjectFiles {
         let revision = input.expected_disk_revision.clone();
         self.mutate(
             caller,
-            ProjectChange::of(Tool::FileRename, &input, revision),
+            ProjectChange::of::<lomi_protocol::tools::files::FileRenameTool>(&input, revision)?,
             change,
         )
         .await
@@ -306,7 +306,7 @@ impl ProjectFiles {
         let revision = input.expected_parent_revision.clone();
         self.mutate(
             caller,
-            ProjectChange::of(Tool::DirCreate, &input, revision),
+            ProjectChange::of::<lomi_protocol::tools::files::DirCreateTool>(&input, revision)?,
             change,
         )
         .await
@@ -324,7 +324,7 @@ impl ProjectFiles {
         let revision = Some(input.expected_revision.clone());
         self.mutate(
             caller,
-            ProjectChange::of(Tool::FileDelete, &input, revision),
+            ProjectChange::of::<lomi_protocol::tools::files::FileDeleteTool>(&input, revision)?,
             change,
         )
         .await

@@ -1,6 +1,7 @@
 //! The files runtime against a real filesystem: the confinement corpus, compare-and-swap, a
 //! writer killed mid-write, encodings, revisions, caps and permissions. One temp dir per test.
 
+use lomi_protocol::definition::Preview;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
@@ -1308,6 +1309,15 @@ async fn a_preview_never_reads_outside_the_project() {
     broker.set_sight(std::sync::Arc::new(FilesSight));
     let effect = |tool: lomi_protocol::Tool, arguments: serde_json::Value| {
         let (broker, caller, workspace) = (broker.clone(), caller.clone(), workspace.clone());
+        let path = arguments["path"].as_str().unwrap_or_default().to_owned();
+        let preview = match tool {
+            lomi_protocol::Tool::FileDelete => Preview::Delete { path },
+            _ => Preview::Write {
+                path,
+                text: arguments["text"].as_str().map(str::to_owned),
+                base64: None,
+            },
+        };
         async move {
             broker
                 .effect(lomi_broker::Asked {
@@ -1315,6 +1325,8 @@ async fn a_preview_never_reads_outside_the_project() {
                     caller: &caller,
                     workspace: &workspace,
                     project: None,
+                    preview: &preview,
+                    panel: None,
                     arguments: &arguments,
                 })
                 .await

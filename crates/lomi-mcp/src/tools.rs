@@ -156,7 +156,7 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
     };
     // Until the person approves the pairing, every tool but the status one answers
     // PAIRING_REQUIRED, whatever its arguments.
-    if tool != LomiTool::PairingStatus
+    if !tool.before_approval()
         && let Err(error) = lomi.broker.authorize(caller)
     {
         return answer::<()>(Err(error));

@@ -49,6 +49,20 @@ macro_rules! tool_table {
                 }
             }
 
+            /// Whether the tool waits for the person unless they say otherwise.
+            pub const fn asks_by_default(self) -> bool {
+                match self {
+                    $(Tool::$variant => <$def as ToolDef>::ASKS_BY_DEFAULT,)*
+                }
+            }
+
+            /// Whether the tool answers before the person approved the pairing.
+            pub const fn before_approval(self) -> bool {
+                match self {
+                    $(Tool::$variant => <$def as ToolDef>::BEFORE_APPROVAL,)*
+                }
+            }
+
             /// How the tool reaches the broker.
             pub const fn kind(self) -> ToolKind {
                 match self {

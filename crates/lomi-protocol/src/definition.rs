@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::catalog::{Annotations, ToolKind};
-use crate::ids::{DocumentId, PairingId};
+use crate::ids::{DocumentId, PairingId, PanelId};
 use crate::tools::chat::ChatSendInput;
 use crate::tools::session::WorkspaceChange;
 use crate::{Family, Tool, ToolError};
@@ -36,6 +36,11 @@ pub trait ToolDef: 'static {
     const KIND: ToolKind;
     /// MCP's hints for clients.
     const ANNOTATIONS: Annotations;
+    /// Whether it waits for the person unless they say otherwise (a new policy starts with
+    /// it in "Ask me before").
+    const ASKS_BY_DEFAULT: bool = false;
+    /// Whether it answers before the person approved the pairing (only the status tool).
+    const BEFORE_APPROVAL: bool = false;
     /// Its arguments, decoded strictly (the input schema is made from this type).
     type Input: JsonSchema + DeserializeOwned + Send + 'static;
     /// What a read or control answers with; for a mutation, the result its operation
@@ -50,6 +55,11 @@ pub trait ToolDef: 'static {
     /// What the call acts on, as rules match it.
     fn subject(_input: &Self::Input) -> Subject {
         Subject::None
+    }
+
+    /// The panel the call acts on, if it names one.
+    fn panel(_input: &Self::Input) -> Option<&PanelId> {
+        None
     }
 }
 
@@ -152,4 +162,35 @@ pub enum Subject {
     Command(String),
     /// An Android package.
     Package(String),
+}
+
+/// A mutation's call as the engine keeps it, made once from its typed input: the tool, the
+/// whole input (the receipt's fingerprint binds it; the person sees it in words), and what
+/// its definition says the person and the rules see of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    pub tool: Tool,
+    pub payload: serde_json::Value,
+    pub preview: Preview,
+    pub subject: Subject,
+    pub panel: Option<PanelId>,
+}
+
+impl ToolCall {
+    /// The call of tool `D` with this input.
+    pub fn of<D: ToolDef>(input: &D::Input) -> Result<ToolCall, ToolError>
+    where
+        D::Input: serde::Serialize,
+    {
+        let payload = serde_json::to_value(input).map_err(|error| {
+            ToolError::internal(format!("{} could not keep its request: {error}", D::NAME))
+        })?;
+        Ok(ToolCall {
+            tool: D::TOOL,
+            payload,
+            preview: D::preview(input),
+            subject: D::subject(input),
+            panel: D::panel(input).cloned(),
+        })
+    }
 }

@@ -9,6 +9,7 @@ use lomi_broker::{
     PanelRecord, PanelRuntime, Runtimes,
 };
 use lomi_files::confine::confined_existing_dir;
+use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::{PanelCloseInput, PanelKind};
 use lomi_protocol::tools::terminal::{
@@ -16,7 +17,7 @@ use lomi_protocol::tools::terminal::{
     TerminalCreateInput, TerminalCreated, TerminalInputInput, TerminalInterruptInput,
     TerminalReadInput, TerminalReadView, WaitArguments,
 };
-use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, Tool, ToolError, WorkspaceId};
+use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, ToolError, WorkspaceId};
 use serde_json::Value;
 
 use crate::{ExitStatus, Terminal, TerminalConfig, TerminalError, WaitFor, WaitOutcome, key_bytes};
@@ -137,13 +138,12 @@ impl TerminalPanels {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let change = LayoutChange {
-            tool: Tool::TerminalCreate,
+            call: ToolCall::of::<lomi_protocol::tools::terminal::TerminalCreateTool>(&input)?,
             retry_epoch: input.retry_epoch.clone(),
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: Some(project_id.clone()),
             expected,
-            payload: to_value(&input),
         };
         let panels = self.clone();
         let anchor = project_id.clone();
@@ -440,13 +440,12 @@ impl TerminalPanels {
         input: TerminalInterruptInput,
     ) -> Result<OperationView, ToolError> {
         let call = PanelCall {
-            tool: Tool::TerminalInterrupt,
+            call: ToolCall::of::<lomi_protocol::tools::terminal::TerminalInterruptTool>(&input)?,
             retry_epoch: &input.retry_epoch,
             request_key: &input.request_key,
             panel_id: &input.panel_id,
             generation: &input.generation,
             lease: Some(&input.lease_id),
-            payload: to_value(&input),
         };
         let panel_id = input.panel_id.clone();
         self.broker
@@ -499,7 +498,7 @@ impl TerminalPanels {
             .close(
                 &self.broker,
                 caller,
-                Tool::TerminalClose,
+                ToolCall::of::<lomi_protocol::tools::terminal::TerminalCloseTool>(&input)?,
                 &input,
                 EffectState::Partial,
                 ending,

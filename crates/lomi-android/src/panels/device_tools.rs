@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lomi_broker::{EffectContext, EffectOutcome};
+use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::android::{
     AndroidApp, AndroidAppsInput, AndroidAppsView, AndroidInstallInput, AndroidInstalled,
     AndroidLaunched, AndroidLogLine, AndroidLogcatInput, AndroidLogcatView, AndroidOpenUrlInput,
@@ -14,7 +15,7 @@ use lomi_protocol::tools::android::{
     AndroidPullInput, AndroidPushInput, AndroidRotateInput, AndroidTransferred,
 };
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, Tool, ToolError};
+use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, ToolError};
 
 use super::{
     AndroidPanels, Guard, LeaseGuarded, blocking, device_error, failed_outcome, random_hex,
@@ -255,7 +256,7 @@ impl AndroidPanels {
         let project = input.project_id.clone();
         self.on_device_prepared(
             caller,
-            Tool::AndroidPush,
+            ToolCall::of::<lomi_protocol::tools::android::AndroidPushTool>(&input)?,
             &input,
             |runtime| {
                 let root = self.root(caller, runtime, project.as_ref())?;
@@ -305,7 +306,7 @@ impl AndroidPanels {
         let project = input.project_id.clone();
         self.on_device_prepared(
             caller,
-            Tool::AndroidPull,
+            ToolCall::of::<lomi_protocol::tools::android::AndroidPullTool>(&input)?,
             &input,
             |runtime| {
                 let root = self.root(caller, runtime, project.as_ref())?;
@@ -377,7 +378,7 @@ impl AndroidPanels {
         let project = input.project_id.clone();
         self.on_device_prepared(
             caller,
-            Tool::AndroidInstall,
+            ToolCall::of::<lomi_protocol::tools::android::AndroidInstallTool>(&input)?,
             &input,
             |runtime| {
                 let root = self.root(caller, runtime, project.as_ref())?;
@@ -440,9 +441,12 @@ impl AndroidPanels {
         caller: &PairingId,
         input: AndroidPackageInput,
     ) -> Result<OperationView, ToolError> {
-        self.package_operation(caller, Tool::AndroidUninstall, input, |device, package| {
-            device.uninstall(package)
-        })
+        self.package_operation(
+            caller,
+            ToolCall::of::<lomi_protocol::tools::android::AndroidUninstallTool>(&input)?,
+            input,
+            |device, package| device.uninstall(package),
+        )
         .await
     }
 
@@ -452,16 +456,19 @@ impl AndroidPanels {
         caller: &PairingId,
         input: AndroidPackageInput,
     ) -> Result<OperationView, ToolError> {
-        self.package_operation(caller, Tool::AndroidStop, input, |device, package| {
-            device.force_stop(package)
-        })
+        self.package_operation(
+            caller,
+            ToolCall::of::<lomi_protocol::tools::android::AndroidStopTool>(&input)?,
+            input,
+            |device, package| device.force_stop(package),
+        )
         .await
     }
 
     async fn package_operation(
         &self,
         caller: &PairingId,
-        tool: Tool,
+        call: ToolCall,
         input: AndroidPackageInput,
         run: fn(&crate::Device, &str) -> Result<(), AndroidError>,
     ) -> Result<OperationView, ToolError> {
@@ -472,7 +479,7 @@ impl AndroidPanels {
             input.generation.clone(),
             input.package.clone(),
         );
-        self.on_device(caller, tool, &input, move |device, _context| async move {
+        self.on_device(caller, call, &input, move |device, _context| async move {
             let name = package.clone();
             match blocking(move || run(&device, &name)).await {
                 Ok(()) => {
@@ -512,7 +519,7 @@ impl AndroidPanels {
         let (url, package) = (input.url.clone(), input.package.clone());
         self.on_device(
             caller,
-            Tool::AndroidOpenUrl,
+            ToolCall::of::<lomi_protocol::tools::android::AndroidOpenUrlTool>(&input)?,
             &input,
             move |device, _context| async move {
                 let launched = blocking(move || {
@@ -551,7 +558,7 @@ impl AndroidPanels {
         }
         let panels = self.clone();
         let (panel_id, generation) = (input.panel_id.clone(), input.generation.clone());
-        self.on_device(caller, Tool::AndroidRotate, &input, move |device, _context| async move {
+        self.on_device(caller, ToolCall::of::<lomi_protocol::tools::android::AndroidRotateTool>(&input)?, &input, move |device, _context| async move {
             let set = blocking(move || {
                 device.set_rotation(rotation)?;
                 device.rotation()

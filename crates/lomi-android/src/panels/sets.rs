@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use lomi_broker::{EffectContext, EffectOutcome};
 use lomi_files::capture_set::{CaptureFolder, Halt, Shot, Writing, check_set};
+use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::capture::{AndroidCaptureSetInput, ScreenTarget};
 use lomi_protocol::tools::operations::OperationView;
-use lomi_protocol::{PairingId, Tool, ToolError};
+use lomi_protocol::{PairingId, ToolError};
 
 use super::{AndroidPanels, blocking};
 use crate::AndroidError;
@@ -52,7 +53,7 @@ impl AndroidPanels {
         let (panel_id, generation) = (input.panel_id.clone(), input.generation.clone());
         self.on_device_prepared(
             caller,
-            Tool::AndroidCaptureSet,
+            ToolCall::of::<lomi_protocol::tools::android::AndroidCaptureSetTool>(&input)?,
             &input,
             |runtime| {
                 let root = self.root(caller, runtime, None)?;

@@ -23,9 +23,14 @@ impl BrowserPanels {
             "click",
             true,
         )?;
-        self.action(caller, Tool::BrowserClick, &input, move |tab, target| {
-            Box::pin(async move { tab.click(target_of(&target), &button, count).await })
-        })
+        self.action(
+            caller,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserClickTool>(&input)?,
+            &input,
+            move |tab, target| {
+                Box::pin(async move { tab.click(target_of(&target), &button, count).await })
+            },
+        )
         .await
     }
 
@@ -40,9 +45,12 @@ impl BrowserPanels {
             "hover",
             true,
         )?;
-        self.action(caller, Tool::BrowserHover, &input, move |tab, target| {
-            Box::pin(async move { tab.hover(target_of(&target)).await })
-        })
+        self.action(
+            caller,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserHoverTool>(&input)?,
+            &input,
+            move |tab, target| Box::pin(async move { tab.hover(target_of(&target)).await }),
+        )
         .await
     }
 
@@ -59,12 +67,17 @@ impl BrowserPanels {
             element_of(&input.common().map_err(ToolError::invalid)?.target, "type")?;
         let text = input.text.clone();
         let replace = input.replace.unwrap_or(true);
-        self.action(caller, Tool::BrowserType, &input, move |tab, _| {
-            Box::pin(async move {
-                tab.type_text(&snapshot_id, &element_ref, &text, replace)
-                    .await
-            })
-        })
+        self.action(
+            caller,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserTypeTool>(&input)?,
+            &input,
+            move |tab, _| {
+                Box::pin(async move {
+                    tab.type_text(&snapshot_id, &element_ref, &text, replace)
+                        .await
+                })
+            },
+        )
         .await
     }
 
@@ -78,9 +91,12 @@ impl BrowserPanels {
             return Err(ToolError::invalid("key must be 1 to 64 characters"));
         }
         let key = input.key.clone();
-        self.action(caller, Tool::BrowserPress, &input, move |tab, target| {
-            Box::pin(async move { tab.press(target_of(&target), &key).await })
-        })
+        self.action(
+            caller,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserPressTool>(&input)?,
+            &input,
+            move |tab, target| Box::pin(async move { tab.press(target_of(&target), &key).await }),
+        )
         .await
     }
 
@@ -98,9 +114,14 @@ impl BrowserPanels {
             "select",
         )?;
         let values = input.values.clone();
-        self.action(caller, Tool::BrowserSelect, &input, move |tab, _| {
-            Box::pin(async move { tab.select(&snapshot_id, &element_ref, &values).await })
-        })
+        self.action(
+            caller,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserSelectTool>(&input)?,
+            &input,
+            move |tab, _| {
+                Box::pin(async move { tab.select(&snapshot_id, &element_ref, &values).await })
+            },
+        )
         .await
     }
 
@@ -126,9 +147,12 @@ impl BrowserPanels {
                 Some((dx, dy))
             }
         };
-        self.action(caller, Tool::BrowserScroll, &input, move |tab, target| {
-            Box::pin(async move { tab.scroll(target_of(&target), delta).await })
-        })
+        self.action(
+            caller,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserScrollTool>(&input)?,
+            &input,
+            move |tab, target| Box::pin(async move { tab.scroll(target_of(&target), delta).await }),
+        )
         .await
     }
 
@@ -148,7 +172,7 @@ impl BrowserPanels {
         let paths = input.paths.clone();
         self.act(
             caller,
-            Tool::BrowserUpload,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserUploadTool>(&input)?,
             &input,
             // Files from the project root only, checked before anything is recorded.
             move |runtime| {
@@ -186,7 +210,7 @@ impl BrowserPanels {
         );
         self.act(
             caller,
-            Tool::BrowserDrag,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserDragTool>(&input)?,
             &input,
             |_| Ok(()),
             move |tab, ()| Box::pin(async move { tab.drag(&snapshot_id, &from, &to).await }),
@@ -228,7 +252,7 @@ impl BrowserPanels {
             .collect();
         self.act(
             caller,
-            Tool::BrowserFill,
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserFillTool>(&input)?,
             &input,
             |_| Ok(()),
             move |tab, ()| Box::pin(async move { tab.fill(&snapshot_id, &fields).await }),

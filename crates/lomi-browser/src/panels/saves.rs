@@ -140,10 +140,11 @@ impl BrowserPanels {
                     bytes: capture.png.len() as u64,
                     sha256: capture.sha256.clone(),
                 };
-                let tool = (Tool::BrowserCapture, to_value(&input));
+                let call =
+                    ToolCall::of::<lomi_protocol::tools::browser::BrowserCaptureTool>(&input)?;
                 let png = capture.png.clone();
                 let operation = self
-                    .save_into(caller, tool, &runtime, save, png, to_value(&saved))
+                    .save_into(caller, call, &runtime, save, png, to_value(&saved))
                     .await?;
                 Some(to_value(&operation))
             }
@@ -177,10 +178,9 @@ impl BrowserPanels {
         let Some((prior, operation)) = self
             .saved_by(
                 caller,
-                Tool::BrowserCapture,
+                ToolCall::of::<lomi_protocol::tools::browser::BrowserCaptureTool>(input)?,
                 &input.panel_id,
                 (&save.retry_epoch, &save.request_key),
-                to_value(input),
             )
             .await?
         else {
@@ -248,24 +248,23 @@ impl BrowserPanels {
     }
 
     /// Writes `bytes` into the panel's project at `save.path`, as a project change of its own
-    /// keyed by `save`'s request identity and the whole input (`payload`); `result` is the
+    /// keyed by `save`'s request identity and the whole input (`call`); `result` is the
     /// operation's confirmed result.
     async fn save_into(
         &self,
         caller: &PairingId,
-        (tool, payload): (Tool, Value),
+        call: ToolCall,
         runtime: &BrowserRuntime,
         save: &lomi_protocol::tools::browser::CaptureSave,
         bytes: Vec<u8>,
         result: Value,
     ) -> Result<OperationView, ToolError> {
         let change = ProjectChange {
-            tool,
+            call,
             workspace: &runtime.workspace_id,
             project: Some(&runtime.project_id),
             retry_epoch: &save.retry_epoch,
             request_key: &save.request_key,
-            payload,
             revision: None,
         };
         let path = save.path.clone();
@@ -298,21 +297,19 @@ impl BrowserPanels {
     async fn saved_by(
         &self,
         caller: &PairingId,
-        tool: Tool,
+        call: ToolCall,
         panel: &PanelId,
         (retry_epoch, request_key): (&lomi_protocol::RetryEpoch, &lomi_protocol::RequestKey),
-        payload: Value,
     ) -> Result<Option<(lomi_protocol::OperationId, OperationView)>, ToolError> {
         let Some((workspace, project)) = self.anchor(caller, panel, retry_epoch)? else {
             return Ok(None);
         };
         let change = ProjectChange {
-            tool,
+            call,
             workspace: &workspace,
             project: Some(&project),
             retry_epoch,
             request_key,
-            payload,
             revision: None,
         };
         let Some(prior) = self
@@ -343,12 +340,11 @@ impl BrowserPanels {
                 ))
             })?;
         let change = ProjectChange {
-            tool: Tool::BrowserPdf,
+            call: ToolCall::of::<lomi_protocol::tools::browser::BrowserPdfTool>(&input)?,
             workspace: &workspace,
             project: Some(&project),
             retry_epoch: &input.retry_epoch,
             request_key: &input.request_key,
-            payload: to_value(&input),
             revision: None,
         };
         let panels = self.clone();
@@ -472,9 +468,10 @@ impl BrowserPanels {
                     bytes: total as u64,
                     sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes)),
                 };
-                let tool = (Tool::BrowserNetworkBody, to_value(&input));
+                let call =
+                    ToolCall::of::<lomi_protocol::tools::browser::BrowserNetworkBodyTool>(&input)?;
                 let operation = self
-                    .save_into(caller, tool, &runtime, save, bytes, to_value(&done))
+                    .save_into(caller, call, &runtime, save, bytes, to_value(&done))
                     .await?;
                 Some(to_value(&operation))
             }
@@ -508,10 +505,9 @@ impl BrowserPanels {
         let Some((prior, operation)) = self
             .saved_by(
                 caller,
-                Tool::BrowserNetworkBody,
+                ToolCall::of::<lomi_protocol::tools::browser::BrowserNetworkBodyTool>(input)?,
                 &input.panel_id,
                 (&save.retry_epoch, &save.request_key),
-                to_value(input),
             )
             .await?
         else {

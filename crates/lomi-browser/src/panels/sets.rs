@@ -5,6 +5,7 @@
 use futures_util::StreamExt;
 use lomi_broker::EffectContext;
 use lomi_files::capture_set::{CaptureFolder, Halt, Shot, Writing, check_set};
+use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::capture::{BrowserCaptureSetInput, PageTarget};
 
 use super::*;
@@ -52,7 +53,9 @@ impl BrowserPanels {
         self.broker
             .operate_on_panel(
                 caller,
-                input.call(Tool::BrowserCaptureSet),
+                input.call(ToolCall::of::<
+                    lomi_protocol::tools::browser::BrowserCaptureSetTool,
+                >(&input)?),
                 &self.runtimes,
                 move |runtime: &BrowserRuntime| {
                     let planned = targets

@@ -4,7 +4,7 @@
 //! installs, app listing and force-stop, URLs, logcat reads and screen rotation.
 
 use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
-use crate::definition::ToolDef;
+use crate::definition::{Preview, Subject, ToolDef};
 use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
@@ -755,6 +755,12 @@ impl ToolDef for AndroidAttachTool {
         Attaching a device whose panel lost it gives that panel a new generation.";
     type Input = AndroidAttachInput;
     type Output = AndroidAttached;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::UseDevice {
+            serial: input.serial.clone(),
+        }
+    }
 }
 
 /// `lomi_android_detach`
@@ -772,6 +778,14 @@ impl ToolDef for AndroidDetachTool {
         not touched.";
     type Input = crate::tools::session::PanelCloseInput;
     type Output = AndroidDetached;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
+
+    fn preview(_input: &Self::Input) -> Preview {
+        Preview::ClosePanel
+    }
 }
 
 /// `lomi_android_launch`
@@ -793,6 +807,10 @@ impl ToolDef for AndroidLaunchTool {
         ready: take a UI snapshot to see.";
     type Input = AndroidLaunchInput;
     type Output = AndroidLaunched;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_android_input`
@@ -816,6 +834,10 @@ impl ToolDef for AndroidInputTool {
         the error says the effect is unknown and the panel's runtime ends.";
     type Input = AndroidInputInput;
     type Output = AndroidInputAccepted;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_android_ui_snapshot`
@@ -834,6 +856,10 @@ impl ToolDef for AndroidUiSnapshotTool {
         dump while the UI is busy and says how many attempts it took.";
     type Input = AndroidUiSnapshotInput;
     type Output = AndroidUiSnapshotView;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_android_capture`
@@ -851,6 +877,10 @@ impl ToolDef for AndroidCaptureTool {
         maxBytes; the PNG comes as an MCP image block after the metadata.";
     type Input = AndroidCaptureInput;
     type Output = AndroidCaptureView;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_android_shell`
@@ -871,8 +901,24 @@ impl ToolDef for AndroidShellTool {
     const DESCRIPTION: &'static str = "Runs a command line in the device's shell under a lease. Waits for the person's decision \
         (awaiting_user) unless they turned that off. The result holds the output, cut to maxBytes; \
         there is no exit status (adb's legacy shell reports none).";
+    // A shell command on a phone can do anything the device's shell user can.
+    const ASKS_BY_DEFAULT: bool = true;
     type Input = AndroidShellInput;
     type Output = AndroidShellResult;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::Shell {
+            command: input.command.clone(),
+        }
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Command(input.command.clone())
+    }
 }
 
 /// `lomi_android_push`
@@ -894,6 +940,10 @@ impl ToolDef for AndroidPushTool {
         sha256sum equals the project file's SHA-256. Cancelling stops the transfer (effect partial).";
     type Input = AndroidPushInput;
     type Output = AndroidTransferred;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_android_pull`
@@ -913,6 +963,10 @@ impl ToolDef for AndroidPullTool {
         it was.";
     type Input = AndroidPullInput;
     type Output = AndroidTransferred;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_android_install`
@@ -935,6 +989,14 @@ impl ToolDef for AndroidInstallTool {
         reports afterwards. A refusal (INSTALL_FAILED_…) fails with pm's words.";
     type Input = AndroidInstallInput;
     type Output = AndroidInstalled;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Paths(vec![input.path.clone()])
+    }
 }
 
 /// `lomi_android_uninstall`
@@ -955,6 +1017,14 @@ impl ToolDef for AndroidUninstallTool {
         reports Success; a package that is not installed fails with NOT_FOUND.";
     type Input = AndroidPackageInput;
     type Output = AndroidPackageDone;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Package(input.package.clone())
+    }
 }
 
 /// `lomi_android_apps`
@@ -972,6 +1042,10 @@ impl ToolDef for AndroidAppsTool {
         system packages only with includeSystem.";
     type Input = AndroidAppsInput;
     type Output = AndroidAppsView;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_android_stop`
@@ -992,6 +1066,14 @@ impl ToolDef for AndroidStopTool {
         success means the command ran; a package that was not running stays stopped.";
     type Input = AndroidPackageInput;
     type Output = AndroidPackageDone;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Package(input.package.clone())
+    }
 }
 
 /// `lomi_android_open_url`
@@ -1013,6 +1095,20 @@ impl ToolDef for AndroidOpenUrlTool {
         opened.";
     type Input = AndroidOpenUrlInput;
     type Output = AndroidLaunched;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::Navigate {
+            url: input.url.clone(),
+        }
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Url(input.url.clone())
+    }
 }
 
 /// `lomi_android_logcat`
@@ -1031,6 +1127,10 @@ impl ToolDef for AndroidLogcatTool {
         containing that text and returns the lines up to it.";
     type Input = AndroidLogcatInput;
     type Output = AndroidLogcatView;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_android_orientation`
@@ -1048,6 +1148,10 @@ impl ToolDef for AndroidOrientationTool {
         "The rotation setting (0 to 3 quarter turns, and its name) and whether auto-rotate is on.";
     type Input = AndroidOrientationInput;
     type Output = AndroidOrientationView;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_android_rotate`
@@ -1066,6 +1170,10 @@ impl ToolDef for AndroidRotateTool {
         the screen size read at attach: attach again after rotating to have them checked anew.";
     type Input = AndroidRotateInput;
     type Output = AndroidOrientationView;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_android_capture_set`
@@ -1083,6 +1191,10 @@ impl ToolDef for AndroidCaptureSetTool {
         folder like lomi_browser_capture_set.";
     type Input = crate::tools::capture::AndroidCaptureSetInput;
     type Output = crate::tools::capture::CaptureSetResult;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 #[doc(hidden)]

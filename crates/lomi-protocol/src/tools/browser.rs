@@ -2,7 +2,7 @@
 //! actions that settle on their postcondition, tabs, console and network reads, captures.
 
 use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
-use crate::definition::ToolDef;
+use crate::definition::{Preview, Subject, ToolDef};
 use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -783,6 +783,24 @@ impl ToolDef for BrowserNavigateTool {
         shows (fragment included), sameDocument, HTTP status and the load state reached.";
     type Input = BrowserNavigateInput;
     type Output = Navigated;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
+
+    fn preview(input: &Self::Input) -> Preview {
+        match &input.url {
+            Some(url) => Preview::Navigate { url: url.clone() },
+            None => Preview::Described,
+        }
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        match &input.url {
+            Some(url) => Subject::Url(url.clone()),
+            None => Subject::None,
+        }
+    }
 }
 
 /// `lomi_browser_snapshot`
@@ -801,6 +819,10 @@ impl ToolDef for BrowserSnapshotTool {
         SNAPSHOT_STALE, never another element. Bounded by maxBytes; find filters; sinceSnapshotId diffs.";
     type Input = BrowserSnapshotInput;
     type Output = SnapshotView;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_wait`
@@ -820,6 +842,10 @@ impl ToolDef for BrowserWaitTool {
         matched: false with what was missing.";
     type Input = BrowserWaitInput;
     type Output = WaitView;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_click`
@@ -837,6 +863,10 @@ impl ToolDef for BrowserClickTool {
         reached that element; refused if another element covers it.";
     type Input = BrowserClickInput;
     type Output = ActionDone;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_type`
@@ -854,6 +884,16 @@ impl ToolDef for BrowserTypeTool {
         received the input; the result shows its value.";
     type Input = BrowserTypeInput;
     type Output = ActionDone;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::Type {
+            text: input.text.clone(),
+        }
+    }
 }
 
 /// `lomi_browser_press`
@@ -871,6 +911,10 @@ impl ToolDef for BrowserPressTool {
         "Presses a key at an element, or at the focused element without a target.";
     type Input = BrowserPressInput;
     type Output = ActionDone;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_select`
@@ -888,6 +932,10 @@ impl ToolDef for BrowserSelectTool {
         "Selects exactly the given options (by value or label) of a select element.";
     type Input = BrowserSelectInput;
     type Output = ActionDone;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_hover`
@@ -904,6 +952,10 @@ impl ToolDef for BrowserHoverTool {
     const DESCRIPTION: &'static str = "Moves the mouse over an element or a point.";
     type Input = BrowserHoverInput;
     type Output = ActionDone;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_scroll`
@@ -920,6 +972,10 @@ impl ToolDef for BrowserScrollTool {
     const DESCRIPTION: &'static str = "Scrolls an element into view, or turns the wheel by deltaX/deltaY at a point (or the centre).";
     type Input = BrowserScrollInput;
     type Output = ActionDone;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_upload`
@@ -937,6 +993,10 @@ impl ToolDef for BrowserUploadTool {
         server accepted them.";
     type Input = BrowserUploadInput;
     type Output = ActionDone;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_dialog`
@@ -953,6 +1013,10 @@ impl ToolDef for BrowserDialogTool {
     const DESCRIPTION: &'static str = "Accepts or dismisses the JavaScript dialog (alert, confirm, prompt) a snapshot shows as open.";
     type Input = BrowserDialogInput;
     type Output = ActionDone;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_tab_list`
@@ -969,6 +1033,10 @@ impl ToolDef for BrowserTabListTool {
     const DESCRIPTION: &'static str = "The browser's tabs; actions and snapshots go to the active one. Pages a tab opened (popups) are listed with their openerTabId, not made active.";
     type Input = BrowserPanelInput;
     type Output = TabList;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_tab_open`
@@ -985,6 +1053,10 @@ impl ToolDef for BrowserTabOpenTool {
     const DESCRIPTION: &'static str = "Opens a tab (at url, else about:blank) and makes it active.";
     type Input = BrowserTabInput;
     type Output = TabsChanged;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_tab_switch`
@@ -1001,6 +1073,10 @@ impl ToolDef for BrowserTabSwitchTool {
     const DESCRIPTION: &'static str = "Makes tabId the active tab.";
     type Input = BrowserTabInput;
     type Output = TabsChanged;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_tab_close`
@@ -1020,6 +1096,10 @@ impl ToolDef for BrowserTabCloseTool {
     const DESCRIPTION: &'static str = "Closes tabId (not the last one).";
     type Input = BrowserTabInput;
     type Output = TabsChanged;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_console`
@@ -1036,6 +1116,10 @@ impl ToolDef for BrowserConsoleTool {
     const DESCRIPTION: &'static str = "Console messages and uncaught exceptions of every tab after a cursor, oldest first, paged.";
     type Input = BrowserLogInput;
     type Output = ConsolePage;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_network`
@@ -1053,6 +1137,10 @@ impl ToolDef for BrowserNetworkTool {
         "Requests of every tab after a cursor (method, URL, type, status, size, failure), paged.";
     type Input = BrowserLogInput;
     type Output = NetworkPage;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_evaluate`
@@ -1071,8 +1159,20 @@ impl ToolDef for BrowserEvaluateTool {
     };
     const DESCRIPTION: &'static str = "Runs a JavaScript expression in the active tab's page. Waits for the person's decision \
         (awaiting_user) unless they turned that off.";
+    // JavaScript in a page can do anything the page can.
+    const ASKS_BY_DEFAULT: bool = true;
     type Input = BrowserEvaluateInput;
     type Output = Evaluated;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::Script {
+            expression: input.expression.clone(),
+        }
+    }
 }
 
 /// `lomi_browser_capture`
@@ -1096,6 +1196,10 @@ impl ToolDef for BrowserCaptureTool {
         into the project (an operation; saved holds it).";
     type Input = BrowserCaptureInput;
     type Output = CaptureView;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_drag`
@@ -1113,6 +1217,10 @@ impl ToolDef for BrowserDragTool {
         received the drop (HTML5 drag and drop) or the mouse release (pointer-driven dragging).";
     type Input = BrowserDragInput;
     type Output = ActionDone;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_fill`
@@ -1130,6 +1238,10 @@ impl ToolDef for BrowserFillTool {
         select (an option). Each is confirmed by the page; the result lists what each now holds.";
     type Input = BrowserFillInput;
     type Output = ActionDone;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_emulate`
@@ -1147,6 +1259,10 @@ impl ToolDef for BrowserEmulateTool {
         The result says what is in force and what the page now reports.";
     type Input = BrowserEmulateInput;
     type Output = Emulated;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_pdf`
@@ -1163,6 +1279,10 @@ impl ToolDef for BrowserPdfTool {
     const DESCRIPTION: &'static str = "Prints the active tab to a PDF file in the project (refusing an existing file unless overwrite).";
     type Input = BrowserPdfInput;
     type Output = PdfSaved;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_network_body`
@@ -1183,6 +1303,10 @@ impl ToolDef for BrowserNetworkBodyTool {
         save the whole body is also written into the project (an operation; saved holds it).";
     type Input = BrowserNetworkBodyInput;
     type Output = NetworkBody;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_capture_set`
@@ -1201,6 +1325,10 @@ impl ToolDef for BrowserCaptureSetTool {
         while it runs; a cancel stops between captures.";
     type Input = crate::tools::capture::BrowserCaptureSetInput;
     type Output = crate::tools::capture::CaptureSetResult;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_browser_close`
@@ -1221,6 +1349,14 @@ impl ToolDef for BrowserCloseTool {
         "Ends the browser's processes and removes its panel, compared by expectedRevision.";
     type Input = crate::tools::session::PanelCloseInput;
     type Output = BrowserClosed;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
+
+    fn preview(_input: &Self::Input) -> Preview {
+        Preview::ClosePanel
+    }
 }
 
 #[doc(hidden)]

@@ -3,7 +3,7 @@
 //! the provider and cannot be undone.
 
 use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
-use crate::definition::ToolDef;
+use crate::definition::{Preview, ToolDef};
 use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
@@ -302,8 +302,14 @@ impl ToolDef for ChatSendTool {
     };
     const DESCRIPTION: &'static str = "Sends the draft to the provider, compared by both revisions; the reply streams in. \
         Usually awaits the person. Never resend after outcome_unknown.";
+    // A message sent to a model provider cannot be taken back.
+    const ASKS_BY_DEFAULT: bool = true;
     type Input = ChatSendInput;
     type Output = ChatSent;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::ChatSend(Box::new(input.clone()))
+    }
 }
 
 #[doc(hidden)]

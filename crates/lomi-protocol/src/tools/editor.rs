@@ -3,7 +3,7 @@
 //! its dirty-document guard.
 
 use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
-use crate::definition::ToolDef;
+use crate::definition::{Preview, Subject, ToolDef};
 use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
@@ -277,6 +277,10 @@ impl ToolDef for EditorOpenTool {
         binary files are UNSUPPORTED.";
     type Input = EditorOpenInput;
     type Output = EditorDocumentView;
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Paths(vec![input.path.clone()])
+    }
 }
 
 /// `lomi_editor_edit`
@@ -320,6 +324,12 @@ impl ToolDef for EditorSaveTool {
         overwritten). Cannot be undone by cancelling.";
     type Input = EditorSaveInput;
     type Output = EditorSaved;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::SaveDocument {
+            document: input.document_id.clone(),
+        }
+    }
 }
 
 /// `lomi_editor_close`

@@ -2,7 +2,7 @@
 //! rules (`expectedDiskRevision` is the SHA-256 of the file's exact bytes).
 
 use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
-use crate::definition::ToolDef;
+use crate::definition::{Preview, Subject, ToolDef};
 use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
@@ -200,6 +200,10 @@ impl ToolDef for FileReadTool {
         encoding and line endings. Valid UTF-8 comes as text, anything else as base64.";
     type Input = FileReadInput;
     type Output = FileReadView;
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Paths(vec![input.path.clone()])
+    }
 }
 
 /// `lomi_file_write`
@@ -220,6 +224,18 @@ impl ToolDef for FileWriteTool {
         (REVISION_MISMATCH carries the current one). Permissions are kept; bytes are written exactly.";
     type Input = FileWriteInput;
     type Output = FileChanged;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::Write {
+            path: input.path.clone(),
+            text: input.text.clone(),
+            base64: input.base64.clone(),
+        }
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Paths(vec![input.path.clone()])
+    }
 }
 
 /// `lomi_file_create`
@@ -238,6 +254,18 @@ impl ToolDef for FileCreateTool {
         creates only if the folder is as you saw it.";
     type Input = FileCreateInput;
     type Output = FileChanged;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::Write {
+            path: input.path.clone(),
+            text: input.text.clone(),
+            base64: input.base64.clone(),
+        }
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Paths(vec![input.path.clone()])
+    }
 }
 
 /// `lomi_file_rename`
@@ -258,6 +286,17 @@ impl ToolDef for FileRenameTool {
         "Renames or moves a file within the project; never overwrites an existing target.";
     type Input = FileRenameInput;
     type Output = FileChanged;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::Move {
+            from: input.from.clone(),
+            to: input.to.clone(),
+        }
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Paths(vec![input.from.clone(), input.to.clone()])
+    }
 }
 
 /// `lomi_file_delete`
@@ -276,8 +315,20 @@ impl ToolDef for FileDeleteTool {
     };
     const DESCRIPTION: &'static str = "Deletes a file (by its diskRevision) or an empty directory (by its directoryRevision). Waits for \
         the person's decision (awaiting_user) unless they turned that off. Cannot be undone.";
+    // Deleting a file cannot be undone.
+    const ASKS_BY_DEFAULT: bool = true;
     type Input = FileDeleteInput;
     type Output = FileChanged;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::Delete {
+            path: input.path.clone(),
+        }
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Paths(vec![input.path.clone()])
+    }
 }
 
 /// `lomi_dir_create`
@@ -296,6 +347,16 @@ impl ToolDef for DirCreateTool {
         REVISION_MISMATCH. Returns the operation; its result holds the new directoryRevision.";
     type Input = DirCreateInput;
     type Output = DirCreated;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::CreateFolder {
+            path: input.path.clone(),
+        }
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Paths(vec![input.path.clone()])
+    }
 }
 
 /// `lomi_dir_list`
@@ -313,6 +374,10 @@ impl ToolDef for DirListTool {
         that changes exactly when the listing changes.";
     type Input = DirListInput;
     type Output = DirListView;
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Paths(vec![input.path.clone()])
+    }
 }
 
 #[doc(hidden)]

@@ -2,7 +2,7 @@
 //! committing and branching as operations. A Git change cannot be undone by cancelling.
 
 use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
-use crate::definition::ToolDef;
+use crate::definition::{Preview, Subject, ToolDef};
 use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
@@ -180,6 +180,13 @@ impl ToolDef for GitDiffTool {
         for one path, bounded by maxBytes.";
     type Input = GitDiffInput;
     type Output = GitDiffView;
+
+    fn subject(input: &Self::Input) -> Subject {
+        match &input.path {
+            Some(path) => Subject::Paths(vec![path.clone()]),
+            None => Subject::None,
+        }
+    }
 }
 
 /// `lomi_git_stage`
@@ -197,6 +204,16 @@ impl ToolDef for GitStageTool {
         "Stages the given paths (new, changed or deleted files) for the next commit.";
     type Input = GitStageInput;
     type Output = GitStaged;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::Stage {
+            paths: input.paths.clone(),
+        }
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        Subject::Paths(input.paths.clone())
+    }
 }
 
 /// `lomi_git_commit`
@@ -214,6 +231,12 @@ impl ToolDef for GitCommitTool {
         the current one). A commit cannot be undone by cancelling; make a new commit to change it.";
     type Input = GitCommitInput;
     type Output = GitCommitted;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::Commit {
+            message: input.message.clone(),
+        }
+    }
 }
 
 /// `lomi_git_branch`
@@ -231,6 +254,13 @@ impl ToolDef for GitBranchTool {
         uncommitted changes unless allowUncommitted. Cannot be undone by cancelling.";
     type Input = GitBranchInput;
     type Output = GitBranched;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::Branch {
+            name: input.name.clone(),
+            create: input.create,
+        }
+    }
 }
 
 #[doc(hidden)]

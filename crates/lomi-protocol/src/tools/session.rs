@@ -2,7 +2,7 @@
 //! and the workspace layout mutation.
 
 use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
-use crate::definition::ToolDef;
+use crate::definition::{Preview, ToolDef};
 use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
@@ -288,6 +288,7 @@ impl ToolDef for PairingStatusTool {
     const ANNOTATIONS: Annotations = READ;
     const DESCRIPTION: &'static str = "Whether the person has approved this client yet, with the verification code they will compare. \
         The only tool that answers before approval.";
+    const BEFORE_APPROVAL: bool = true;
     type Input = crate::tools::NoArguments;
     type Output = PairingStatus;
 }
@@ -361,6 +362,10 @@ impl ToolDef for WorkspaceUpdateTool {
         holds the updated workspace.";
     type Input = WorkspaceUpdateInput;
     type Output = WorkspaceUpdateResult;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::Workspace(Box::new(input.change.clone()))
+    }
 }
 
 #[doc(hidden)]

@@ -2,7 +2,7 @@
 //! input, read the screen and output, interrupt, close.
 
 use crate::catalog::{Annotations, MUTATION, READ, ToolKind};
-use crate::definition::ToolDef;
+use crate::definition::{Preview, Subject, ToolDef};
 use crate::{Family, Tool};
 use serde::{Deserialize, Serialize};
 
@@ -317,6 +317,21 @@ impl ToolDef for TerminalCreateTool {
         input.";
     type Input = TerminalCreateInput;
     type Output = TerminalCreated;
+
+    fn preview(input: &Self::Input) -> Preview {
+        Preview::OpenTerminal {
+            title: input.title.clone(),
+            cwd_relative: input.cwd_relative.clone(),
+            argv: input.argv.clone(),
+        }
+    }
+
+    fn subject(input: &Self::Input) -> Subject {
+        match &input.argv {
+            Some(argv) if !argv.is_empty() => Subject::Command(argv.join(" ")),
+            _ => Subject::None,
+        }
+    }
 }
 
 /// `lomi_lease_acquire`
@@ -337,6 +352,10 @@ impl ToolDef for LeaseAcquireTool {
         panel (takeover), the runtime is replaced, the panel closes, or the pairing is revoked.";
     type Input = LeaseAcquireInput;
     type Output = LeaseView;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_lease_release`
@@ -374,6 +393,10 @@ impl ToolDef for TerminalInputTool {
         again. The answer confirms the bytes were written, not what the program did: read to see.";
     type Input = TerminalInputInput;
     type Output = InputAccepted;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_terminal_read`
@@ -392,6 +415,10 @@ impl ToolDef for TerminalReadTool {
         process exits (bounded by timeoutMs), so there is no need to poll.";
     type Input = TerminalReadInput;
     type Output = TerminalReadView;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_terminal_interrupt`
@@ -412,6 +439,10 @@ impl ToolDef for TerminalInterruptTool {
         dispatched; it does not mean the process exited: read the terminal to see.";
     type Input = TerminalInterruptInput;
     type Output = Interrupted;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
 }
 
 /// `lomi_terminal_close`
@@ -432,6 +463,14 @@ impl ToolDef for TerminalCloseTool {
         be undone.";
     type Input = crate::tools::session::PanelCloseInput;
     type Output = TerminalClosed;
+
+    fn panel(input: &Self::Input) -> Option<&PanelId> {
+        Some(&input.panel_id)
+    }
+
+    fn preview(_input: &Self::Input) -> Preview {
+        Preview::ClosePanel
+    }
 }
 
 #[doc(hidden)]
