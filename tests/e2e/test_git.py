@@ -142,3 +142,32 @@ async def test_not_a_repository_and_bad_paths(lomi, workspaces, mcp, tmp_path):
             }, "INVALID_ARGUMENT")
             await agent.error("lomi_git_diff", {"workspaceId": ws, "path": path}, "INVALID_ARGUMENT")
         assert git(project, "diff", "--cached", "--name-only") == ""
+
+
+async def test_the_log_lists_recent_commits_newest_first(lomi, workspaces, mcp, tmp_path):
+    a, _ = workspaces
+    project = tmp_path / "project-a"
+    git(project, "init", "-q", "-b", "main")
+    token = lomi.create_token(a["workspaceId"])["token"]
+    async with mcp.session(token=token) as agent:
+        ws = a["workspaceId"]
+        # A repository without commits yet has an empty history, not an error.
+        empty = await agent.ok("lomi_git_log", {"workspaceId": ws})
+        assert empty == {"commits": [], "more": False}, dump(empty)
+
+        first = make_repository(project)
+        (project / "hello.txt").write_text("hello, world\n")
+        git(project, "commit", "-q", "-am", "Greet the world\n\nThe body stays out of the log.")
+        second = git(project, "rev-parse", "HEAD")
+
+        log = await agent.ok("lomi_git_log", {"workspaceId": ws})
+        assert [c["commit"] for c in log["commits"]] == [second, first] and not log["more"], dump(log)
+        newest = log["commits"][0]
+        assert (newest["subject"], newest["author"]) == ("Greet the world", "Test Person"), dump(log)
+        assert newest["date"] == git(project, "log", "-1", "--format=%aI"), dump(log)
+
+        one = await agent.ok("lomi_git_log", {"workspaceId": ws, "limit": 1})
+        assert [c["commit"] for c in one["commits"]] == [second] and one["more"], dump(one)
+
+        for limit in (0, 101):
+            await agent.error("lomi_git_log", {"workspaceId": ws, "limit": limit}, "INVALID_ARGUMENT")

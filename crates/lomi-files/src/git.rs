@@ -6,9 +6,11 @@ use std::path::Path;
 
 use lomi_broker::ProjectChange;
 use lomi_broker::{Broker, EffectOutcome};
+use lomi_protocol::definition::Serve;
 use lomi_protocol::tools::git::{
     GitBranchInput, GitBranched, GitCommitInput, GitCommitted, GitDiffInput, GitDiffView,
-    GitStageInput, GitStaged, GitStatusInput, GitStatusView,
+    GitLogEntry, GitLogInput, GitLogTool, GitLogView, GitStageInput, GitStaged, GitStatusInput,
+    GitStatusView,
 };
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::{EffectState, PairingId, ProjectId, ToolError, WorkspaceId};
@@ -21,6 +23,10 @@ use repository::{GitError, MAX_MESSAGE_BYTES, Repository, branch_name, git_path}
 const DEFAULT_DIFF_BYTES: u32 = 256 * 1024;
 const MAX_DIFF_BYTES: u32 = 4 * 1024 * 1024;
 const MAX_STAGE_PATHS: usize = 1000;
+const DEFAULT_LOG_COMMITS: u32 = 20;
+const MAX_LOG_COMMITS: u32 = 100;
+/// Enough for the most commits asked for with long subject lines.
+const MAX_LOG_BYTES: usize = 256 * 1024;
 const COMMIT_UNDO: &str =
     "A commit cannot be undone by cancelling; make a new commit to change it.";
 
@@ -32,6 +38,81 @@ pub struct ProjectGit {
 
 fn to_value<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// `lomi_git_log`: the project's most recent commits from HEAD, newest first.
+impl Serve<GitLogTool> for ProjectGit {
+    type Answer = GitLogView;
+
+    async fn serve(&self, caller: &PairingId, input: GitLogInput) -> Result<GitLogView, ToolError> {
+        let limit = input.limit.unwrap_or(DEFAULT_LOG_COMMITS);
+        if limit == 0 || limit > MAX_LOG_COMMITS {
+            return Err(ToolError::invalid(format!(
+                "limit must be 1 to {MAX_LOG_COMMITS}"
+            )));
+        }
+        let repository = self
+            .repository(caller, &input.workspace_id, input.project_id.as_ref())
+            .await?;
+        let born = repository
+            .run(&["rev-parse", "--verify", "--quiet", "HEAD"], &[], 128)
+            .await
+            .map_err(|e| e.to_tool_error())?;
+        if !born.success {
+            // Before the first commit there is no history to read.
+            return Ok(GitLogView {
+                commits: Vec::new(),
+                more: false,
+            });
+        }
+        // One commit more than asked says whether there are more; NUL ends each commit and
+        // the unit separator each field, neither of which a subject line holds.
+        let count = (limit + 1).to_string();
+        let output = repository
+            .run(
+                &[
+                    "log",
+                    "--no-color",
+                    "-z",
+                    "--format=%H%x1f%an%x1f%aI%x1f%s",
+                    "-n",
+                    &count,
+                    "HEAD",
+                    "--",
+                ],
+                &[],
+                MAX_LOG_BYTES,
+            )
+            .await
+            .map_err(|e| e.to_tool_error())?;
+        if !output.success && !output.truncated {
+            return Err(ToolError::invalid(format!(
+                "git log refused: {}",
+                output.explanation()
+            )));
+        }
+        let text = String::from_utf8_lossy(&output.stdout);
+        let mut records: Vec<&str> = text.split('\0').filter(|r| !r.is_empty()).collect();
+        if output.truncated {
+            // The last commit was cut off.
+            records.pop();
+        }
+        let mut commits: Vec<GitLogEntry> = records
+            .iter()
+            .filter_map(|record| {
+                let mut fields = record.splitn(4, '\u{1f}');
+                Some(GitLogEntry {
+                    commit: fields.next()?.to_owned(),
+                    author: fields.next()?.to_owned(),
+                    date: fields.next()?.to_owned(),
+                    subject: fields.next()?.to_owned(),
+                })
+            })
+            .collect();
+        let more = output.truncated || commits.len() > limit as usize;
+        commits.truncate(limit as usize);
+        Ok(GitLogView { commits, more })
+    }
 }
 
 /// What one Git mutation does, run inside its operation.

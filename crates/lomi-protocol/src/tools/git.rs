@@ -70,6 +70,40 @@ pub struct GitDiffView {
     pub truncated: bool,
 }
 
+/// `lomi_git_log` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GitLogInput {
+    pub workspace_id: WorkspaceId,
+    pub project_id: Option<ProjectId>,
+    /// How many commits, newest first (1 to 100; default 20).
+    pub limit: Option<u32>,
+}
+
+/// One commit of `lomi_git_log`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GitLogEntry {
+    /// The commit's full SHA.
+    pub commit: String,
+    /// The author's name.
+    pub author: String,
+    /// The author date, ISO 8601 with its offset.
+    pub date: String,
+    /// The first line of the message.
+    pub subject: String,
+}
+
+/// `lomi_git_log` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GitLogView {
+    /// Newest first, from HEAD; empty before the first commit.
+    pub commits: Vec<GitLogEntry>,
+    /// True when older commits were left out by `limit`.
+    pub more: bool,
+}
+
 /// `lomi_git_stage` input.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -189,6 +223,23 @@ impl ToolDef for GitDiffTool {
     }
 }
 
+/// `lomi_git_log`
+pub struct GitLogTool;
+
+impl ToolDef for GitLogTool {
+    const TOOL: Tool = Tool::GitLog;
+    const NAME: &'static str = "lomi_git_log";
+    const FAMILY: Option<Family> = Some(Family::Git);
+    const LABEL: &'static str = "Read Git history";
+    const TITLE: &'static str = "Read the Git log";
+    const KIND: ToolKind = ToolKind::Read;
+    const ANNOTATIONS: Annotations = READ;
+    const DESCRIPTION: &'static str = "The project's most recent commits from HEAD, newest first: SHA, author, \
+        date and subject, bounded by limit.";
+    type Input = GitLogInput;
+    type Output = GitLogView;
+}
+
 /// `lomi_git_stage`
 pub struct GitStageTool;
 
@@ -270,6 +321,7 @@ macro_rules! __git_tools {
         $crate::$next!($callback $($rest)* [$($rows)*
             GitStatus = $crate::tools::git::GitStatusTool => git as plain,
             GitDiff = $crate::tools::git::GitDiffTool => git as plain,
+            GitLog = $crate::tools::git::GitLogTool => git as plain,
             GitStage = $crate::tools::git::GitStageTool => git as plain,
             GitCommit = $crate::tools::git::GitCommitTool => git as plain,
             GitBranch = $crate::tools::git::GitBranchTool => git as plain,
