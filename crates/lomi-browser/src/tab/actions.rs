@@ -7,7 +7,7 @@ use chromiumoxide::cdp::browser_protocol::input::EventDragIntercepted;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-use super::aim::{Aimed, Resolved};
+use super::aim::{Aimed, Call, Resolved};
 use super::{ACK_LIMIT, Tab, cdp_error};
 use crate::BrowserError;
 
@@ -26,6 +26,16 @@ pub enum Target<'a> {
         y: f64,
     },
     None,
+}
+
+impl<'a> Target<'a> {
+    /// The element a ref of a snapshot names.
+    pub(super) fn element(snapshot_id: &'a str, element_ref: &'a str) -> Self {
+        Target::Element {
+            snapshot_id,
+            element_ref,
+        }
+    }
 }
 
 /// What a confirmed action observed.
@@ -75,36 +85,15 @@ impl Tab {
         let deadline = tokio::time::Instant::now() + AIM_LIMIT;
         let mut missed = 0u32;
         loop {
-            let aimed = match target {
-                Target::Element {
-                    snapshot_id,
-                    element_ref,
-                } => {
-                    let event = match button {
-                        "right" => "contextmenu",
-                        "middle" => "auxclick",
-                        _ if count == 2 => "dblclick",
-                        _ => "click",
-                    };
-                    self.aim(snapshot_id, element_ref, &[event], true).await?
-                }
-                Target::Point { x, y } => {
-                    let (token, element) = self.listen_at(x, y, &["mouseup"]).await?;
-                    Aimed {
-                        x,
-                        y,
-                        token,
-                        element,
-                        context: None,
-                    }
-                }
-                Target::None => {
-                    return Err(BrowserError::Invalid(
-                        "click needs snapshotId + elementRef, or x + y".to_owned(),
-                    )
-                    .into());
-                }
+            // At a point, whatever is under it takes the release.
+            let event = match (target, button) {
+                (Target::Point { .. }, _) => "mouseup",
+                (_, "right") => "contextmenu",
+                (_, "middle") => "auxclick",
+                _ if count == 2 => "dblclick",
+                _ => "click",
             };
+            let aimed = self.aim("click", target, &[event], true).await?;
             match self.click_at(&aimed, button, count).await? {
                 Pressed::Reached(mut done) => {
                     // How many presses the page's moving content took elsewhere first.
@@ -171,10 +160,7 @@ impl Tab {
             ))
         };
         let release = dispatched.await.map_err(ActionError::Dispatched)?;
-        let kind = self
-            .acknowledged(token)
-            .await
-            .map_err(|u| ActionError::Unconfirmed(u.0))?;
+        let kind = self.acknowledged(token).await?;
         // The release is answered once the page handled it, unless a dialog opened meanwhile
         // or the page closed itself (`wait_until` ends when the tab's target is destroyed).
         tokio::select! {
@@ -205,37 +191,16 @@ impl Tab {
 
     /// Moves the mouse over an element or a point.
     pub async fn hover(&self, target: Target<'_>) -> Result<ActionResult, ActionError> {
-        let (x, y, token, element) = match target {
-            Target::Element {
-                snapshot_id,
-                element_ref,
-            } => {
-                let aimed = self
-                    .aim(snapshot_id, element_ref, &["mouseover", "mousemove"], false)
-                    .await?;
-                (aimed.x, aimed.y, aimed.token, aimed.element)
-            }
-            Target::Point { x, y } => {
-                let (token, element) = self.listen_at(x, y, &["mouseover", "mousemove"]).await?;
-                (x, y, token, element)
-            }
-            Target::None => {
-                return Err(BrowserError::Invalid(
-                    "hover needs snapshotId + elementRef, or x + y".to_owned(),
-                )
-                .into());
-            }
-        };
-        self.mouse("mouseMoved", x, y, "none", 0)
+        let aimed = self
+            .aim("hover", target, &["mouseover", "mousemove"], false)
+            .await?;
+        self.mouse("mouseMoved", aimed.x, aimed.y, "none", 0)
             .await
             .map_err(ActionError::Dispatched)?;
-        let kind = self
-            .acknowledged(&token)
-            .await
-            .map_err(|u| ActionError::Unconfirmed(u.0))?;
+        let kind = self.acknowledged(&aimed.token).await?;
         Ok(ActionResult {
-            element: Some(element),
-            observed: json!({ "event": kind, "x": x, "y": y }),
+            element: Some(aimed.element),
+            observed: json!({ "event": kind, "x": aimed.x, "y": aimed.y }),
         })
     }
 
@@ -245,21 +210,12 @@ impl Tab {
         target: Target<'_>,
         delta: Option<(f64, f64)>,
     ) -> Result<ActionResult, ActionError> {
-        self.no_dialog()?;
         match (target, delta) {
-            (
-                Target::Element {
-                    snapshot_id,
-                    element_ref,
-                },
-                None,
-            ) => {
-                let resolved = self.resolve(snapshot_id, element_ref)?;
+            (Target::Element { element_ref, .. }, None) => {
                 let answer = self
-                    .helper(resolved.context, &format!("reveal({})", resolved.number))
-                    .await
-                    .map_err(ActionError::Dispatched)?;
-                let answer = Self::checked(answer, element_ref).map_err(ActionError::Refused)?;
+                    .arm(target, Call::Acts, |number, _| format!("reveal({number})"))
+                    .await?
+                    .answer;
                 if answer["visible"] != true {
                     return Err(ActionError::Unconfirmed(format!(
                         "{element_ref} is still outside the viewport after scrolling"
@@ -288,19 +244,18 @@ impl Tab {
                         .into());
                     }
                 };
-                let (token, element) = self.listen_at(x, y, &["wheel"]).await?;
+                let aimed = self
+                    .aim("scroll", Target::Point { x, y }, &["wheel"], false)
+                    .await?;
                 self.raw(
                     "Input.dispatchMouseEvent",
                     json!({ "type": "mouseWheel", "x": x, "y": y, "deltaX": dx, "deltaY": dy }),
                 )
                 .await
                 .map_err(ActionError::Dispatched)?;
-                let kind = self
-                    .acknowledged(&token)
-                    .await
-                    .map_err(|u| ActionError::Unconfirmed(u.0))?;
+                let kind = self.acknowledged(&aimed.token).await?;
                 Ok(ActionResult {
-                    element: Some(element),
+                    element: Some(aimed.element),
                     observed: json!({ "event": kind, "deltaX": dx, "deltaY": dy }),
                 })
             }
@@ -322,37 +277,29 @@ impl Tab {
         to: &str,
     ) -> Result<ActionResult, ActionError> {
         self.no_dialog()?;
+        // Both refs are checked before the drop's watch is armed at `to`.
         let source = self.resolve(snapshot_id, from)?;
-        let target = self.resolve(snapshot_id, to)?;
-        if source.frame_prefix != target.frame_prefix {
+        if source.frame_prefix != self.resolve(snapshot_id, to)?.frame_prefix {
             return Err(BrowserError::Invalid(format!(
                 "{from} and {to} are in different frames; a drag stays within one frame"
             ))
             .into());
         }
-        let drop_token = self.token();
+        let to_target = Target::element(snapshot_id, to);
         let watch = self
-            .helper(
-                target.context,
-                &format!(
-                    "dropWatch({}, {}, {})",
-                    target.number,
-                    source.number,
-                    json!(drop_token)
-                ),
-            )
+            .arm(to_target, Call::Arms, |number, token| {
+                format!("dropWatch({number}, {}, {})", source.number, json!(token))
+            })
             .await?;
-        let watch = Self::checked(watch, to)?;
-        let to_element = watch["element"].as_str().unwrap_or_default().to_owned();
         let watched = Aimed {
             x: 0.0,
             y: 0.0,
-            token: drop_token.clone(),
-            element: to_element.clone(),
-            context: Some(target.context),
+            token: watch.token.clone(),
+            element: watch.element.clone(),
+            context: Some(watch.at.context),
         };
         let result = self
-            .drag_armed(snapshot_id, from, to, &target, &drop_token)
+            .drag_armed(snapshot_id, from, to, &watch.at, &watch.token)
             .await;
         self.disarm(&watched).await;
         if let Err(error) = self
@@ -364,7 +311,7 @@ impl Tab {
         let (from_element, kind, html5) = result?;
         Ok(ActionResult {
             element: Some(from_element),
-            observed: json!({ "event": kind, "target": to_element, "html5": html5 }),
+            observed: json!({ "event": kind, "target": watch.element, "html5": html5 }),
         })
     }
 
@@ -376,7 +323,8 @@ impl Tab {
         target: &Resolved,
         drop_token: &str,
     ) -> Result<(String, String, bool), ActionError> {
-        let pressed = self.aim(snapshot_id, from, &["mousedown"], false).await?;
+        let from_target = Target::element(snapshot_id, from);
+        let pressed = self.aim("drag", from_target, &["mousedown"], false).await?;
         let (ox, oy) = self.frame_origin(target).await?;
         self.raw("Input.setInterceptDrags", json!({ "enabled": true }))
             .await?;
@@ -454,10 +402,7 @@ impl Tab {
                 .await
                 .map_err(ActionError::Dispatched)?;
         }
-        let kind = self
-            .acknowledged(drop_token)
-            .await
-            .map_err(|u| ActionError::Unconfirmed(u.0))?;
+        let kind = self.acknowledged(drop_token).await?;
         if kind == "dragend" {
             return Err(ActionError::Failed(format!(
                 "{to} did not take the drop: the drag from {from} ended without one (the page's \

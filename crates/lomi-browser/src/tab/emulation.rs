@@ -54,8 +54,7 @@ impl Tab {
     /// What the page reports of its device: innerWidth, innerHeight, devicePixelRatio,
     /// prefersDark, userAgent.
     pub async fn metrics(&self) -> Result<Value, BrowserError> {
-        let main = self.lock().main_frame.clone();
-        let context = self.world(&main).await?;
+        let context = self.main_world().await?;
         self.helper(context, "metrics()").await
     }
 }

@@ -5,6 +5,7 @@ use lomi_snapshot::parse_key;
 use serde_json::{Value, json};
 
 use super::actions::truncate_value;
+use super::aim::{Armed, Call};
 use super::{ActionError, ActionResult, Tab, Target};
 use crate::BrowserError;
 
@@ -17,17 +18,12 @@ impl Tab {
         text: &str,
         replace: bool,
     ) -> Result<ActionResult, ActionError> {
-        self.no_dialog()?;
-        let resolved = self.resolve(snapshot_id, element_ref)?;
-        let token = self.token();
-        let answer = self
-            .helper(
-                resolved.context,
-                &format!("focus({}, {replace}, {})", resolved.number, json!(token)),
-            )
+        let target = Target::element(snapshot_id, element_ref);
+        let armed = self
+            .arm(target, Call::Arms, |number, token| {
+                format!("focus({number}, {replace}, {})", json!(token))
+            })
             .await?;
-        let answer = Self::checked(answer, element_ref)?;
-        let element = answer["element"].as_str().unwrap_or_default().to_owned();
         let sent = if text.is_empty() {
             self.key_event("Backspace").await
         } else {
@@ -36,61 +32,37 @@ impl Tab {
                 .map(|_| ())
         };
         sent.map_err(ActionError::Dispatched)?;
-        let kind = self
-            .acknowledged(&token)
-            .await
-            .map_err(|u| ActionError::Unconfirmed(u.0))?;
+        let kind = self.acknowledged(&armed.token).await?;
         let value = self
-            .helper(resolved.context, &format!("value({})", resolved.number))
+            .helper(armed.at.context, &format!("value({})", armed.at.number))
             .await
             .map(|v| v["value"].clone())
             .unwrap_or(Value::Null);
         Ok(ActionResult {
-            element: Some(element),
+            element: Some(armed.element),
             observed: json!({ "event": kind, "value": truncate_value(value) }),
         })
     }
 
     /// Presses a key (with modifiers) at an element, or at the focused element.
     pub async fn press(&self, target: Target<'_>, key: &str) -> Result<ActionResult, ActionError> {
-        self.no_dialog()?;
+        if let Target::Point { .. } = target {
+            return Err(BrowserError::Invalid(
+                "press takes a ref, or no target for the focused element".to_owned(),
+            )
+            .into());
+        }
         parse_key(key).map_err(BrowserError::from)?;
-        let (context, number, label) = match target {
-            Target::Element {
-                snapshot_id,
-                element_ref,
-            } => {
-                let resolved = self.resolve(snapshot_id, element_ref)?;
-                (resolved.context, resolved.number, element_ref.to_owned())
-            }
-            Target::None => {
-                let main = self.lock().main_frame.clone();
-                (
-                    self.world(&main).await?,
-                    0,
-                    "the focused element".to_owned(),
-                )
-            }
-            Target::Point { .. } => {
-                return Err(BrowserError::Invalid(
-                    "press takes a ref, or no target for the focused element".to_owned(),
-                )
-                .into());
-            }
-        };
-        let token = self.token();
-        let answer = self
-            .helper(context, &format!("key({number}, {})", json!(token)))
+        // The focused element (no target) is number 0: the helper listens where the focus is.
+        let armed = self
+            .arm(target, Call::Arms, |number, token| {
+                format!("key({number}, {})", json!(token))
+            })
             .await?;
-        let answer = Self::checked(answer, &label)?;
-        let element = answer["element"].as_str().unwrap_or_default().to_owned();
         self.key_event(key).await.map_err(ActionError::Dispatched)?;
-        let kind = self
-            .acknowledged(&token)
-            .await
-            .map_err(|u| ActionError::Unconfirmed(u.0))?;
+        let kind = self.acknowledged(&armed.token).await?;
         Ok(ActionResult {
-            element: Some(element),
+            element: Some(armed.element),
             observed: json!({ "event": kind, "key": key }),
         })
     }
@@ -131,20 +103,14 @@ impl Tab {
         element_ref: &str,
         values: &[String],
     ) -> Result<ActionResult, ActionError> {
-        self.no_dialog()?;
-        let resolved = self.resolve(snapshot_id, element_ref)?;
+        let target = Target::element(snapshot_id, element_ref);
+        let values = json!(values);
         let answer = self
-            .helper(
-                resolved.context,
-                &format!("select({}, {})", resolved.number, json!(values)),
-            )
-            .await
-            .map_err(ActionError::Dispatched)?;
-        let answer = Self::checked(answer, element_ref).map_err(|e| match e {
-            // The helper refuses before changing anything.
-            e @ (BrowserError::Invalid(_) | BrowserError::Stale(_)) => ActionError::Refused(e),
-            other => ActionError::Dispatched(other),
-        })?;
+            .arm(target, Call::Acts, |number, _| {
+                format!("select({number}, {values})")
+            })
+            .await?
+            .answer;
         Ok(ActionResult {
             element: answer["element"].as_str().map(str::to_owned),
             observed: json!({ "selected": answer["selected"] }),
@@ -158,22 +124,18 @@ impl Tab {
         element_ref: &str,
         files: &[String],
     ) -> Result<ActionResult, ActionError> {
-        self.no_dialog()?;
-        let resolved = self.resolve(snapshot_id, element_ref)?;
-        let token = self.token();
-        let answer = self
-            .helper(
-                resolved.context,
-                &format!("fileInput({}, {})", resolved.number, json!(token)),
-            )
+        let target = Target::element(snapshot_id, element_ref);
+        let armed = self
+            .arm(target, Call::Arms, |number, token| {
+                format!("fileInput({number}, {})", json!(token))
+            })
             .await?;
-        let answer = Self::checked(answer, element_ref)?;
         let object = self
             .raw(
                 "Runtime.evaluate",
                 json!({
-                    "expression": format!("globalThis.__lomi.element({})", resolved.number),
-                    "contextId": resolved.context,
+                    "expression": format!("globalThis.__lomi.element({})", armed.at.number),
+                    "contextId": armed.at.context,
                 }),
             )
             .await?;
@@ -189,17 +151,14 @@ impl Tab {
         )
         .await
         .map_err(ActionError::Dispatched)?;
-        let kind = self
-            .acknowledged(&token)
-            .await
-            .map_err(|u| ActionError::Unconfirmed(u.0))?;
+        let kind = self.acknowledged(&armed.token).await?;
         let names = self
-            .helper(resolved.context, &format!("files({})", resolved.number))
+            .helper(armed.at.context, &format!("files({})", armed.at.number))
             .await
             .map(|v| v["files"].clone())
             .unwrap_or(Value::Null);
         Ok(ActionResult {
-            element: answer["element"].as_str().map(str::to_owned),
+            element: armed.answer["element"].as_str().map(str::to_owned),
             observed: json!({ "event": kind, "files": names }),
         })
     }
@@ -212,14 +171,9 @@ impl Tab {
         snapshot_id: &str,
         fields: &[(String, String)],
     ) -> Result<ActionResult, ActionError> {
-        self.no_dialog()?;
         let mut kinds = Vec::with_capacity(fields.len());
         for (element_ref, value) in fields {
-            let resolved = self.resolve(snapshot_id, element_ref)?;
-            let field = self
-                .helper(resolved.context, &format!("field({})", resolved.number))
-                .await?;
-            let field = Self::checked(field, element_ref)?;
+            let field = self.field(snapshot_id, element_ref).await?.answer;
             let kind = field["kind"].as_str().unwrap_or_default().to_owned();
             let refuse = |why: String| Err(ActionError::Refused(BrowserError::Invalid(why)));
             if field["disabled"] == true {
@@ -300,21 +254,15 @@ impl Tab {
                 .observed),
             _ => {
                 let want = value == "true";
-                let resolved = self.resolve(snapshot_id, element_ref)?;
+                let field = self.field(snapshot_id, element_ref).await?;
                 let state = |answer: Value| answer["checked"] == true;
-                let field = self
-                    .helper(resolved.context, &format!("field({})", resolved.number))
-                    .await?;
-                if state(Self::checked(field, element_ref)?) == want {
+                if state(field.answer) == want {
                     return Ok(json!({ "checked": want, "changed": false }));
                 }
-                let target = Target::Element {
-                    snapshot_id,
-                    element_ref,
-                };
-                self.click(target, "left", 1).await?;
+                self.click(Target::element(snapshot_id, element_ref), "left", 1)
+                    .await?;
                 let field = self
-                    .helper(resolved.context, &format!("field({})", resolved.number))
+                    .helper(field.at.context, &format!("field({})", field.at.number))
                     .await
                     .map_err(ActionError::Dispatched)?;
                 let now =
@@ -328,5 +276,13 @@ impl Tab {
                 Ok(json!({ "checked": now, "changed": true }))
             }
         }
+    }
+
+    /// What a form field is (its kind, whether it is disabled or checked), read through the
+    /// actions' preamble.
+    async fn field(&self, snapshot_id: &str, element_ref: &str) -> Result<Armed, ActionError> {
+        let target = Target::element(snapshot_id, element_ref);
+        self.arm(target, Call::Arms, |number, _| format!("field({number})"))
+            .await
     }
 }

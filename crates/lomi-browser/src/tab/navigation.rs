@@ -354,8 +354,7 @@ impl Tab {
             if left.is_zero() {
                 return Ok(false);
             }
-            let main = self.lock().main_frame.clone();
-            let answer = match self.world(&main).await {
+            let answer = match self.main_world().await {
                 Ok(context) => {
                     self.helper(context, &format!("waitFor({spec}, {})", left.as_millis()))
                         .await

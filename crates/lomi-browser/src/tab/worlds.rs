@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{ACK_LIMIT, Tab, WALKER, WORLD};
+use super::{ACK_LIMIT, ActionError, Tab, WALKER, WORLD};
 use crate::BrowserError;
 
 /// How long an acknowledgement may trail the dialog its event opened.
@@ -32,6 +32,12 @@ impl Tab {
             .entry(frame.to_owned())
             .or_insert((context, String::new()));
         Ok(context)
+    }
+
+    /// Lomi's world in the main frame's current document.
+    pub(super) async fn main_world(&self) -> Result<i64, BrowserError> {
+        let main = self.lock().main_frame.clone();
+        self.world(&main).await
     }
 
     /// Calls `__lomi.<call>` in a world (installing the helper there first if needed) and
@@ -128,8 +134,7 @@ impl Tab {
     /// A round trip through Lomi's world of the main frame that the event pump sees after
     /// every event the page sent before it. Best effort: a page between documents has no world.
     pub(super) async fn fence(&self) {
-        let main = self.lock().main_frame.clone();
-        let Ok(context) = self.world(&main).await else {
+        let Ok(context) = self.main_world().await else {
             return;
         };
         let token = self.token();
@@ -148,3 +153,10 @@ impl Tab {
 
 /// The page did not confirm an event that was dispatched.
 pub(super) struct Unconfirmed(pub(super) String);
+
+/// An event the page did not confirm is the action's `Unconfirmed`.
+impl From<Unconfirmed> for ActionError {
+    fn from(unconfirmed: Unconfirmed) -> Self {
+        ActionError::Unconfirmed(unconfirmed.0)
+    }
+}
