@@ -156,15 +156,7 @@ impl Tab {
     pub async fn steady(&self, limit: Duration) -> Result<Vec<String>, BrowserError> {
         self.no_dialog()?;
         let deadline = tokio::time::Instant::now() + limit;
-        self.raw("Emulation.setScrollbarsHidden", json!({ "hidden": true }))
-            .await?;
-        // Focused whether or not its window is in front: focus rings and `:focus` styles the
-        // same in any tab.
-        self.raw(
-            "Emulation.setFocusEmulationEnabled",
-            json!({ "enabled": true }),
-        )
-        .await?;
+        self.hold_emulation(true).await?;
         let mut missing = Vec::new();
         if !self.network_quiet(deadline, STEADY_QUIET).await {
             missing.push(format!(
@@ -198,11 +190,18 @@ impl Tab {
             json!({ "expression": "document.getElementById('__lomi_steady')?.remove()" }),
         )
         .await?;
-        self.raw("Emulation.setScrollbarsHidden", json!({ "hidden": false }))
+        self.hold_emulation(false).await
+    }
+
+    /// What [`Tab::steady`] has Chromium emulate (`on`) and [`Tab::release`] lifts: scrollbars
+    /// hidden, and the page focused whether or not its window is in front (focus rings and
+    /// `:focus` styles the same in any tab).
+    async fn hold_emulation(&self, on: bool) -> Result<(), BrowserError> {
+        self.raw("Emulation.setScrollbarsHidden", json!({ "hidden": on }))
             .await?;
         self.raw(
             "Emulation.setFocusEmulationEnabled",
-            json!({ "enabled": false }),
+            json!({ "enabled": on }),
         )
         .await?;
         Ok(())
