@@ -2,8 +2,8 @@
 //! part of the tab goes through (CDP commands, waits on that state, the dialog check). Each
 //! concern of a tab is a module of its own, an `impl Tab` each: the event pump (`events`),
 //! Lomi's isolated world in each frame (`worlds`), snapshots (`snapshot`), aiming at the
-//! element a ref names (`aim`, with the one preamble every action on a ref goes through), the
-//! pointer actions (`actions`), fields and keys (`forms`), navigation and waits
+//! element a ref names (`aim`, with `Tab::arm`, the one preamble every action goes through),
+//! the pointer actions (`actions`), fields and keys (`forms`), navigation and waits
 //! (`navigation`), the network (`network`), captures and PDFs (`capture`) and device emulation
 //! (`emulation`). Actions aim at the element a ref names only after checking that it is the
 //! same, still connected node; they succeed when the page reports, through the `lomiAck`

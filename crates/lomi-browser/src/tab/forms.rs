@@ -33,11 +33,7 @@ impl Tab {
         };
         sent.map_err(ActionError::Dispatched)?;
         let kind = self.acknowledged(&armed.token).await?;
-        let value = self
-            .helper(armed.at.context, &format!("value({})", armed.at.number))
-            .await
-            .map(|v| v["value"].clone())
-            .unwrap_or(Value::Null);
+        let value = self.read_back(&armed, "value").await;
         Ok(ActionResult {
             element: Some(armed.element),
             observed: json!({ "event": kind, "value": truncate_value(value) }),
@@ -53,7 +49,7 @@ impl Tab {
             .into());
         }
         parse_key(key).map_err(BrowserError::from)?;
-        // The focused element (no target) is number 0: the helper listens where the focus is.
+        // No target: the helper listens at the focused element (number 0).
         let armed = self
             .arm(target, Call::Arms, |number, token| {
                 format!("key({number}, {})", json!(token))
@@ -152,11 +148,7 @@ impl Tab {
         .await
         .map_err(ActionError::Dispatched)?;
         let kind = self.acknowledged(&armed.token).await?;
-        let names = self
-            .helper(armed.at.context, &format!("files({})", armed.at.number))
-            .await
-            .map(|v| v["files"].clone())
-            .unwrap_or(Value::Null);
+        let names = self.read_back(&armed, "files").await;
         Ok(ActionResult {
             element: armed.answer["element"].as_str().map(str::to_owned),
             observed: json!({ "event": kind, "files": names }),
@@ -284,5 +276,14 @@ impl Tab {
         let target = Target::element(snapshot_id, element_ref);
         self.arm(target, Call::Arms, |number, _| format!("field({number})"))
             .await
+    }
+
+    /// What a confirmed action left in its element, for the agent to see (the helper's
+    /// `what`: `value`, `files`); null when the page no longer answers.
+    async fn read_back(&self, armed: &Armed, what: &str) -> Value {
+        self.helper(armed.at.context, &format!("{what}({})", armed.at.number))
+            .await
+            .map(|answer| answer[what].clone())
+            .unwrap_or(Value::Null)
     }
 }
