@@ -33,6 +33,7 @@ fn every_schema_is_a_closed_object() {
         for (what, schema) in [
             ("input", &tool.input_schema),
             ("output", &tool.output_schema),
+            ("listed output", &tool.listed_output_schema),
         ] {
             let properties = schema.get("properties").and_then(Value::as_object);
             for (name, property) in properties.into_iter().flatten() {
@@ -48,6 +49,100 @@ fn every_schema_is_a_closed_object() {
             Some(&Value::Bool(false)),
             "{} input must reject unknown fields",
             tool.name
+        );
+    }
+}
+
+/// Input schemas close only their root (`additionalProperties: false`); the strict decoder
+/// still refuses an unknown field in every nested object. One case per nested input object.
+#[test]
+fn the_decoder_refuses_what_the_schemas_no_longer_say() {
+    let refused = [
+        (
+            "lomi_browser_capture",
+            r#"{"panelId":"p","save":{"path":"a.png","retryEpoch":"re_1","requestKey":"k","extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_capture",
+            r#"{"panelId":"p","clip":{"x":0,"y":0,"width":1,"height":1,"extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_network_body",
+            r#"{"panelId":"p","cursor":"1","save":{"path":"a","retryEpoch":"re_1","requestKey":"k","extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_capture_set",
+            r#"{"targets":[{"name":"a","extra":1}]}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_capture_set",
+            r#"{"targets":[{"name":"a","viewport":{"width":1,"height":1,"extra":1}}]}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_fill",
+            r#"{"fields":[{"elementRef":"e1","value":"v","extra":1}]}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_create",
+            r#"{"viewport":{"width":800,"height":600,"extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_emulate",
+            r#"{"viewport":{"width":800,"height":600,"extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_editor_edit",
+            r#"{"edits":[{"start":0,"end":0,"text":"","extra":1}]}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_workspace_close",
+            r#"{"documents":[{"documentId":"d","action":"save","extra":1}]}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_terminal_read",
+            r#"{"waitFor":{"exit":true,"extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_android_launch",
+            r#"{"intent":{"action":"a","extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_android_capture",
+            r#"{"panelId":"p","clip":{"x":0,"y":0,"width":1,"height":1,"extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_android_capture_set",
+            r#"{"screens":[{"name":"a","extra":1}]}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_workspace_update",
+            r#"{"change":{"rename":{"name":"n","extra":1}}}"#,
+            "unknown field `extra`",
+        ),
+    ];
+    for (name, arguments, says) in refused {
+        let tool = lomi_protocol::catalog::tool(name).expect("a tool");
+        let arguments: Value = serde_json::from_str(arguments).expect("json");
+        let error = (tool.check_arguments)(name, Some(arguments.clone()))
+            .expect_err(&format!("{name} accepted {arguments}"));
+        assert!(
+            error.message.contains(says),
+            "{name} {arguments}: {} (expected it to say {says:?})",
+            error.message
         );
     }
 }
