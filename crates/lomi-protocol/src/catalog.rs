@@ -1,11 +1,14 @@
 //! The tool catalog: every tool's name, description, annotations and complete input and output
-//! schemas. `lomi catalog` prints it and the MCP server's `tools/list` is built from it.
+//! schemas. `lomi catalog` prints it and the MCP server's `tools/list` is built from it (with
+//! slimmer output schemas).
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::schema::{input_schema, operation_schema, output_schema};
+use crate::schema::{
+    input_schema, listed_operation_schema, listed_output_schema, operation_schema, output_schema,
+};
 use crate::tools::NoArguments;
 use crate::tools::android::{
     AndroidAppsInput, AndroidInstallInput, AndroidLogcatInput, AndroidOpenUrlInput,
@@ -555,7 +558,12 @@ pub struct ToolSpec {
     pub kind: ToolKind,
     pub annotations: Annotations,
     pub input_schema: Map<String, Value>,
+    /// The complete output schema: the whole envelope, ok or error, around the typed data
+    /// (the seed: the catalog JSON holds each tool's complete output schema).
     pub output_schema: Map<String, Value>,
+    /// The output schema `tools/list` gives: the data in a slim envelope, and of a mutation's
+    /// operation only its result's fields (`schema::listed_operation_schema`).
+    pub listed_output_schema: Map<String, Value>,
     /// Decodes arguments strictly into the tool's input type (the type `input_schema` is made
     /// from) and drops the result: the fuzzer's way in to every tool's decoding.
     pub check_arguments: fn(&str, Option<Value>) -> Result<(), crate::ToolError>,
@@ -578,6 +586,7 @@ impl ToolSpec {
             annotations,
             input_schema: input_schema::<I>(),
             output_schema: output_schema::<O>(),
+            listed_output_schema: listed_output_schema::<O>(),
             check_arguments: |tool, arguments| {
                 crate::strict::decode::<I>(tool, arguments).map(drop)
             },
@@ -594,6 +603,7 @@ impl ToolSpec {
     ) -> Self {
         ToolSpec {
             output_schema: operation_schema::<R>(),
+            listed_output_schema: listed_operation_schema::<R>(),
             ..ToolSpec::new::<I, OperationView>(
                 tool,
                 title,
@@ -604,14 +614,14 @@ impl ToolSpec {
         }
     }
 
-    /// The tool as the catalog JSON and `tools/list` show it.
+    /// The tool as `tools/list` shows it (and the catalog JSON's `tools`).
     pub fn to_json(&self) -> Value {
         serde_json::json!({
             "name": self.name,
             "title": self.title,
             "description": self.description,
             "inputSchema": self.input_schema,
-            "outputSchema": self.output_schema,
+            "outputSchema": self.listed_output_schema,
             "annotations": self.annotations.to_json(),
         })
     }
@@ -634,22 +644,22 @@ impl Tool {
                 "Pairing status",
                 Read,
                 READ,
-                "Whether the person has approved this client yet, with the verification code they will compare. \
-             The only tool that answers before approval.",
+                "Whether the person approved this client, with the code they compare. Answers \
+             before approval.",
             ),
             Tool::WorkspaceList => ToolSpec::new::<NoArguments, WorkspaceList>(
                 tool,
                 "List workspaces",
                 Read,
                 READ,
-                "The workspaces this pairing was granted, with projects, panel order and the current domainRevision.",
+                "The granted workspaces with projects, panels and domainRevision.",
             ),
             Tool::PanelList => ToolSpec::new::<PanelListInput, PanelList>(
                 tool,
                 "List panels",
                 Read,
                 READ,
-                "The panels of a granted workspace with their current runtime generation and the domainRevision.",
+                "A workspace's panels with their runtime generations and domainRevision.",
             ),
             Tool::Connect => ToolSpec::new::<ConnectInput, Connection>(
                 tool,
@@ -659,9 +669,7 @@ impl Tool {
                     idempotent_hint: false,
                     ..MUTATION
                 },
-                "Opens a connection to a granted workspace and returns its retryEpoch (valid 24 h, this broker \
-             instance only). Pass retryEpoch and your own requestKey to every mutation; keep both to look \
-             a receipt up after a lost reply.",
+                "Connects to a granted workspace; returns the retryEpoch every mutation needs.",
             ),
             Tool::WorkspaceUpdate => ToolSpec::operation::<
                 WorkspaceUpdateInput,
@@ -670,17 +678,15 @@ impl Tool {
                 tool,
                 "Update a workspace",
                 MUTATION,
-                "Renames a workspace or reorders its panels, compared and swapped by expectedRevision \
-             (REVISION_MISMATCH carries the current revision). Returns the operation; its confirmed result \
-             holds the updated workspace.",
+                "Renames a workspace or rearranges its panels.",
             ),
             Tool::OperationGet => ToolSpec::new::<OperationGetInput, OperationView>(
                 tool,
                 "Get an operation",
                 Read,
                 READ,
-                "The receipt of one of this connection's operations, by operationId or by the original request's \
-             key. Read state, effectState and result: isError false alone does not prove an effect.",
+                "An operation's receipt, by operationId or by the original retryEpoch, requestKey \
+             and tool.",
             ),
             Tool::OperationCancel => ToolSpec::new::<OperationCancelInput, OperationView>(
                 tool,
@@ -690,26 +696,23 @@ impl Tool {
                     destructive_hint: true,
                     ..MUTATION
                 },
-                "Cancels queued or waiting work, or asks running work to stop. It cannot undo an effect that \
-             already happened; the receipt settles with the effect really reached.",
+                "Cancels queued or waiting work, or asks running work to stop; undoes nothing.",
             ),
             Tool::EventsRead => ToolSpec::new::<EventsReadInput, EventPage>(
                 tool,
                 "Read operation events",
                 Read,
                 READ,
-                "A bounded page of operation state changes of this connection, after a cursor. A page may be \
-             empty: continue with nextCursor. Metadata only; not proof of effect.",
+                "Operation state changes of a connection after cursor; continue with nextCursor, \
+             even after an empty page.",
             ),
             Tool::TerminalCreate => {
                 ToolSpec::operation::<TerminalCreateInput, crate::tools::terminal::TerminalCreated>(
                     tool,
                     "Create a terminal",
                     MUTATION,
-                    "Starts a real terminal (the person's shell, or argv) in a project directory as a new panel, \
-             compared by the workspace's expectedRevision. Settles succeeded once the process runs and its \
-             first output is seen; the result holds panelId, terminalSessionId, generation and a leaseId for \
-             input.",
+                    "Starts the person's shell, or argv, in a project folder as a new terminal \
+             panel.",
                 )
             }
             Tool::LeaseAcquire => ToolSpec::new::<LeaseAcquireInput, LeaseView>(
@@ -720,8 +723,7 @@ impl Tool {
                     idempotent_hint: false,
                     ..MUTATION
                 },
-                "Input authority over one runtime generation of a panel. It ends when the person types in the \
-             panel (takeover), the runtime is replaced, the panel closes, or the pairing is revoked.",
+                "Takes input control of a panel's runtime generation; the person typing ends it.",
             ),
             Tool::LeaseRelease => ToolSpec::new::<LeaseReleaseInput, LeaseReleased>(
                 tool,
@@ -738,18 +740,16 @@ impl Tool {
                     destructive_hint: true,
                     ..MUTATION
                 },
-                "Sends text or named keys under a lease, ordered by inputSequence (the lease's last plus one). \
-             Repeating a sequence with the same payload acknowledges the earlier input without sending it \
-             again. The answer confirms the bytes were written, not what the program did: read to see.",
+                "Types text (\"\\r\" is Enter) or named keys under a lease; confirms the bytes \
+             were written, not their effect.",
             ),
             Tool::TerminalRead => ToolSpec::new::<TerminalReadInput, TerminalReadView>(
                 tool,
                 "Read a terminal",
                 Read,
                 READ,
-                "The visible screen (with cursor and alternate-screen flag) and/or output since a cursor, bounded \
-             by maxBytes. With waitFor it answers once the text or regex appears, output goes idle, or the \
-             process exits (bounded by timeoutMs), so there is no need to poll.",
+                "The screen and output since a cursor; waitFor answers once text, a regex, \
+             idleness or exit is seen.",
             ),
             Tool::TerminalInterrupt => {
                 ToolSpec::operation::<TerminalInterruptInput, crate::tools::terminal::Interrupted>(
@@ -759,8 +759,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Sends Ctrl+C (SIGINT) to the terminal's foreground process group. Succeeds when the signal was \
-             dispatched; it does not mean the process exited: read the terminal to see.",
+                    "Sends Ctrl+C to the foreground process; it may still run: read to see.",
                 )
             }
             Tool::TerminalClose => {
@@ -771,8 +770,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Ends every process of the terminal and removes its panel, compared by expectedRevision. Cannot \
-             be undone.",
+                    "Ends the terminal's processes and removes its panel.",
                 )
             }
             Tool::FileRead => ToolSpec::new::<FileReadInput, FileReadView>(
@@ -780,8 +778,8 @@ impl Tool {
                 "Read a file",
                 Read,
                 READ,
-                "Reads a project file (or a byte range of it) with its diskRevision (SHA-256 of the exact bytes), \
-             encoding and line endings. Valid UTF-8 comes as text, anything else as base64.",
+                "Reads a project file (or a byte range) with its diskRevision; UTF-8 as text, \
+             else base64.",
             ),
             Tool::FileWrite => {
                 ToolSpec::operation::<FileWriteInput, crate::tools::files::FileChanged>(
@@ -791,8 +789,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Replaces an existing file's content atomically, only if it still has expectedDiskRevision \
-             (REVISION_MISMATCH carries the current one). Permissions are kept; bytes are written exactly.",
+                    "Replaces an existing file's bytes atomically, by its diskRevision.",
                 )
             }
             Tool::FileCreate => {
@@ -800,9 +797,7 @@ impl Tool {
                     tool,
                     "Create a file",
                     MUTATION,
-                    "Creates a new file in the project; an existing path is REVISION_MISMATCH. A missing folder is \
-             NOT_FOUND unless createParents: true; expectedParentRevision (the folder's directoryRevision) \
-             creates only if the folder is as you saw it.",
+                    "Creates a new file; an existing path is REVISION_MISMATCH.",
                 )
             }
             Tool::FileRename => {
@@ -813,7 +808,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Renames or moves a file within the project; never overwrites an existing target.",
+                    "Renames or moves a file in the project; never overwrites.",
                 )
             }
             Tool::FileDelete => {
@@ -824,8 +819,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Deletes a file (by its diskRevision) or an empty directory (by its directoryRevision). Waits for \
-             the person's decision (awaiting_user) unless they turned that off. Cannot be undone.",
+                    "Deletes a file (by diskRevision) or an empty folder (by directoryRevision).",
                 )
             }
             Tool::DirCreate => {
@@ -833,9 +827,7 @@ impl Tool {
                     tool,
                     "Create a folder",
                     MUTATION,
-                    "Makes a folder in the project (with createParents, the missing folders above it too), \
-             optionally only if the folder it goes in is at expectedParentRevision. An existing path is \
-             REVISION_MISMATCH. Returns the operation; its result holds the new directoryRevision.",
+                    "Makes a folder in the project.",
                 )
             }
             Tool::DirList => ToolSpec::new::<DirListInput, DirListView>(
@@ -843,8 +835,8 @@ impl Tool {
                 "List a directory",
                 Read,
                 READ,
-                "Lists a project directory, sorted and paged, with each entry's revision and a directoryRevision \
-             that changes exactly when the listing changes.",
+                "Lists a project folder, paged, with each entry's revision and the \
+             directoryRevision.",
             ),
             Tool::EditorOpen => ToolSpec::new::<EditorOpenInput, EditorDocumentView>(
                 tool,
@@ -855,10 +847,8 @@ impl Tool {
                     read_only_hint: false,
                     ..READ
                 },
-                "Opens a UTF-8 text file (with or without BOM) as the shared editor document the person also \
-             sees, or returns the one already open for that path: documentId, bufferRevision, diskRevision \
-             and the text (without the BOM, line endings exactly as in the file). Other encodings and \
-             binary files are UNSUPPORTED.",
+                "Opens a UTF-8 file as the editor document the person also sees (the same one if \
+             open): its documentId, bufferRevision and text.",
             ),
             Tool::EditorEdit => ToolSpec::new::<EditorEditInput, EditorEdited>(
                 tool,
@@ -869,9 +859,8 @@ impl Tool {
                     idempotent_hint: false,
                     ..READ
                 },
-                "Applies non-overlapping character-offset edits to a document's text as one change, only if it \
-             is still at expectedBufferRevision (the person may have edited it: REVISION_MISMATCH carries \
-             the current revision). Changes the buffer, not the file; save to write it.",
+                "Replaces character ranges (start..end, Unicode scalar values) of a document's \
+             text as one change; save writes the file.",
             ),
             Tool::EditorSave => {
                 ToolSpec::operation::<EditorSaveInput, crate::tools::editor::EditorSaved>(
@@ -881,9 +870,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Writes the document at expectedBufferRevision to its file, with its BOM and line endings, only \
-             if the file is still as it was opened or last saved (else REVISION_MISMATCH: nothing is \
-             overwritten). Cannot be undone by cancelling.",
+                    "Writes a document to its file, refused if the file changed on disk since.",
                 )
             }
             Tool::EditorClose => ToolSpec::new::<EditorCloseInput, EditorClosed>(
@@ -895,8 +882,7 @@ impl Tool {
                     destructive_hint: true,
                     ..READ
                 },
-                "Closes a document. A document with unsaved changes is refused (INVALID_ARGUMENT) unless \
-             discard: true.",
+                "Closes a document; unsaved changes need discard: true.",
             ),
             Tool::WorkspaceClose => {
                 ToolSpec::operation::<WorkspaceCloseInput, crate::tools::editor::WorkspaceClosed>(
@@ -906,10 +892,8 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Saves or discards every open document of the workspace as named in documents (each dirty one \
-             must be named), then closes them. The workspace stays in Lomi. If a save fails nothing is \
-             closed and the operation fails, effectState partial when something was saved; \
-             result.details names the saved and the failed documents.",
+                    "Saves or discards each open document as documents names them (every unsaved \
+             one), then closes them all.",
                 )
             }
             Tool::GitStatus => ToolSpec::new::<GitStatusInput, GitStatusView>(
@@ -917,30 +901,27 @@ impl Tool {
                 "Git status",
                 Read,
                 READ,
-                "The Git status of a project that is a repository: HEAD commit, branch, and each changed, \
-             staged or untracked path. UNSUPPORTED when the project is not a repository.",
+                "A repository's HEAD (head), branch and changed, staged or untracked paths.",
             ),
             Tool::GitDiff => ToolSpec::new::<GitDiffInput, GitDiffView>(
                 tool,
                 "Git diff",
                 Read,
                 READ,
-                "The unified diff of the unstaged changes, or of the staged ones with staged: true, optionally \
-             for one path, bounded by maxBytes.",
+                "The unified diff of the unstaged changes, or the staged ones.",
             ),
             Tool::GitStage => ToolSpec::operation::<GitStageInput, crate::tools::git::GitStaged>(
                 tool,
                 "Stage changes",
                 MUTATION,
-                "Stages the given paths (new, changed or deleted files) for the next commit.",
+                "Stages paths (new, changed or deleted) for the next commit.",
             ),
             Tool::GitCommit => {
                 ToolSpec::operation::<GitCommitInput, crate::tools::git::GitCommitted>(
                     tool,
                     "Commit staged changes",
                     MUTATION,
-                    "Commits what is staged, only if HEAD is still expectedHeadRevision (REVISION_MISMATCH carries \
-             the current one). A commit cannot be undone by cancelling; make a new commit to change it.",
+                    "Commits what is staged, if HEAD is still expectedHeadRevision (\"\" unborn).",
                 )
             }
             Tool::GitBranch => {
@@ -948,8 +929,7 @@ impl Tool {
                     tool,
                     "Create or switch a branch",
                     MUTATION,
-                    "Creates a branch at HEAD and switches to it, or switches to an existing branch. Refused over \
-             uncommitted changes unless allowUncommitted. Cannot be undone by cancelling.",
+                    "Creates a branch at HEAD and switches to it, or switches to an existing one.",
                 )
             }
             Tool::AndroidDevices => ToolSpec::new::<AndroidDevicesInput, AndroidDeviceList>(
@@ -957,19 +937,15 @@ impl Tool {
                 "List Android devices",
                 Read,
                 READ,
-                "The devices the adb server lists: serial, model, API level, state (ready, offline, \
-             unauthorized, …) and the workspace's panel each is attached to.",
+                "The adb server's devices and the workspace's panel each is attached to.",
             ),
             Tool::AndroidAttach => {
                 ToolSpec::operation::<AndroidAttachInput, crate::tools::android::AndroidAttached>(
                     tool,
                     "Attach an Android device",
                     MUTATION,
-                    "Attaches a device (a serial, or HOST:PORT of a wireless-debugging device, which Lomi connects) \
-             as a panel, compared by expectedRevision. The first attach of a device waits for the person \
-             (awaiting_user); later ones follow their remembered choice, and a denial fails USER_DENIED. The \
-             result holds panelId, generation (changes when the device reconnects) and a leaseId for input. \
-             Attaching a device whose panel lost it gives that panel a new generation.",
+                    "Attaches a device (a serial, or HOST:PORT for wireless debugging) as a \
+             panel; the first time, the person decides.",
                 )
             }
             Tool::AndroidDetach => {
@@ -977,8 +953,7 @@ impl Tool {
                     tool,
                     "Detach an Android device",
                     MUTATION,
-                    "Removes a device's panel, compared by expectedRevision; leases on it end. The device itself is \
-             not touched.",
+                    "Removes a device's panel; the device is untouched.",
                 )
             }
             Tool::AndroidLaunch => {
@@ -989,9 +964,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Starts an activity (component) or sends an implicit intent (action, data, package) with `am \
-             start`, under a lease. Succeeds when the intent was delivered; that does not mean the app is \
-             ready: take a UI snapshot to see.",
+                    "Starts an activity (component) or an implicit intent; confirms delivery only.",
                 )
             }
             Tool::AndroidInput => ToolSpec::new::<AndroidInputInput, AndroidInputAccepted>(
@@ -1002,11 +975,8 @@ impl Tool {
                     destructive_hint: true,
                     ..MUTATION
                 },
-                "A tap, long press, swipe, text or key event under a lease, ordered by inputSequence like \
-             terminal input (a repeat with the same payload is acknowledged, not sent again). A tap may \
-             name snapshotId + elementRef instead of coordinates: it is refused with SNAPSHOT_STALE when \
-             the UI changed since that snapshot. Text arrives literally. If the device goes away mid-input \
-             the error says the effect is unknown and the panel's runtime ends.",
+                "A tap, long press, swipe, text or key under a lease (one of them); a point is \
+             x+y or snapshotId+elementRef.",
             ),
             Tool::AndroidUiSnapshot => {
                 ToolSpec::new::<AndroidUiSnapshotInput, AndroidUiSnapshotView>(
@@ -1014,9 +984,7 @@ impl Tool {
                     "Android UI snapshot",
                     Read,
                     READ,
-                    "The device's UI hierarchy (uiautomator dump) as a compact node list with elementRefs, text, \
-             resource ids and bounds, bounded by maxBytes, under a snapshotId for taps by ref. Retries the \
-             dump while the UI is busy and says how many attempts it took.",
+                    "The device's UI as a node list with elementRefs under a snapshotId.",
                 )
             }
             Tool::AndroidCapture => ToolSpec::new::<AndroidCaptureInput, AndroidCaptureView>(
@@ -1024,8 +992,7 @@ impl Tool {
                 "Capture an Android screen",
                 Read,
                 READ,
-                "A screenshot (screencap -p), checked to be a whole PNG, optionally clipped, scaled or fitted to \
-             maxBytes; the PNG comes as an MCP image block after the metadata.",
+                "A PNG screenshot, optionally clipped, scaled or fitted to maxBytes.",
             ),
             Tool::AndroidShell => {
                 ToolSpec::operation::<AndroidShellInput, crate::tools::android::AndroidShellResult>(
@@ -1036,9 +1003,8 @@ impl Tool {
                         idempotent_hint: false,
                         ..MUTATION
                     },
-                    "Runs a command line in the device's shell under a lease. Waits for the person's decision \
-             (awaiting_user) unless they turned that off. The result holds the output, cut to maxBytes; \
-             there is no exit status (adb's legacy shell reports none).",
+                    "Runs a command line in the device's shell; output cut to maxBytes, no exit \
+             status.",
                 )
             }
             Tool::AndroidPush => {
@@ -1049,9 +1015,8 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Sends a file of the project (a path that leads outside it is refused) to devicePath over \
-             adb's sync protocol, under a lease, replacing a file there. Succeeds once the device's \
-             sha256sum equals the project file's SHA-256. Cancelling stops the transfer (effect partial).",
+                    "Copies a project file to devicePath (absolute; replaced if present), checked \
+             by SHA-256.",
                 )
             }
             Tool::AndroidPull => {
@@ -1059,10 +1024,8 @@ impl Tool {
                     tool,
                     "Copy an Android device file into the project",
                     MUTATION,
-                    "Receives devicePath over adb's sync protocol (at most 256 MiB) and writes it to path in the \
-             project atomically (an existing file only with overwrite), under a lease. Succeeds once the \
-             bytes' SHA-256 equals the device's sha256sum. Cancelling before the write leaves the project as \
-             it was.",
+                    "Copies devicePath (at most 256 MiB) into the project at path, checked by \
+             SHA-256.",
                 )
             }
             Tool::AndroidInstall => {
@@ -1073,10 +1036,8 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Installs an APK from the project: pushed over adb's sync protocol to /data/local/tmp, \
-             installed with pm install (replacing by default), then removed. Succeeds only when the package \
-             manager reports Success; the result holds the manifest's package and the version the device \
-             reports afterwards. A refusal (INSTALL_FAILED_…) fails with pm's words.",
+                    "Installs an APK of the project with pm install; succeeds only on pm's \
+             Success.",
                 )
             }
             Tool::AndroidUninstall => {
@@ -1087,8 +1048,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Removes a package with pm uninstall, under a lease. Succeeds only when the package manager \
-             reports Success; a package that is not installed fails with NOT_FOUND.",
+                    "Uninstalls a package with pm uninstall.",
                 )
             }
             Tool::AndroidApps => {
@@ -1097,8 +1057,7 @@ impl Tool {
                     "List installed Android apps",
                     Read,
                     READ,
-                    "The packages installed on the panel's device with their version codes (pm list packages); \
-             system packages only with includeSystem.",
+                    "The installed packages and their version codes.",
                 )
             }
             Tool::AndroidStop => {
@@ -1109,8 +1068,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Stops every process of a package with am force-stop, under a lease. am reports nothing, so \
-             success means the command ran; a package that was not running stays stopped.",
+                    "Force-stops a package's processes.",
                 )
             }
             Tool::AndroidOpenUrl => {
@@ -1121,9 +1079,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Sends a VIEW intent for a URL or deep link (optionally to one package), under a lease. Like \
-             launch, it confirms delivery to the activity manager only: take a UI snapshot to see what \
-             opened.",
+                    "Opens a URL or deep link with a VIEW intent; confirms delivery only.",
                 )
             }
             Tool::AndroidLogcat => {
@@ -1132,9 +1088,8 @@ impl Tool {
                     "Read an Android device's log",
                     Read,
                     READ,
-                    "Log lines (logcat) after sinceCursor, oldest first, filtered by tag, level and package, bounded \
-             by maxBytes, with nextCursor to read on. With waitFor it waits up to timeoutMs for a line \
-             containing that text and returns the lines up to it.",
+                    "Log lines after sinceCursor, filtered, with nextCursor; waitFor waits for a \
+             line containing it.",
                 )
             }
             Tool::AndroidOrientation => ToolSpec::new::<
@@ -1145,7 +1100,7 @@ impl Tool {
                 "Read an Android device's rotation",
                 Read,
                 READ,
-                "The rotation setting (0 to 3 quarter turns, and its name) and whether auto-rotate is on.",
+                "The screen's rotation (0 to 3 quarter turns) and whether auto-rotate is on.",
             ),
             Tool::AndroidRotate => ToolSpec::operation::<
                 AndroidRotateInput,
@@ -1154,9 +1109,8 @@ impl Tool {
                 tool,
                 "Rotate an Android device's screen",
                 MUTATION,
-                "Turns auto-rotate off and sets the rotation (settings put system user_rotation), under a \
-             lease; succeeds when the settings read back as asked. Coordinates for input stay those of \
-             the screen size read at attach: attach again after rotating to have them checked anew.",
+                "Sets the rotation with auto-rotate off; attach again to have input coordinates \
+             checked anew.",
             ),
             Tool::AndroidCaptureSet => ToolSpec::operation::<
                 crate::tools::capture::AndroidCaptureSetInput,
@@ -1165,16 +1119,15 @@ impl Tool {
                 tool,
                 "Capture a set of Android screens",
                 MUTATION,
-                "Under a lease, launches each screen (component or deep link) and writes its capture into \
-             folder like lomi_browser_capture_set.",
+                "Launches each screen and saves its capture into folder, as \
+             lomi_browser_capture_set does.",
             ),
             Tool::BrowserCreate => {
                 ToolSpec::operation::<BrowserCreateInput, crate::tools::browser::BrowserCreated>(
                     tool,
                     "Create a browser",
                     MUTATION,
-                    "Starts a headless Chromium with a fresh profile as a new panel, compared by expectedRevision. The \
-             result holds panelId, browserGeneration (changes if the browser is replaced) and the first tabId.",
+                    "Starts a headless Chromium as a new panel.",
                 )
             }
             Tool::BrowserNavigate => {
@@ -1182,9 +1135,7 @@ impl Tool {
                     tool,
                     "Navigate",
                     MUTATION,
-                    "Opens a URL in the active tab, or goes back, forward or reloads (history), and waits for \
-             waitUntil. Succeeds once the navigation committed; the result holds navigationId, the URL the page \
-             shows (fragment included), sameDocument, HTTP status and the load state reached.",
+                    "Opens url, or moves through history, in the active tab.",
                 )
             }
             Tool::BrowserSnapshot => ToolSpec::new::<BrowserSnapshotInput, SnapshotView>(
@@ -1192,9 +1143,8 @@ impl Tool {
                 "Snapshot a page",
                 Read,
                 READ,
-                "The active tab as compact text, iframes included: one line per node, `role \"name\" [ref] states`. \
-             Refs belong to this snapshotId: pass both to actions; after navigation or re-rendering they are \
-             SNAPSHOT_STALE, never another element. Bounded by maxBytes; find filters; sinceSnapshotId diffs.",
+                "The active tab as text, one node a line with refs for actions; sinceSnapshotId \
+             gives only what changed.",
             ),
             Tool::BrowserWait => {
                 ToolSpec::new::<BrowserWaitInput, crate::tools::browser::WaitView>(
@@ -1202,28 +1152,22 @@ impl Tool {
                     "Wait for a page",
                     Read,
                     READ,
-                    "Waits, without polling, until the active tab shows text, a role+name node, a URL, or no network \
-             request for 500 ms (every condition given), at most timeoutMs. Answers matched, the URL and, \
-             for text or role, a snapshot of the matching lines whose refs actions take; a timeout answers \
-             matched: false with what was missing.",
+                    "Waits until the active tab shows text, a role+name node, a URL or network \
+             idleness (every one given).",
                 )
             }
-            Tool::BrowserClick => {
-                ToolSpec::operation::<BrowserClickInput, crate::tools::browser::ActionDone>(
-                    tool,
-                    "Click",
-                    MUTATION,
-                    "Clicks an element (snapshotId + elementRef) or a point. Succeeds when the page confirmed the click \
-             reached that element; refused if another element covers it.",
-                )
-            }
+            Tool::BrowserClick => ToolSpec::operation::<
+                BrowserClickInput,
+                crate::tools::browser::ActionDone,
+            >(
+                tool, "Click", MUTATION, "Clicks an element or a point."
+            ),
             Tool::BrowserType => {
                 ToolSpec::operation::<BrowserTypeInput, crate::tools::browser::ActionDone>(
                     tool,
                     "Type text",
                     MUTATION,
-                    "Focuses an element and inserts text (replacing its content by default). Succeeds when the element \
-             received the input; the result shows its value.",
+                    "Types text into an element, replacing its content unless replace is false.",
                 )
             }
             Tool::BrowserPress => {
@@ -1231,7 +1175,7 @@ impl Tool {
                     tool,
                     "Press a key",
                     MUTATION,
-                    "Presses a key at an element, or at the focused element without a target.",
+                    "Presses a key at an element, or at the focused one.",
                 )
             }
             Tool::BrowserSelect => {
@@ -1239,7 +1183,7 @@ impl Tool {
                     tool,
                     "Select options",
                     MUTATION,
-                    "Selects exactly the given options (by value or label) of a select element.",
+                    "Selects exactly these options (values or labels) of a select.",
                 )
             }
             Tool::BrowserHover => {
@@ -1255,7 +1199,7 @@ impl Tool {
                     tool,
                     "Scroll",
                     MUTATION,
-                    "Scrolls an element into view, or turns the wheel by deltaX/deltaY at a point (or the centre).",
+                    "Scrolls an element into view, or by deltaX/deltaY at a point.",
                 )
             }
             Tool::BrowserUpload => {
@@ -1263,8 +1207,7 @@ impl Tool {
                     tool,
                     "Upload files",
                     MUTATION,
-                    "Sets a file input's files from the project. Succeeds when the input changed; it does not prove a \
-             server accepted them.",
+                    "Sets a file input's files from the project.",
                 )
             }
             Tool::BrowserDialog => {
@@ -1272,7 +1215,7 @@ impl Tool {
                     tool,
                     "Answer a dialog",
                     MUTATION,
-                    "Accepts or dismisses the JavaScript dialog (alert, confirm, prompt) a snapshot shows as open.",
+                    "Answers the open JavaScript dialog.",
                 )
             }
             Tool::BrowserTabList => ToolSpec::new::<BrowserPanelInput, TabList>(
@@ -1280,14 +1223,14 @@ impl Tool {
                 "List tabs",
                 Read,
                 READ,
-                "The browser's tabs; actions and snapshots go to the active one. Pages a tab opened (popups) are listed with their openerTabId, not made active.",
+                "The tabs; the active one gets actions and snapshots.",
             ),
             Tool::BrowserTabOpen => {
                 ToolSpec::operation::<BrowserTabInput, crate::tools::browser::TabsChanged>(
                     tool,
                     "Open a tab",
                     MUTATION,
-                    "Opens a tab (at url, else about:blank) and makes it active.",
+                    "Opens a tab at url (default about:blank) and makes it active.",
                 )
             }
             Tool::BrowserTabSwitch => {
@@ -1306,7 +1249,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Closes tabId (not the last one).",
+                    "Closes tabId, not the last tab.",
                 )
             }
             Tool::BrowserConsole => ToolSpec::new::<BrowserLogInput, ConsolePage>(
@@ -1314,14 +1257,14 @@ impl Tool {
                 "Read the console",
                 Read,
                 READ,
-                "Console messages and uncaught exceptions of every tab after a cursor, oldest first, paged.",
+                "Console messages and exceptions after a cursor.",
             ),
             Tool::BrowserNetwork => ToolSpec::new::<BrowserLogInput, NetworkPage>(
                 tool,
                 "Read network requests",
                 Read,
                 READ,
-                "Requests of every tab after a cursor (method, URL, type, status, size, failure), paged.",
+                "Requests of every tab after a cursor.",
             ),
             Tool::BrowserEvaluate => {
                 ToolSpec::operation::<BrowserEvaluateInput, crate::tools::browser::Evaluated>(
@@ -1331,8 +1274,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Runs a JavaScript expression in the active tab's page. Waits for the person's decision \
-             (awaiting_user) unless they turned that off.",
+                    "Runs a JavaScript expression in the active tab; awaits promises.",
                 )
             }
             Tool::BrowserCapture => ToolSpec::new::<BrowserCaptureInput, CaptureView>(
@@ -1345,9 +1287,7 @@ impl Tool {
                     read_only_hint: false,
                     ..MUTATION
                 },
-                "A PNG of the viewport, the full page, an element or a clip, optionally scaled and fitted into \
-             maxBytes, as an image block with width, height, bytes and sha256. With save it is also written \
-             into the project (an operation; saved holds it).",
+                "A PNG of the viewport, full page, element or clip; save also writes it.",
             ),
             Tool::BrowserDrag => ToolSpec::operation::<
                 crate::tools::browser::BrowserDragInput,
@@ -1356,8 +1296,7 @@ impl Tool {
                 tool,
                 "Drag and drop",
                 MUTATION,
-                "Drags elementRef onto targetRef (both of one snapshot) with the mouse. Succeeds when the target \
-             received the drop (HTML5 drag and drop) or the mouse release (pointer-driven dragging).",
+                "Drags elementRef onto targetRef.",
             ),
             Tool::BrowserFill => ToolSpec::operation::<
                 crate::tools::browser::BrowserFillInput,
@@ -1366,8 +1305,7 @@ impl Tool {
                 tool,
                 "Fill form fields",
                 MUTATION,
-                "Fills several fields of one snapshot in order: text, checkbox or radio (\"true\"/\"false\"), \
-             select (an option). Each is confirmed by the page; the result lists what each now holds.",
+                "Fills fields in order; value \"true\"/\"false\" for a checkbox or radio.",
             ),
             Tool::BrowserEmulate => ToolSpec::operation::<
                 crate::tools::browser::BrowserEmulateInput,
@@ -1376,8 +1314,7 @@ impl Tool {
                 tool,
                 "Emulate a device",
                 MUTATION,
-                "Sets the viewport, device scale, mobile mode, User-Agent or prefers-color-scheme of every tab. \
-             The result says what is in force and what the page now reports.",
+                "Sets viewport, scale, mobile, User-Agent or color scheme.",
             ),
             Tool::BrowserPdf => ToolSpec::operation::<
                 crate::tools::browser::BrowserPdfInput,
@@ -1386,7 +1323,7 @@ impl Tool {
                 tool,
                 "Save a page as PDF",
                 MUTATION,
-                "Prints the active tab to a PDF file in the project (refusing an existing file unless overwrite).",
+                "Prints the active tab to a PDF in the project.",
             ),
             Tool::BrowserCaptureSet => ToolSpec::operation::<
                 crate::tools::capture::BrowserCaptureSetInput,
@@ -1395,9 +1332,8 @@ impl Tool {
                 tool,
                 "Capture a set of pages",
                 MUTATION,
-                "Captures each target in the active tab and writes NAME.png, NAME.diff.png (changes against \
-             the file replaced or baseline) and manifest.json into folder. result lists the captures so far \
-             while it runs; a cancel stops between captures.",
+                "Captures each target into folder as NAME.png, NAME.diff.png (against the file \
+             replaced, or baseline) and manifest.json.",
             ),
             Tool::BrowserNetworkBody => ToolSpec::new::<
                 crate::tools::browser::BrowserNetworkBodyInput,
@@ -1410,8 +1346,8 @@ impl Tool {
                     read_only_hint: false,
                     ..MUTATION
                 },
-                "The response body of a request lomi_browser_network listed (by cursor), cut to maxBytes. With \
-             save the whole body is also written into the project (an operation; saved holds it).",
+                "The response body of a request lomi_browser_network listed (its cursor); save \
+             also writes it.",
             ),
             Tool::BrowserClose => {
                 ToolSpec::operation::<PanelCloseInput, crate::tools::browser::BrowserClosed>(
@@ -1421,7 +1357,7 @@ impl Tool {
                         destructive_hint: true,
                         ..MUTATION
                     },
-                    "Ends the browser's processes and removes its panel, compared by expectedRevision.",
+                    "Ends the browser and removes its panel.",
                 )
             }
             Tool::StoreStatus => ToolSpec::new::<NoArguments, StoreStatusView>(
@@ -1429,21 +1365,20 @@ impl Tool {
                 "Receipt store status",
                 Read,
                 READ,
-                "Counts, caps and oldest records of Lomi's receipt store. Maintenance needs the person.",
+                "Counts, caps and oldest records of Lomi's receipt store.",
             ),
             Tool::SettingsGet => ToolSpec::new::<SettingsGetInput, SettingsView>(
                 tool,
                 "Get settings",
                 Read,
                 READ,
-                "The person's settings, one section or all, each with its settingsRevision. Provider keys are never shown.",
+                "The person's settings, one section or all, with settingsRevision.",
             ),
             Tool::SettingsUpdate => ToolSpec::operation::<SettingsUpdateInput, SettingsUpdated>(
                 tool,
                 "Update settings",
                 MUTATION,
-                "Sets fields of the terminal, browser, editor or chat section, compared and swapped by \
-             expectedSettingsRevision (REVISION_MISMATCH carries the current one). Returns the operation.",
+                "Sets fields of a settings section.",
             ),
             Tool::ChatList => ToolSpec::new::<ChatListInput, ChatList>(
                 tool,
@@ -1457,19 +1392,19 @@ impl Tool {
                 "Get a conversation",
                 Read,
                 READ,
-                "A conversation's draft and a page of messages.",
+                "A conversation's draft and a page of messages after afterSeq.",
             ),
             Tool::ChatCreate => ToolSpec::operation::<ChatCreateInput, ConversationCreated>(
                 tool,
                 "Create a conversation",
                 MUTATION,
-                "A new conversation in the retry epoch's workspace.",
+                "Starts a conversation in the retry epoch's workspace.",
             ),
             Tool::ChatDraftUpdate => ToolSpec::operation::<ChatDraftUpdateInput, DraftUpdated>(
                 tool,
                 "Update a draft",
                 MUTATION,
-                "Replaces the draft the person also edits, by expectedDraftRevision.",
+                "Replaces a conversation's draft, which the person also edits.",
             ),
             Tool::ChatSend => ToolSpec::operation::<ChatSendInput, ChatSent>(
                 tool,
@@ -1478,8 +1413,7 @@ impl Tool {
                     open_world_hint: true,
                     ..MUTATION
                 },
-                "Sends the draft to the provider, compared by both revisions; the reply streams in. \
-             Usually awaits the person. Never resend after outcome_unknown.",
+                "Sends the draft to the provider; the reply streams into the conversation.",
             ),
         }
     }
@@ -1490,11 +1424,24 @@ pub fn tool(name: &str) -> Option<ToolSpec> {
     Tool::from_name(name).map(Tool::spec)
 }
 
-/// The whole catalog as one JSON document.
+/// The whole catalog as one JSON document: `tools` as `tools/list` gives them, and
+/// `outputSchemas`, each tool's complete output schema by its name (the seed's contract; the
+/// listing's are slimmer, to fit an agent's budget).
 pub fn catalog_json() -> Value {
+    let catalog = catalog();
+    let complete: Map<String, Value> = catalog
+        .iter()
+        .map(|tool| {
+            (
+                tool.name.to_owned(),
+                Value::Object(tool.output_schema.clone()),
+            )
+        })
+        .collect();
     serde_json::json!({
         "controlApiVersion": crate::CONTROL_API_VERSION,
-        "tools": catalog().iter().map(ToolSpec::to_json).collect::<Vec<_>>(),
+        "tools": catalog.iter().map(ToolSpec::to_json).collect::<Vec<_>>(),
+        "outputSchemas": complete,
     })
 }
 

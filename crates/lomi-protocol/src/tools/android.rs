@@ -13,7 +13,7 @@ use crate::ids::{
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidDevicesInput {
-    /// A granted workspace; its Android panels are shown beside their devices.
+    // A granted workspace; its Android panels are shown beside their devices.
     pub workspace_id: WorkspaceId,
 }
 
@@ -48,12 +48,12 @@ pub struct AndroidDeviceList {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidAttachInput {
     pub workspace_id: WorkspaceId,
-    /// A serial from `lomi_android_devices`, or `HOST:PORT` of a device listening on TCP
-    /// (wireless debugging), which Lomi then connects through the adb server.
+    // A serial from `lomi_android_devices`, or `HOST:PORT` of a device listening on TCP
+    // (wireless debugging), which Lomi then connects through the adb server.
     pub serial: String,
-    /// The panel's title, 1 to 120 characters (default: the device's model and serial).
+    // The panel's title, 1 to 120 characters (default: the device's model and serial).
     pub title: Option<String>,
-    /// The workspace's `domainRevision` from a fresh listing.
+    // The workspace's `domainRevision` from a fresh listing.
     pub expected_revision: DomainRevision,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -93,11 +93,11 @@ pub struct AndroidDetached {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IntentArguments {
-    /// The intent action, such as `android.intent.action.VIEW`.
+    // The intent action, such as `android.intent.action.VIEW`.
     pub action: String,
-    /// The data URI, such as `https://example.com`.
+    // The data URI, such as `https://example.com`.
     pub data: Option<String>,
-    /// Restrict the intent to this package.
+    // Restrict the intent to this package.
     pub package: Option<String>,
 }
 
@@ -109,9 +109,9 @@ pub struct AndroidLaunchInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// An explicit activity: `package/.Activity` or `package/full.class.Name`.
+    // An explicit activity: `package/.Activity` or `package/full.class.Name`.
     pub component: Option<String>,
-    /// An implicit intent: action, and optionally data and package.
+    // An implicit intent: action, and optionally data and package.
     pub intent: Option<IntentArguments>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -129,8 +129,8 @@ pub struct AndroidLaunched {
     pub am_output: String,
 }
 
-/// A point to press: exactly one of `x`+`y` (screen pixels) or `snapshotId`+`elementRef` (the
-/// centre of an element of a UI snapshot, refused with SNAPSHOT_STALE if the UI changed).
+// A point to press: exactly one of `x`+`y` (screen pixels) or `snapshotId`+`elementRef` (the
+// centre of an element of a UI snapshot, refused with SNAPSHOT_STALE if the UI changed).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(extend("oneOf" = [{"required": ["x", "y"]}, {"required": ["snapshotId", "elementRef"]}]))]
@@ -139,11 +139,11 @@ pub struct PointArguments {
     pub y: Option<u32>,
     pub snapshot_id: Option<String>,
     pub element_ref: Option<String>,
-    /// For long presses only: how long to hold, 100 to 10,000 ms (default 800).
+    // For long presses only: how long to hold, 100 to 10,000 ms (default 800).
     pub duration_ms: Option<u32>,
 }
 
-/// A swipe between two points in screen pixels.
+// A swipe between two points in screen pixels.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SwipeArguments {
@@ -151,7 +151,7 @@ pub struct SwipeArguments {
     pub from_y: u32,
     pub to_x: u32,
     pub to_y: u32,
-    /// How long the swipe takes, 1 to 10,000 ms (default: the device's).
+    // How long the swipe takes, 1 to 10,000 ms (default: the device's).
     pub duration_ms: Option<u32>,
 }
 
@@ -163,16 +163,16 @@ pub struct AndroidInputArguments {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// Decimal, one more than the lease's last. The same number with the same payload
-    /// acknowledges the earlier input instead of sending it again.
+    // Decimal, one more than the lease's last. The same number with the same payload
+    // acknowledges the earlier input instead of sending it again.
     pub input_sequence: String,
     pub tap: Option<PointArguments>,
     pub long_press: Option<PointArguments>,
     pub swipe: Option<SwipeArguments>,
-    /// Text typed literally into the focused field (1 to 4,096 characters, no control
-    /// characters and no `%s`; shell characters arrive as typed).
+    // Text typed literally into the focused field (1 to 4,096 characters, no control
+    // characters and no `%s`; shell characters arrive as typed).
     pub text: Option<String>,
-    /// A key event: a number such as `66` or a name such as `KEYCODE_ENTER`.
+    /// A keycode: 66 or KEYCODE_ENTER.
     pub key: Option<String>,
 }
 
@@ -342,10 +342,10 @@ pub struct AndroidInputAccepted {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidUiSnapshotInput {
     pub panel_id: PanelId,
-    /// When given, the panel's runtime must still be this generation.
+    // When given, the panel's runtime must still be this generation.
     pub generation: Option<String>,
-    /// Budget for the node list, 1,024 to 524,288 bytes (default 65,536); nodes past it are
-    /// left out and `truncated` is set.
+    // Budget for the node list, 1,024 to 524,288 bytes (default 65,536); nodes past it are
+    // left out and `truncated` is set.
     pub max_bytes: Option<u32>,
 }
 
@@ -409,14 +409,14 @@ pub struct ClipArguments {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidCaptureInput {
     pub panel_id: PanelId,
-    /// When given, the panel's runtime must still be this generation.
+    // When given, the panel's runtime must still be this generation.
     pub generation: Option<String>,
-    /// Keep only this rectangle of the screen.
+    // Keep only this rectangle of the screen.
     pub clip: Option<ClipArguments>,
-    /// Scale the (clipped) image by 0.05 to 1.
+    // Scale the (clipped) image by 0.05 to 1.
     pub scale: Option<f32>,
-    /// Scale down further until the PNG fits this many bytes (1,024 to 700,000, the default:
-    /// the PNG is sent in the answer).
+    // Scale down further until the PNG fits this many bytes (1,024 to 700,000, the default:
+    // the PNG is sent in the answer).
     pub max_bytes: Option<u32>,
 }
 
@@ -445,10 +445,10 @@ pub struct AndroidShellInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// A command line for the device's shell (1 to 4,096 bytes); it is interpreted by that
-    /// shell.
+    // A command line for the device's shell (1 to 4,096 bytes); it is interpreted by that
+    // shell.
     pub command: String,
-    /// Most output bytes kept, 1 to 524,288 (default 65,536); the rest is cut off.
+    // Most output bytes kept, 1 to 524,288 (default 65,536); the rest is cut off.
     pub max_bytes: Option<u32>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -473,13 +473,13 @@ pub struct AndroidPushInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// The project the file is in (default: the workspace's only project).
+    // The project the file is in (default: the workspace's only project).
     pub project_id: Option<ProjectId>,
-    /// The file, relative to the project root (it may not lead outside the project).
+    // The file, relative to the project root (it may not lead outside the project).
     pub path: String,
-    /// Where on the device: an absolute path such as `/sdcard/Download/data.bin` (without root,
-    /// the shell user may write under `/data/local/tmp` and `/sdcard`). An existing file is
-    /// replaced.
+    // Where on the device: an absolute path such as `/sdcard/Download/data.bin` (without root,
+    // the shell user may write under `/data/local/tmp` and `/sdcard`). An existing file is
+    // replaced.
     pub device_path: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -505,13 +505,13 @@ pub struct AndroidPullInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// The file on the device, an absolute path (at most 256 MiB).
+    // The file on the device, an absolute path (at most 256 MiB).
     pub device_path: String,
-    /// The project to write into (default: the workspace's only project).
+    // The project to write into (default: the workspace's only project).
     pub project_id: Option<ProjectId>,
-    /// Where in the project, relative to its root; its folder must exist.
+    // Where in the project, relative to its root; its folder must exist.
     pub path: String,
-    /// Replace an existing file (default false: an existing file is refused).
+    // Replace an existing file (default false: an existing file is refused).
     pub overwrite: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -524,15 +524,15 @@ pub struct AndroidInstallInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// The project the APK is in (default: the workspace's only project).
+    // The project the APK is in (default: the workspace's only project).
     pub project_id: Option<ProjectId>,
-    /// The APK, relative to the project root.
+    // The APK, relative to the project root.
     pub path: String,
-    /// Replace an installed package of the same name (`pm install -r`; default true).
+    // Replace an installed package of the same name (`pm install -r`; default true).
     pub replace: Option<bool>,
-    /// Allow a lower version code than the installed one (`-d`; default false).
+    // Allow a lower version code than the installed one (`-d`; default false).
     pub allow_downgrade: Option<bool>,
-    /// Grant every runtime permission the manifest asks for (`-g`; default false).
+    // Grant every runtime permission the manifest asks for (`-g`; default false).
     pub grant_permissions: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -561,7 +561,7 @@ pub struct AndroidPackageInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// A package name such as `org.example.app`.
+    // A package name such as `org.example.app`.
     pub package: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -582,9 +582,9 @@ pub struct AndroidPackageDone {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidAppsInput {
     pub panel_id: PanelId,
-    /// When given, the panel's runtime must still be this generation.
+    // When given, the panel's runtime must still be this generation.
     pub generation: Option<String>,
-    /// Also list the system's packages (default false: installed apps only, `pm list packages -3`).
+    // Also list the system's packages (default false: installed apps only, `pm list packages -3`).
     pub include_system: Option<bool>,
 }
 
@@ -613,9 +613,9 @@ pub struct AndroidOpenUrlInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// A URL or deep link (`https://…`, `myapp://…`), 1 to 4,096 characters.
+    // A URL or deep link (`https://…`, `myapp://…`), 1 to 4,096 characters.
     pub url: String,
-    /// Open it in this package only (default: whichever app the device picks).
+    // Open it in this package only (default: whichever app the device picks).
     pub package: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -626,23 +626,24 @@ pub struct AndroidOpenUrlInput {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidLogcatInput {
     pub panel_id: PanelId,
-    /// When given, the panel's runtime must still be this generation.
+    // When given, the panel's runtime must still be this generation.
     pub generation: Option<String>,
-    /// `nextCursor` of an earlier read with the same filter: only later lines. Without it the
-    /// read starts at the oldest line the device keeps.
+    // `nextCursor` of an earlier read with the same filter: only later lines. Without it the
+    // read starts at the oldest line the device keeps.
     pub since_cursor: Option<String>,
-    /// Budget for the lines, 1,024 to 524,288 bytes (default 65,536); `more` says when lines
-    /// were left for the next read.
+    // Budget for the lines, 1,024 to 524,288 bytes (default 65,536); `more` says when lines
+    // were left for the next read.
     pub max_bytes: Option<u32>,
-    /// Only lines with this tag.
+    // Only lines with this tag.
     pub tag: Option<String>,
-    /// Only lines at this level or above: V, D, I, W, E or F.
+    /// This level or above.
+    #[schemars(extend("enum" = ["V", "D", "I", "W", "E", "F"]))]
     pub level: Option<String>,
-    /// Only lines from this package's running process (`pidof`); refused when it is not running.
+    // Only lines from this package's running process (`pidof`); refused when it is not running.
     pub package: Option<String>,
-    /// Wait until a line containing this text appears (after sinceCursor), up to timeoutMs.
+    // Wait until a line containing this text appears (after sinceCursor), up to timeoutMs.
     pub wait_for: Option<String>,
-    /// How long to wait for waitFor, 1 to 30,000 ms (default 10,000).
+    // How long to wait for waitFor, 1 to 30,000 ms (default 10,000).
     pub timeout_ms: Option<u32>,
 }
 
@@ -681,7 +682,7 @@ pub struct AndroidLogcatView {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidOrientationInput {
     pub panel_id: PanelId,
-    /// When given, the panel's runtime must still be this generation.
+    // When given, the panel's runtime must still be this generation.
     pub generation: Option<String>,
 }
 
@@ -707,8 +708,7 @@ pub struct AndroidRotateInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// 0 portrait, 1 landscape, 2 upside-down portrait, 3 the other landscape. Auto-rotate is
-    /// turned off so the rotation stays.
+    /// 0 portrait, 1 landscape, 2 upside down, 3 reverse landscape.
     pub rotation: u32,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,

@@ -11,18 +11,18 @@ use crate::ids::{DomainRevision, PanelId, ProjectId, RequestKey, RetryEpoch, Wor
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserCreateInput {
     pub workspace_id: WorkspaceId,
-    /// Uploads, saved captures and file: URLs are confined to this project (optional with one).
+    // Uploads, saved captures and file: URLs are confined to this project (optional with one).
     pub project_id: Option<ProjectId>,
-    /// 1 to 120 characters.
+    // 1 to 120 characters.
     pub title: String,
-    /// Viewport in CSS pixels (default: settings browser.viewport).
+    // Viewport in CSS pixels (default: settings browser.viewport).
     pub viewport: Option<Viewport>,
     pub expected_revision: DomainRevision,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
 }
 
-/// A viewport size in CSS pixels, 100 to 4,096 a side.
+// A viewport size in CSS pixels, 100 to 4,096 a side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Viewport {
@@ -56,13 +56,15 @@ pub struct BrowserTarget {
 pub struct BrowserNavigateInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
-    /// http(s), about:blank, data:, or file: inside the project. Give `url` or `history`.
+    // http(s), about:blank, data:, or file: inside the project. Give `url` or `history`.
     pub url: Option<String>,
-    /// back, forward or reload: move through the active tab's history, or load its page again.
+    // back, forward or reload: move through the active tab's history, or load its page again.
+    #[schemars(extend("enum" = ["back", "forward", "reload"]))]
     pub history: Option<String>,
-    /// commit, domcontentloaded or load (default).
+    // commit, domcontentloaded or load (default).
+    #[schemars(extend("enum" = ["commit", "domcontentloaded", "load"]))]
     pub wait_until: Option<String>,
-    /// 1 to 60,000 (default 30,000).
+    // 1 to 60,000 (default 30,000).
     pub timeout_ms: Option<u32>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -90,17 +92,17 @@ pub struct Navigated {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserWaitInput {
     pub panel_id: PanelId,
-    /// Text the page shows (case-insensitive), as a snapshot line would contain it.
+    // Text the page shows (case-insensitive), as a snapshot line would contain it.
     pub text: Option<String>,
-    /// A node's role as snapshots name it (link, button, heading…), optionally with `name`.
+    // A node's role as snapshots name it (link, button, heading…), optionally with `name`.
     pub role: Option<String>,
-    /// The accessible name of the `role` node (case-insensitive, contained).
+    // The accessible name of the `role` node (case-insensitive, contained).
     pub name: Option<String>,
-    /// Text the active tab's URL contains (fragment included).
+    // Text the active tab's URL contains (fragment included).
     pub url: Option<String>,
-    /// No network request of the tab in flight for 500 ms.
+    // No network request of the tab in flight for 500 ms.
     pub network_idle: Option<bool>,
-    /// 1 to 60,000 (default: settings browser.defaultWaitMs).
+    // 1 to 60,000 (default: settings browser.defaultWaitMs).
     pub timeout_ms: Option<u32>,
 }
 
@@ -128,15 +130,15 @@ pub struct WaitView {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserSnapshotInput {
     pub panel_id: PanelId,
-    /// Most bytes of the answer's text as sent (JSON-escaped), header included (1,024 to
-    /// 960,000; default 262,144).
+    // Most bytes of the answer's text as sent (JSON-escaped), header included (1,024 to
+    // 960,000; default 262,144).
     pub max_bytes: Option<u32>,
-    /// Keep only lines containing this text (case-insensitive), with their ancestors.
+    /// Only lines containing this text, with their ancestors.
     pub find: Option<String>,
-    /// Answer only what changed since this earlier snapshot of the same document.
+    // Answer only what changed since this earlier snapshot of the same document.
     pub since_snapshot_id: Option<String>,
-    /// Start at this line of the tree (after find), as `nextFromLine` of a cut-short answer
-    /// says (default 0).
+    // Start at this line of the tree (after find), as `nextFromLine` of a cut-short answer
+    // says (default 0).
     pub from_line: Option<u32>,
 }
 
@@ -190,7 +192,7 @@ pub struct DialogView {
 /// Declares one action tool's input: the shared target and request fields plus its own.
 /// The target is `snapshotId` + `elementRef` (from one snapshot), or viewport `x` + `y`.
 macro_rules! action_input {
-    ($(#[doc = $doc:literal])* $name:ident { $($(#[doc = $fdoc:literal])* $field:ident : $ty:ty),* $(,)? }) => {
+    ($(#[doc = $doc:literal])* $name:ident { $($(#[$fmeta:meta])* $field:ident : $ty:ty),* $(,)? }) => {
         $(#[doc = $doc])*
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -201,12 +203,12 @@ macro_rules! action_input {
             pub panel_id: PanelId,
             pub browser_generation: String,
             pub snapshot_id: Option<String>,
-            /// A ref from that snapshot, e.g. e12.
+            // A ref from that snapshot, e.g. e12.
             pub element_ref: Option<String>,
-            /// Viewport CSS pixels, instead of a ref.
+            // Viewport CSS pixels, instead of a ref.
             pub x: Option<f64>,
             pub y: Option<f64>,
-            $($(#[doc = $fdoc])* pub $field: $ty,)*
+            $($(#[$fmeta])* pub $field: $ty,)*
             pub retry_epoch: RetryEpoch,
             pub request_key: RequestKey,
         }
@@ -285,9 +287,10 @@ fn action_target(
 action_input!(
     /// `lomi_browser_click` input.
     BrowserClickInput {
-        /// left (default), right or middle.
+        // left (default), right or middle.
+        #[schemars(extend("enum" = ["left", "right", "middle"]))]
         button: Option<String>,
-        /// 1 (default) to 3.
+        // 1 (default) to 3.
         click_count: Option<u8>,
     }
 );
@@ -296,9 +299,9 @@ action_input!(
     /// `lomi_browser_type` input: inserts text into an element (an input, textarea or
     /// contenteditable).
     BrowserTypeInput {
-        /// At most 64 KiB.
+        // At most 64 KiB.
         text: String,
-        /// Replace the current content (default true); false appends.
+        // Replace the current content (default true); false appends.
         replace: Option<bool>,
     }
 );
@@ -306,7 +309,7 @@ action_input!(
 action_input!(
     /// `lomi_browser_press` input: a key at the element (or the focused one without a target).
     BrowserPressInput {
-        /// Enter, Tab, Escape, Backspace, ArrowDown, a, … with optional modifiers: Control+a.
+        /// A key (Enter, ArrowDown, a), with modifiers: Control+a.
         key: String,
     }
 );
@@ -314,7 +317,7 @@ action_input!(
 action_input!(
     /// `lomi_browser_select` input: the options of a select element.
     BrowserSelectInput {
-        /// Option values or labels; exactly these end up selected.
+        // Option values or labels; exactly these end up selected.
         values: Vec<String>,
     }
 );
@@ -336,7 +339,7 @@ action_input!(
 action_input!(
     /// `lomi_browser_upload` input: sets a file input's files.
     BrowserUploadInput {
-        /// Project-relative paths of existing files.
+        // Project-relative paths of existing files.
         paths: Vec<String>,
     }
 );
@@ -377,22 +380,22 @@ pub struct BrowserDragInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
     pub snapshot_id: String,
-    /// The element dragged, a ref from that snapshot.
+    // The element dragged, a ref from that snapshot.
     pub element_ref: String,
-    /// The element it is dropped on, a ref from the same snapshot.
+    // The element it is dropped on, a ref from the same snapshot.
     pub target_ref: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
 }
 
-/// One field of `lomi_browser_fill`.
+// One field of `lomi_browser_fill`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FormField {
-    /// A text input, textarea, contenteditable, checkbox, radio or select of the snapshot.
+    // A text input, textarea, contenteditable, checkbox, radio or select of the snapshot.
     pub element_ref: String,
-    /// The text; "true" or "false" for a checkbox or radio; an option's value or label for a
-    /// select.
+    // The text; "true" or "false" for a checkbox or radio; an option's value or label for a
+    // select.
     pub value: String,
 }
 
@@ -403,7 +406,7 @@ pub struct BrowserFillInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
     pub snapshot_id: String,
-    /// 1 to 64 fields.
+    // 1 to 64 fields.
     pub fields: Vec<FormField>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -416,16 +419,17 @@ pub struct BrowserEmulateInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
     pub viewport: Option<Viewport>,
-    /// Device pixels per CSS pixel, 0.5 to 4.
+    // Device pixels per CSS pixel, 0.5 to 4.
     pub device_scale_factor: Option<f64>,
-    /// A phone's layout: the page's viewport meta tag applies and touch is on.
+    // A phone's layout: the page's viewport meta tag applies and touch is on.
     pub mobile: Option<bool>,
-    /// The User-Agent pages see and send, 1 to 512 characters.
+    // The User-Agent pages see and send, 1 to 512 characters.
     pub user_agent: Option<String>,
-    /// light, dark or no-preference: what `prefers-color-scheme` matches.
+    // light, dark or no-preference: what `prefers-color-scheme` matches.
+    #[schemars(extend("enum" = ["light", "dark", "no-preference"]))]
     pub color_scheme: Option<String>,
-    /// Back to the defaults before applying the rest (the created viewport, scale 1, desktop,
-    /// Chromium's User-Agent, no colour scheme emulated).
+    // Back to the defaults before applying the rest (the created viewport, scale 1, desktop,
+    // Chromium's User-Agent, no colour scheme emulated).
     pub reset: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -454,12 +458,12 @@ pub struct Emulated {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserPdfInput {
     pub panel_id: PanelId,
-    /// Project-relative path of the PDF; its directory must exist.
+    // Project-relative path of the PDF; its directory must exist.
     pub path: String,
-    /// Replace an existing file (default false).
+    // Replace an existing file (default false).
     pub overwrite: Option<bool>,
     pub landscape: Option<bool>,
-    /// Print background colours and images (default true).
+    // Print background colours and images (default true).
     pub print_background: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -482,11 +486,11 @@ pub struct PdfSaved {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserNetworkBodyInput {
     pub panel_id: PanelId,
-    /// The request's cursor, as lomi_browser_network lists it.
+    // The request's cursor, as lomi_browser_network lists it.
     pub cursor: String,
-    /// Most bytes of the body in the answer: 1 to 524,288 (default 65,536).
+    // Most bytes of the body in the answer: 1 to 524,288 (default 65,536).
     pub max_bytes: Option<u32>,
-    /// Also write the whole body into the project (an operation; saved holds it).
+    // Also write the whole body into the project (an operation; saved holds it).
     pub save: Option<CaptureSave>,
 }
 
@@ -525,9 +529,9 @@ pub struct BodySaved {
 pub struct BrowserDialogInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
-    /// accept or dismiss.
+    #[schemars(extend("enum" = ["accept", "dismiss"]))]
     pub action: String,
-    /// Text for a prompt() being accepted.
+    // Text for a prompt() being accepted.
     pub prompt_text: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -566,9 +570,9 @@ pub struct TabList {
 pub struct BrowserTabInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
-    /// switch, close: the tab.
+    // switch, close: the tab.
     pub tab_id: Option<String>,
-    /// open: the first URL (default about:blank); the new tab becomes active.
+    // open: the first URL (default about:blank); the new tab becomes active.
     pub url: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -587,9 +591,9 @@ pub struct TabsChanged {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserLogInput {
     pub panel_id: PanelId,
-    /// Continue after this cursor (from an earlier page's nextCursor).
+    // Continue after this cursor (from an earlier page's nextCursor).
     pub since_cursor: Option<String>,
-    /// 1 to 500 entries (default 100).
+    // 1 to 500 entries (default 100).
     pub limit: Option<u32>,
 }
 
@@ -646,7 +650,7 @@ pub struct NetworkPage {
 pub struct BrowserEvaluateInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
-    /// A JavaScript expression evaluated in the active tab's page (promises are awaited).
+    // A JavaScript expression evaluated in the active tab's page (promises are awaited).
     pub expression: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -663,7 +667,7 @@ pub struct Evaluated {
     pub exception: Option<String>,
 }
 
-/// A rectangle in CSS pixels of the page.
+// A rectangle in CSS pixels of the page.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClipRect {
@@ -673,13 +677,13 @@ pub struct ClipRect {
     pub height: f64,
 }
 
-/// Saving a capture into the project: an operation of its own.
+// Saving a capture into the project: an operation of its own.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CaptureSave {
-    /// Project-relative path of the file; its directory must exist.
+    // Project-relative path of the file; its directory must exist.
     pub path: String,
-    /// Replace an existing file (default false).
+    // Replace an existing file (default false).
     pub overwrite: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -695,13 +699,13 @@ pub struct BrowserCaptureInput {
     pub snapshot_id: Option<String>,
     pub element_ref: Option<String>,
     pub clip: Option<ClipRect>,
-    /// 0.05 to 1 (default 1).
+    // 0.05 to 1 (default 1).
     pub scale: Option<f32>,
-    /// Scale down until the PNG fits: 1,024 to 700,000 (the default) for a capture sent in the
-    /// answer, up to 16,777,216 with `save`.
+    // Scale down until the PNG fits: 1,024 to 700,000 (the default) for a capture sent in the
+    // answer, up to 16,777,216 with `save`.
     pub max_bytes: Option<u32>,
-    /// Pause animations, hide caret and scrollbars, wait for fonts and network idle first
-    /// (default: settings browser.deterministicCaptures).
+    // Pause animations, hide caret and scrollbars, wait for fonts and network idle first
+    // (default: settings browser.deterministicCaptures).
     pub deterministic: Option<bool>,
     pub save: Option<CaptureSave>,
 }

@@ -40,9 +40,9 @@ pub struct ChatList {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChatGetInput {
     pub conversation_id: ConversationId,
-    /// A previous nextSeq.
+    // A previous nextSeq.
     pub after_seq: Option<u64>,
-    /// Text bytes, 1024-524288 (65536).
+    // Text bytes, 1024-524288 (65536).
     pub max_bytes: Option<u32>,
 }
 
@@ -191,9 +191,9 @@ pub struct ChatSendInput {
     pub conversation_id: ConversationId,
     pub expected_conversation_revision: ConversationRevision,
     pub expected_draft_revision: DraftRevision,
-    /// Default: the chat settings'.
+    // Default: the chat settings'.
     pub provider: Option<String>,
-    /// Default: settings', else the provider's first.
+    // Default: settings', else the provider's first.
     pub model: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,

@@ -11,10 +11,10 @@ use crate::ids::{DocumentId, DomainRevision, ProjectId, RequestKey, RetryEpoch, 
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditorOpenInput {
     pub workspace_id: WorkspaceId,
-    /// Optional when the workspace has one project.
+    // Optional when the workspace has one project.
     pub project_id: Option<ProjectId>,
-    /// Relative to the project root; never absolute, never `..`. Opening a path that is already
-    /// open returns the same document.
+    // Relative to the project root; never absolute, never `..`. Opening a path that is already
+    // open returns the same document.
     pub path: String,
 }
 
@@ -37,8 +37,7 @@ pub struct EditorDocumentView {
     pub text: String,
 }
 
-/// One replacement: characters `start..end` of the current text (Unicode scalar values, not
-/// bytes; a CRLF counts as two) become `text`.
+/// Characters start..end become text; a CRLF counts as two.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TextEdit {
@@ -52,10 +51,10 @@ pub struct TextEdit {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditorEditInput {
     pub document_id: DocumentId,
-    /// The `bufferRevision` you last saw; anything else is REVISION_MISMATCH with the current one.
+    // The `bufferRevision` you last saw; anything else is REVISION_MISMATCH with the current one.
     pub expected_buffer_revision: String,
-    /// 1 to 1,000 non-overlapping edits against the same text, applied as one change; at most
-    /// 1 MiB of inserted text in all.
+    // 1 to 1,000 non-overlapping edits against the same text, applied as one change; at most
+    // 1 MiB of inserted text in all.
     pub edits: Vec<TextEdit>,
 }
 
@@ -75,7 +74,7 @@ pub struct EditorEdited {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditorSaveInput {
     pub document_id: DocumentId,
-    /// The `bufferRevision` you want written; a newer edit is REVISION_MISMATCH.
+    // The `bufferRevision` you want written; a newer edit is REVISION_MISMATCH.
     pub expected_buffer_revision: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -98,7 +97,7 @@ pub struct EditorSaved {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditorCloseInput {
     pub document_id: DocumentId,
-    /// Drop unsaved changes. Without it a dirty document is refused (INVALID_ARGUMENT).
+    // Drop unsaved changes. Without it a dirty document is refused (INVALID_ARGUMENT).
     pub discard: Option<bool>,
 }
 
@@ -119,12 +118,12 @@ pub enum DocumentAction {
     Discard,
 }
 
-/// One document named in a workspace close.
+// One document named in a workspace close.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DocumentDisposition {
     pub document_id: DocumentId,
-    /// save or discard.
+    // save or discard.
     pub action: DocumentAction,
 }
 
@@ -133,11 +132,11 @@ pub struct DocumentDisposition {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkspaceCloseInput {
     pub workspace_id: WorkspaceId,
-    /// The workspace's current domainRevision.
+    // The workspace's current domainRevision.
     pub expected_revision: DomainRevision,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
-    /// What to do with each open document; every dirty one must be named.
+    // What to do with each open document; every dirty one must be named.
     pub documents: Option<Vec<DocumentDisposition>>,
 }
 

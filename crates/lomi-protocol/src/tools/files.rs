@@ -10,15 +10,15 @@ use crate::ids::{ProjectId, RequestKey, RetryEpoch, WorkspaceId};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FileReadInput {
     pub workspace_id: WorkspaceId,
-    /// Optional when the workspace has one project.
+    // Optional when the workspace has one project.
     pub project_id: Option<ProjectId>,
-    /// Relative to the project root; never absolute, never `..`.
+    // Relative to the project root; never absolute, never `..`.
     pub path: String,
-    /// First byte to read (default 0).
+    // First byte to read (default 0).
     pub offset: Option<u64>,
-    /// How many bytes from `offset` (default: to the end).
+    // How many bytes from `offset` (default: to the end).
     pub length: Option<u64>,
-    /// Most bytes to return (1 to 4,194,304; default 262,144).
+    // Most bytes to return (1 to 4,194,304; default 262,144).
     pub max_bytes: Option<u32>,
 }
 
@@ -40,7 +40,7 @@ pub struct FileReadView {
     pub base64: Option<String>,
 }
 
-/// New content: exactly one of `text` (UTF-8, written as is) or `base64` (exact bytes).
+/// Exactly one of text (UTF-8) or base64.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(extend("oneOf" = [{"required": ["text"]}, {"required": ["base64"]}]))]
@@ -48,8 +48,8 @@ pub struct FileWriteInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
     pub path: String,
-    /// The `diskRevision` of the file as you last read it; a file changed since is
-    /// REVISION_MISMATCH with the current revision in `details`.
+    // The `diskRevision` of the file as you last read it; a file changed since is
+    // REVISION_MISMATCH with the current revision in `details`.
     pub expected_disk_revision: String,
     pub text: Option<String>,
     pub base64: Option<String>,
@@ -67,11 +67,11 @@ pub struct FileCreateInput {
     pub path: String,
     pub text: Option<String>,
     pub base64: Option<String>,
-    /// Create the missing folders above the file first (default false: a missing folder is
-    /// NOT_FOUND, and says so).
+    // Create the missing folders above the file first (default false: a missing folder is
+    // NOT_FOUND, and says so).
     pub create_parents: Option<bool>,
-    /// The `directoryRevision` of the file's folder from lomi_dir_list: create only if the
-    /// folder is as you saw it (else REVISION_MISMATCH with the current one).
+    // The `directoryRevision` of the file's folder from lomi_dir_list: create only if the
+    // folder is as you saw it (else REVISION_MISMATCH with the current one).
     pub expected_parent_revision: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -85,9 +85,9 @@ pub struct FileRenameInput {
     pub project_id: Option<ProjectId>,
     pub from: String,
     pub to: String,
-    /// The source file's `diskRevision`, to rename only what you saw.
+    // The source file's `diskRevision`, to rename only what you saw.
     pub expected_disk_revision: Option<String>,
-    /// Create the missing folders above `to` first (default false).
+    // Create the missing folders above `to` first (default false).
     pub create_parents: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -112,12 +112,12 @@ pub struct FileDeleteInput {
 pub struct DirCreateInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// The new folder, relative to the project root.
+    // The new folder, relative to the project root.
     pub path: String,
-    /// Create the missing folders above it too (default false).
+    // Create the missing folders above it too (default false).
     pub create_parents: Option<bool>,
-    /// The `directoryRevision` of the folder it goes in, from lomi_dir_list: create only if
-    /// that folder is as you saw it.
+    // The `directoryRevision` of the folder it goes in, from lomi_dir_list: create only if
+    // that folder is as you saw it.
     pub expected_parent_revision: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -148,10 +148,10 @@ pub struct FileChanged {
 pub struct DirListInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// Relative to the project root; "" for the root.
+    // Relative to the project root; "" for the root.
     pub path: String,
     pub offset: Option<u32>,
-    /// 1 to 1,000 entries (default 200).
+    // 1 to 1,000 entries (default 200).
     pub limit: Option<u32>,
 }
 

@@ -10,7 +10,7 @@ use crate::ids::{ProjectId, RequestKey, RetryEpoch, WorkspaceId};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GitStatusInput {
     pub workspace_id: WorkspaceId,
-    /// Optional when the workspace has one project.
+    // Optional when the workspace has one project.
     pub project_id: Option<ProjectId>,
 }
 
@@ -48,12 +48,12 @@ pub struct GitStatusView {
 pub struct GitDiffInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// True for the staged changes (index against HEAD); default false, the unstaged changes
-    /// (working tree against the index).
+    // True for the staged changes (index against HEAD); default false, the unstaged changes
+    // (working tree against the index).
     pub staged: Option<bool>,
-    /// Limit the diff to this file or directory, relative to the project root.
+    // Limit the diff to this file or directory, relative to the project root.
     pub path: Option<String>,
-    /// Most bytes of diff to return (1 to 4,194,304; default 262,144).
+    // Most bytes of diff to return (1 to 4,194,304; default 262,144).
     pub max_bytes: Option<u32>,
 }
 
@@ -73,8 +73,8 @@ pub struct GitDiffView {
 pub struct GitStageInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// Files or directories to stage (new, changed or deleted), relative to the project root;
-    /// never absolute, never `..`.
+    // Files or directories to stage (new, changed or deleted), relative to the project root;
+    // never absolute, never `..`.
     pub paths: Vec<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -86,11 +86,11 @@ pub struct GitStageInput {
 pub struct GitCommitInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// The commit message.
+    // The commit message.
     pub message: String,
-    /// The `head` of `lomi_git_status` as you last read it ("" for an unborn branch). If HEAD
-    /// moved since, nothing is committed: REVISION_MISMATCH with the current HEAD in
-    /// `details.currentRevision`.
+    // The `head` of `lomi_git_status` as you last read it ("" for an unborn branch). If HEAD
+    // moved since, nothing is committed: REVISION_MISMATCH with the current HEAD in
+    // `details.currentRevision`.
     pub expected_head_revision: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -102,12 +102,12 @@ pub struct GitCommitInput {
 pub struct GitBranchInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// The branch name.
+    // The branch name.
     pub name: String,
-    /// True to create the branch at HEAD (it must not exist); false to switch to an existing one.
+    // True to create the branch at HEAD (it must not exist); false to switch to an existing one.
     pub create: bool,
-    /// Switch even when the working tree has uncommitted changes (Git carries them over, or
-    /// refuses if they would be overwritten). Default false: uncommitted changes refuse.
+    // Switch even when the working tree has uncommitted changes (Git carries them over, or
+    // refuses if they would be overwritten). Default false: uncommitted changes refuse.
     pub allow_uncommitted: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,

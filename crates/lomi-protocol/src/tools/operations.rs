@@ -52,19 +52,19 @@ pub enum OperationGetInput {
     },
 }
 
-/// Exactly one of `operationId`, or the original request's key `{retryEpoch, requestKey, tool, projectId?}`.
+// Exactly one of `operationId`, or the original request's key `{retryEpoch, requestKey, tool, projectId?}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OperationGetArguments {
-    /// The operationId an earlier call returned.
+    // The operationId an earlier call returned.
     pub operation_id: Option<OperationId>,
-    /// Key lookup: the original request's retryEpoch.
+    // Key lookup: the original request's retryEpoch.
     pub retry_epoch: Option<RetryEpoch>,
-    /// Key lookup: the original request's requestKey.
+    // Key lookup: the original request's requestKey.
     pub request_key: Option<RequestKey>,
-    /// Key lookup: the tool the original request called, e.g. `lomi_terminal_create`.
+    // Key lookup: the tool the original request called, e.g. `lomi_terminal_create`.
     pub tool: Option<String>,
-    /// Key lookup: the original anchor projectId, when the connection has several projects.
+    // Key lookup: the original anchor projectId, when the connection has several projects.
     pub project_id: Option<ProjectId>,
 }
 
@@ -112,8 +112,8 @@ impl schemars::JsonSchema for OperationGetInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OperationCancelInput {
-    /// An operation of this connection. Queued or waiting work is cancelled; running work is
-    /// asked to stop and settles with whatever effect it really reached.
+    // An operation of this connection. Queued or waiting work is cancelled; running work is
+    // asked to stop and settles with whatever effect it really reached.
     pub operation_id: OperationId,
 }
 
@@ -121,11 +121,11 @@ pub struct OperationCancelInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EventsReadInput {
-    /// The connection whose operations to follow (from `lomi_connect`).
+    // The connection whose operations to follow (from `lomi_connect`).
     pub retry_epoch: RetryEpoch,
-    /// `nextCursor` of the previous page; omit to start from the oldest retained event.
+    // `nextCursor` of the previous page; omit to start from the oldest retained event.
     pub cursor: Option<String>,
-    /// At most this many events (1 to 500, default 100).
+    // At most this many events (1 to 500, default 100).
     pub max_events: Option<u32>,
 }
 

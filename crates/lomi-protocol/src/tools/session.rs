@@ -88,7 +88,7 @@ pub struct PanelCloseInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PanelListInput {
-    /// The workspace whose panels to list.
+    // The workspace whose panels to list.
     pub workspace_id: WorkspaceId,
 }
 
@@ -127,7 +127,7 @@ pub struct PanelList {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConnectInput {
-    /// An approved workspace from `lomi_workspace_list`.
+    // An approved workspace from `lomi_workspace_list`.
     pub workspace_id: WorkspaceId,
 }
 
@@ -149,13 +149,13 @@ pub struct Connection {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkspaceUpdateInput {
     pub workspace_id: WorkspaceId,
-    /// The `domainRevision` from a fresh workspace or panel listing.
+    // The `domainRevision` from a fresh workspace or panel listing.
     pub expected_revision: DomainRevision,
-    /// From `lomi_connect` for this workspace.
+    // From `lomi_connect` for this workspace.
     pub retry_epoch: RetryEpoch,
-    /// Your durable name for this request; reuse it (with the same arguments) only to retry.
+    // Your durable name for this request; reuse it (with the same arguments) only to retry.
     pub request_key: RequestKey,
-    /// Exactly one change.
+    // Exactly one change.
     pub change: WorkspaceChange,
 }
 
@@ -163,9 +163,9 @@ pub struct WorkspaceUpdateInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", try_from = "WorkspaceChangeArguments")]
 pub enum WorkspaceChange {
-    /// Give the workspace a new display name.
+    // Give the workspace a new display name.
     Rename(RenameChange),
-    /// Rearrange the workspace's panels.
+    // Rearrange the workspace's panels.
     Layout(LayoutChange),
 }
 
@@ -173,9 +173,9 @@ pub enum WorkspaceChange {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkspaceChangeArguments {
-    /// Give the workspace a new display name.
+    // Give the workspace a new display name.
     pub rename: Option<RenameChange>,
-    /// Rearrange the workspace's panels.
+    // Rearrange the workspace's panels.
     pub layout: Option<LayoutChange>,
 }
 
@@ -210,7 +210,7 @@ impl schemars::JsonSchema for WorkspaceChange {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RenameChange {
-    /// 1 to 120 characters, no control characters.
+    // 1 to 120 characters, no control characters.
     pub name: String,
 }
 
@@ -226,11 +226,11 @@ pub enum LayoutChange {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LayoutChangeArguments {
-    /// The new arrangement: every open panel of the workspace exactly once, in nested splits
-    /// (at most 6 deep) whose leaves are tab groups.
+    // The new arrangement: every open panel of the workspace exactly once, in nested splits
+    // (at most 6 deep) whose leaves are tab groups.
     pub root: Option<LayoutNode>,
-    /// Every panel of the workspace exactly once, in the new order; the splits and tab groups
-    /// stay as they are.
+    // Every panel of the workspace exactly once, in the new order; the splits and tab groups
+    // stay as they are.
     pub panel_order: Option<Vec<PanelId>>,
 }
 

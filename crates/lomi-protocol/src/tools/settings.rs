@@ -87,7 +87,7 @@ impl std::fmt::Display for SettingsSection {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsGetInput {
-    /// One section; all when absent.
+    // One section; all when absent.
     pub section: Option<SettingsSection>,
 }
 
@@ -96,15 +96,15 @@ pub struct SettingsGetInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsUpdateInput {
-    /// terminal, browser, editor or chat; the others are the person's (PERSON_ONLY).
+    /// terminal, browser, editor or chat (the others are the person's).
     pub section: SettingsSection,
-    /// The section's settingsRevision from a fresh lomi_settings_get.
+    // The section's settingsRevision from a fresh lomi_settings_get.
     pub expected_settings_revision: SettingsRevision,
-    /// Field names of the section and their new values, e.g. {"cols":100,"rows":30}.
+    /// The section's fields and new values, e.g. {"cols":100}.
     pub values: Map<String, Value>,
-    /// From lomi_connect (any granted workspace).
+    // From lomi_connect (any granted workspace).
     pub retry_epoch: RetryEpoch,
-    /// Your durable name for this request; reuse it (with the same arguments) only to retry.
+    // Your durable name for this request; reuse it (with the same arguments) only to retry.
     pub request_key: RequestKey,
 }
 

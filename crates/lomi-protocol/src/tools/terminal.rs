@@ -13,15 +13,15 @@ use crate::time::Timestamp;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TerminalCreateInput {
     pub workspace_id: WorkspaceId,
-    /// The project to start in; optional when the workspace has one project.
+    // The project to start in; optional when the workspace has one project.
     pub project_id: Option<ProjectId>,
-    /// Directory relative to the project root ("" for the root); it must stay inside it.
+    // Directory relative to the project root ("" for the root); it must stay inside it.
     pub cwd_relative: String,
-    /// The panel's title, 1 to 120 characters.
+    // The panel's title, 1 to 120 characters.
     pub title: String,
-    /// Program and arguments; omit for the person's shell.
+    // Program and arguments; omit for the person's shell.
     pub argv: Option<Vec<String>>,
-    /// The workspace's `domainRevision` from a fresh listing.
+    // The workspace's `domainRevision` from a fresh listing.
     pub expected_revision: DomainRevision,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -46,7 +46,7 @@ pub struct TerminalCreated {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LeaseAcquireInput {
     pub panel_id: PanelId,
-    /// The runtime generation the lease is for (from `lomi_panel_list` or a create result).
+    // The runtime generation the lease is for (from `lomi_panel_list` or a create result).
     pub generation: String,
 }
 
@@ -84,13 +84,13 @@ pub struct TerminalInputArguments {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// Decimal, one more than the lease's last. The same number with the same payload
-    /// acknowledges the earlier input instead of sending it again.
+    // Decimal, one more than the lease's last. The same number with the same payload
+    // acknowledges the earlier input instead of sending it again.
     pub input_sequence: String,
-    /// Text typed as is (up to 64 KiB); end a command with "\r" to press Enter.
+    // Text typed as is (up to 64 KiB); end a command with "\r" to press Enter.
     pub text: Option<String>,
-    /// Named keys pressed in order: Enter, Tab, Backspace, Escape, Up, Down, Left, Right,
-    /// Home, End, PageUp, PageDown, Delete, F1..F12, Ctrl-A..Ctrl-Z.
+    /// Enter, Tab, Backspace, Escape, Up, Down, Left, Right, Home, End, PageUp, PageDown,
+    /// Delete, F1..F12, Ctrl-A..Ctrl-Z.
     pub keys: Option<Vec<String>>,
 }
 
@@ -186,13 +186,13 @@ pub struct InputAccepted {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WaitArguments {
-    /// Output text to wait for (after `sinceCursor`).
+    // Output text to wait for (after `sinceCursor`).
     pub text: Option<String>,
-    /// A regular expression to wait for in the output (after `sinceCursor`).
+    // A regular expression to wait for in the output (after `sinceCursor`).
     pub regex: Option<String>,
-    /// Wait until no output arrived for this many milliseconds (50 to 10,000).
+    // Wait until no output arrived for this many milliseconds (50 to 10,000).
     pub idle_ms: Option<u32>,
-    /// Wait until the process exits.
+    // Wait until the process exits.
     pub exit: Option<bool>,
 }
 
@@ -201,15 +201,15 @@ pub struct WaitArguments {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TerminalReadInput {
     pub panel_id: PanelId,
-    /// Include the visible screen (default true).
+    // Include the visible screen (default true).
     pub screen: Option<bool>,
-    /// Include output produced since this cursor (decimal, from an earlier read or input).
+    // Include output produced since this cursor (decimal, from an earlier read or input).
     pub since_cursor: Option<String>,
-    /// Most output bytes to return (1 to 524,288; default 16,384).
+    // Most output bytes to return (1 to 524,288; default 16,384).
     pub max_bytes: Option<u32>,
-    /// Answer only once this happens, or when `timeoutMs` passes.
+    // Answer only once this happens, or when `timeoutMs` passes.
     pub wait_for: Option<WaitArguments>,
-    /// Longest wait in milliseconds (1 to 60,000; default 10,000).
+    // Longest wait in milliseconds (1 to 60,000; default 10,000).
     pub timeout_ms: Option<u32>,
 }
 
