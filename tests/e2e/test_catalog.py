@@ -1,5 +1,6 @@
-"""`lomi catalog` is the contract: the live server's tools/list must say exactly the same, both
-on the wire (raw JSON-RPC) and as a third-party SDK parses it."""
+"""`lomi catalog` is the contract: the live server's tools/list must say exactly what its `tools`
+say, both on the wire (raw JSON-RPC) and as a third-party SDK parses it; its `outputSchemas` hold
+each tool's complete output schema, of which the listed one is the slim part."""
 
 import json
 import subprocess
@@ -58,8 +59,10 @@ async def test_catalog_equals_tools_list_through_the_sdk(lomi, mcp):
 
 
 def test_every_tool_declares_the_envelope_output_schema():
-    for tool in catalog()["tools"]:
-        schema = tool["outputSchema"]
+    printed = catalog()
+    assert sorted(printed["outputSchemas"]) == sorted(t["name"] for t in printed["tools"])
+    for tool in printed["tools"]:
+        schema = printed["outputSchemas"][tool["name"]]
         assert schema["type"] == "object" and schema["additionalProperties"] is False, dump(schema)
         properties = schema["properties"]
         assert properties["status"] == {"enum": ["ok", "error"]}, dump(schema)
@@ -67,3 +70,17 @@ def test_every_tool_declares_the_envelope_output_schema():
         assert {"data", "code", "message", "details"} <= set(properties), dump(schema)
         branches = {b["properties"]["status"]["const"]: b["required"] for b in schema["oneOf"]}
         assert branches == {"ok": ["data"], "error": ["code", "message"]}, f"{tool['name']}: {dump(schema)}"
+        # The listed schema is the slim envelope: open, so an error reply fits it too.
+        listed = tool["outputSchema"]
+        assert listed["type"] == "object" and "additionalProperties" not in listed, dump(listed)
+        assert listed["required"] == ["status", "controlApiVersion"], dump(listed)
+        assert listed["properties"]["status"] == properties["status"], dump(listed)
+        assert listed["properties"]["controlApiVersion"] == properties["controlApiVersion"], dump(listed)
+        complete_data = properties["data"]
+        if "result" in complete_data.get("properties", {}) and "anyOf" in complete_data["properties"]["result"]:
+            # A mutation: the listed result has the confirmed result's fields, and nothing required.
+            confirmed = complete_data["properties"]["result"]["anyOf"][0]
+            result = listed["properties"]["data"]["properties"]["result"]
+            assert result == {"properties": confirmed.get("properties", {})}, f"{tool['name']}: {dump(listed)}"
+        else:
+            assert listed["properties"]["data"] == complete_data, f"{tool['name']}: {dump(listed)}"

@@ -290,11 +290,48 @@ fn bearer_token(extensions: &rmcp::model::Extensions) -> Option<String> {
     Some(token.trim().to_owned())
 }
 
+/// The server's instructions: how to start, and the glossary of what every tool shares, said
+/// once here instead of in each tool's description and field briefs (what a model is shown of
+/// the catalog has a budget, lomi-protocol's tests/catalog.rs; docs/decisions.md says what
+/// moved where).
 const INSTRUCTIONS: &str = "Lomi lets you work in the person's workspaces. Call lomi_pairing_status first: \
 until the person approves this client in Lomi, other tools answer PAIRING_REQUIRED. Then \
-lomi_workspace_list, lomi_connect (keep its retryEpoch), and pass retryEpoch plus your own \
-requestKey to every mutation. A mutation returns an operation: follow it with \
-lomi_operation_get until it settles, and read state and effectState before trusting an effect.";
+lomi_workspace_list and lomi_connect.\n\
+Glossary:\n\
+- Answers: structuredContent is {controlApiVersion, status: \"ok\", data} or {status: \"error\", \
+code, message, details}. `lomi catalog` has every tool's complete output schema.\n\
+- Ids (workspaceId, projectId, panelId, leaseId, operationId, documentId) are copied from Lomi's \
+answers. projectId may be left out when the workspace has one project. Paths are relative to the \
+project root (\"\" is the root), never absolute, never `..`.\n\
+- A panel's runtime has a generation (terminalSessionId, browserGeneration, generation): pass the \
+one from the create result or lomi_panel_list; an old one is GENERATION_MISMATCH. Where it is \
+optional, it is checked when given.\n\
+- Revisions are compare-and-set tokens from your latest read: expectedRevision is the workspace's \
+domainRevision (lomi_workspace_list, lomi_panel_list); expectedDiskRevision a file's diskRevision; \
+expectedParentRevision and expectedDirectoryRevision a folder's directoryRevision (lomi_dir_list); \
+expectedBufferRevision a document's bufferRevision; expectedHeadRevision lomi_git_status's head; \
+expectedSettingsRevision, expectedConversationRevision and expectedDraftRevision likewise. A stale \
+one is REVISION_MISMATCH with the current one in details.\n\
+- Mutations take retryEpoch (from lomi_connect, 24 h) and requestKey, your own name for the \
+request (1 to 128 of A-Z a-z 0-9 . _ : -). The same key with the same arguments returns the \
+earlier operation; other arguments are IDEMPOTENCY_CONFLICT. Never make a new key to get past \
+a doubt or a denial.\n\
+- A mutation returns an operation {operationId, state, effectState, result, error}: follow it with \
+lomi_operation_get until it settles (succeeded, failed, cancelled, outcome_unknown). isError \
+false alone does not prove an effect. awaiting_user means the person decides (a denial is \
+USER_DENIED). After outcome_unknown, look at the real resource before doing anything again.\n\
+- Leases: input to a terminal or device needs a leaseId (from the create or attach result, or \
+lomi_lease_acquire) and inputSequence, a decimal one more than the lease's last; the same \
+sequence with the same payload acknowledges the earlier input instead of sending it again.\n\
+- Refs: a snapshot (browser or Android) has a snapshotId and refs such as e12; pass both to act \
+on an element. After the page or screen changed they are SNAPSHOT_STALE: take a new snapshot. \
+Points (x, y) are viewport CSS pixels in a browser, screen pixels on a device.\n\
+- Pages: pass a previous answer's nextCursor (as cursor or sinceCursor; nextFromLine as \
+fromLine, nextSeq as afterSeq) to read on. maxBytes, limit and timeoutMs bound an answer and \
+have defaults; a value out of range is INVALID_ARGUMENT naming the range. A left-out setting \
+takes the person's settings (lomi_settings_get).\n\
+- save (captures, response bodies) also writes the file into the project, as an operation with \
+its own retryEpoch and requestKey.";
 
 impl ServerHandler for LomiServer {
     fn get_info(&self) -> InitializeResult {
@@ -491,5 +528,24 @@ mod tests {
         assert!(!guard.strike(from("127.0.0.9")).is_zero());
         assert!(!guard.strike(from("::1")).is_zero());
         assert!(guard.strike(from("10.0.0.1")).is_zero());
+    }
+
+    /// `tools/list` for a pairing given every family, as sent (compact JSON), stays within its
+    /// budget: what a client receives before its first call. Its tools are the catalog's
+    /// `tools`, so the two budgets of what a model is shown, held on the catalog by
+    /// lomi-protocol's tests/catalog.rs, are the listing's too.
+    #[test]
+    fn the_tool_listing_stays_within_its_budget() {
+        const TOOLS_LIST: usize = 110_000;
+        let listing =
+            serde_json::to_value(ListToolsResult::with_all_items(mcp_tools())).expect("json");
+        let catalog = lomi_protocol::catalog::catalog_json();
+        assert_eq!(listing["tools"], catalog["tools"]);
+        let bytes = serde_json::to_vec(&listing).expect("json").len();
+        println!("tools/list for every family: {bytes} bytes");
+        assert!(
+            bytes <= TOOLS_LIST,
+            "tools/list is {bytes} bytes, over its {TOOLS_LIST}-byte budget"
+        );
     }
 }

@@ -1,11 +1,14 @@
 //! The tool catalog: every tool's name, description, annotations and complete input and output
-//! schemas. `lomi catalog` prints it and the MCP server's `tools/list` is built from it.
+//! schemas. `lomi catalog` prints it and the MCP server's `tools/list` is built from it (with
+//! slimmer output schemas).
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::definition::ToolDef;
-use crate::schema::{input_schema, operation_schema, output_schema};
+use crate::schema::{
+    input_schema, listed_operation_schema, listed_output_schema, operation_schema, output_schema,
+};
 
 /// Declares the tool table from every family's rows ([`crate::for_each_tool`]): each tool's
 /// enum variant and its definition, written once.
@@ -274,7 +277,12 @@ pub struct ToolSpec {
     pub kind: ToolKind,
     pub annotations: Annotations,
     pub input_schema: Map<String, Value>,
+    /// The complete output schema: the whole envelope, ok or error, around the typed data
+    /// (the seed: the catalog JSON holds each tool's complete output schema).
     pub output_schema: Map<String, Value>,
+    /// The output schema `tools/list` gives: the data in a slim envelope, and of a mutation's
+    /// operation only its result's fields (`schema::listed_operation_schema`).
+    pub listed_output_schema: Map<String, Value>,
     /// Decodes arguments strictly into the tool's input type (the type `input_schema` is made
     /// from) and drops the result: the fuzzer's way in to every tool's decoding.
     pub check_arguments: fn(&str, Option<Value>) -> Result<(), crate::ToolError>,
@@ -297,20 +305,24 @@ impl ToolSpec {
                 ToolKind::Mutation => operation_schema::<D::Output>(),
                 ToolKind::Read | ToolKind::Control => output_schema::<D::Output>(),
             },
+            listed_output_schema: match D::KIND {
+                ToolKind::Mutation => listed_operation_schema::<D::Output>(),
+                ToolKind::Read | ToolKind::Control => listed_output_schema::<D::Output>(),
+            },
             check_arguments: |tool, arguments| {
                 crate::strict::decode::<D::Input>(tool, arguments).map(drop)
             },
         }
     }
 
-    /// The tool as the catalog JSON and `tools/list` show it.
+    /// The tool as `tools/list` shows it (and the catalog JSON's `tools`).
     pub fn to_json(&self) -> Value {
         serde_json::json!({
             "name": self.name,
             "title": self.title,
             "description": self.description,
             "inputSchema": self.input_schema,
-            "outputSchema": self.output_schema,
+            "outputSchema": self.listed_output_schema,
             "annotations": self.annotations.to_json(),
         })
     }
@@ -325,11 +337,24 @@ pub fn tool(name: &str) -> Option<ToolSpec> {
     Tool::from_name(name).map(Tool::spec)
 }
 
-/// The whole catalog as one JSON document.
+/// The whole catalog as one JSON document: `tools` as `tools/list` gives them, and
+/// `outputSchemas`, each tool's complete output schema by its name (the seed's contract; the
+/// listing's are slimmer, to fit an agent's budget).
 pub fn catalog_json() -> Value {
+    let catalog = catalog();
+    let complete: Map<String, Value> = catalog
+        .iter()
+        .map(|tool| {
+            (
+                tool.name.to_owned(),
+                Value::Object(tool.output_schema.clone()),
+            )
+        })
+        .collect();
     serde_json::json!({
         "controlApiVersion": crate::CONTROL_API_VERSION,
-        "tools": catalog().iter().map(ToolSpec::to_json).collect::<Vec<_>>(),
+        "tools": catalog.iter().map(ToolSpec::to_json).collect::<Vec<_>>(),
+        "outputSchemas": complete,
     })
 }
 

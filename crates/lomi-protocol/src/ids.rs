@@ -29,32 +29,18 @@ pub fn check_id(kind: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The input schema of an id. An id Lomi hands out (a panel, a lease, a retry epoch) is copied
-/// from its answers, never made up, so its schema says only "a string" and the server checks its
-/// shape (the seed: schemas describe shape, native validators enforce narrower ranges); it is
-/// repeated on nearly every tool of `tools/list`. A request key is the one id an agent makes, so
-/// its schema carries the whole shape.
-fn id_schema(made_by_clients: bool) -> Schema {
-    if made_by_clients {
-        // The pattern's `+` says at least one character.
-        json_schema!({
-            "type": "string",
-            "maxLength": MAX_ID_LEN,
-            "pattern": "^[A-Za-z0-9._:-]+$"
-        })
-    } else {
-        json_schema!({"type": "string"})
-    }
+/// The input schema of an id: "a string". An id Lomi hands out (a panel, a lease, a retry epoch)
+/// is copied from its answers, never made up, and the server checks the shape of every id (the
+/// seed: schemas describe shape, native validators enforce narrower ranges); it is repeated on
+/// nearly every tool of `tools/list`. A request key, the one id an agent makes, has its shape
+/// (1 to 128 of `A-Z a-z 0-9 . _ : -`) said once, in the server's instructions, and a key of
+/// another shape is refused as `INVALID_ARGUMENT` saying what an id is.
+fn id_schema() -> Schema {
+    json_schema!({"type": "string"})
 }
 
 macro_rules! string_id {
     ($(#[doc = $doc:literal])* $name:ident, $prefix:literal) => {
-        string_id!(@ $(#[doc = $doc])* $name, $prefix, false);
-    };
-    ($(#[doc = $doc:literal])* $name:ident, $prefix:literal, made_by_clients) => {
-        string_id!(@ $(#[doc = $doc])* $name, $prefix, true);
-    };
-    (@ $(#[doc = $doc:literal])* $name:ident, $prefix:literal, $made_by_clients:literal) => {
         $(#[doc = $doc])*
         #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(String);
@@ -115,7 +101,7 @@ macro_rules! string_id {
                 Cow::Borrowed(stringify!($name))
             }
             fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                id_schema($made_by_clients)
+                id_schema()
             }
         }
     };
@@ -134,8 +120,7 @@ string_id!(
 string_id!(
     /// A client-chosen durable request identity within a retry epoch.
     RequestKey,
-    "rk_",
-    made_by_clients
+    "rk_"
 );
 string_id!(
     /// A pairing of an MCP client with Lomi, approved by the person.
@@ -235,10 +220,11 @@ macro_rules! decimal_revision {
                 Cow::Borrowed(stringify!($name))
             }
             fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                // What a revision is, and where each comes from, is said once in the server's
+                // instructions; the pattern says it is a decimal string.
                 json_schema!({
                     "type": "string",
-                    "pattern": "^(0|[1-9][0-9]{0,18})$",
-                    "description": "Decimal revision counter, e.g. \"42\"."
+                    "pattern": "^(0|[1-9][0-9]{0,18})$"
                 })
             }
         }

@@ -71,7 +71,8 @@ pub fn window_types() -> Value {
 /// `$schema` is left out (MCP reads a schema without one as 2020-12, the dialect these are),
 /// and so is the input type's own documentation (``"`lomi_file_create` input: …"``), which
 /// says again what the tool's description says: both were repeated on every tool of
-/// `tools/list`.
+/// `tools/list`. What a model is shown has a budget (tests/catalog.rs), so [`compact_input`]
+/// leaves out what the schema says twice.
 pub fn input_schema<T: JsonSchema>() -> Map<String, Value> {
     let mut map = schema_of::<T>();
     map.remove("$schema");
@@ -82,8 +83,99 @@ pub fn input_schema<T: JsonSchema>() -> Map<String, Value> {
     if names_the_type {
         map.remove("description");
     }
+    let mut value = Value::Object(map);
+    compact_input(&mut value, true);
+    let Value::Object(mut map) = value else {
+        unreachable!("an object stays an object")
+    };
     map.insert("type".to_owned(), Value::String("object".to_owned()));
     map
+}
+
+/// What an input schema leaves out, since it says nothing a caller needs:
+/// - `null` beside an optional field's type (`Option<T>`): a field that is not `required` may be
+///   left out, which is how an agent omits it (null is still accepted, as absent);
+/// - the bounds of the Rust integer type (`minimum: 0` of an unsigned integer, `maximum: 255`
+///   of a `u8`): the field's brief or the server's refusal gives its real range;
+/// - `additionalProperties: false` below the root: the root keeps it, and the strict decoder
+///   refuses an unknown field at every depth (`deny_unknown_fields` on every input type; a
+///   test in tests/catalog.rs sends one to each nested object).
+fn compact_input(schema: &mut Value, root: bool) {
+    let Value::Object(map) = schema else { return };
+    if !root && map.get("additionalProperties") == Some(&Value::Bool(false)) {
+        map.remove("additionalProperties");
+    }
+    drop_null_choice(map);
+    let integer = map.get("type") == Some(&Value::String("integer".to_owned()));
+    if integer && map.get("minimum") == Some(&Value::from(0)) {
+        map.remove("minimum");
+    }
+    let type_bound = |bound: &Value| {
+        [u8::MAX as u64, u16::MAX as u64, u32::MAX as u64, u64::MAX]
+            .iter()
+            .any(|max| bound == &Value::from(*max))
+    };
+    if integer && map.get("maximum").is_some_and(type_bound) {
+        map.remove("maximum");
+    }
+    for (keyword, value) in map.iter_mut() {
+        match keyword.as_str() {
+            "properties" | "patternProperties" | "$defs" | "dependentSchemas" => {
+                if let Value::Object(named) = value {
+                    named
+                        .values_mut()
+                        .for_each(|schema| compact_input(schema, false));
+                }
+            }
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" => {
+                if let Value::Array(schemas) = value {
+                    schemas
+                        .iter_mut()
+                        .for_each(|schema| compact_input(schema, false));
+                }
+            }
+            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
+                compact_input(value, false)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `type: [T, "null"]` → `type: T`; `enum: [..., null]` → `enum: [...]`; and
+/// `anyOf: [S, {type: null}]` → S, its keywords beside the field's own (an optional object).
+fn drop_null_choice(map: &mut Map<String, Value>) {
+    let null = Value::String("null".to_owned());
+    if let Some(Value::Array(types)) = map.get_mut("type")
+        && types.len() > 1
+        && types.contains(&null)
+    {
+        types.retain(|kind| kind != &null);
+        if types.len() == 1 {
+            let only = types.remove(0);
+            map.insert("type".to_owned(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum")
+        && values.len() > 1
+    {
+        values.retain(|value| !value.is_null());
+    }
+    let only_null = json!({"type": "null"});
+    let Some(Value::Array(choices)) = map.get("anyOf") else {
+        return;
+    };
+    if choices.len() != 2 || !choices.contains(&only_null) {
+        return;
+    }
+    let Some(Value::Object(chosen)) = choices.iter().find(|choice| **choice != only_null).cloned()
+    else {
+        return;
+    };
+    map.remove("anyOf");
+    for (keyword, value) in chosen {
+        map.entry(keyword).or_insert(value);
+    }
 }
 
 /// A tool's output schema: the envelope around `T`, ok or error, as one object schema.
@@ -110,6 +202,47 @@ pub fn operation_schema<R: JsonSchema>() -> Map<String, Value> {
         *slot = json!({"anyOf": [compacted::<R>(), failure, {"type": "null"}]});
     }
     envelope(operation)
+}
+
+/// The output schema `tools/list` gives a read: `T`'s data in a slim envelope (see
+/// [`listed_envelope`]). The complete one is [`output_schema`], in `lomi catalog`.
+pub fn listed_output_schema<T: JsonSchema>() -> Map<String, Value> {
+    listed_envelope(compacted::<T>())
+}
+
+/// The output schema `tools/list` gives a mutation: the operation's `result` with the fields of
+/// `R`, the tool's confirmed result. The operation's own fields (operationId, state,
+/// effectState, …) are the same on every mutation; the server's instructions name them and
+/// [`operation_schema`] (in `lomi catalog`) has them all. `result` has no `type` and nothing
+/// `required`, so a result that is null (not settled) or `{details}` (a failure) still fits,
+/// as the MCP SDKs check every answer against this schema.
+pub fn listed_operation_schema<R: JsonSchema>() -> Map<String, Value> {
+    let result = compacted::<R>();
+    let fields = result
+        .get("properties")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    listed_envelope(json!({"properties": {"result": {"properties": fields}}}))
+}
+
+/// The envelope as `tools/list` gives it: `status`, `controlApiVersion` and `data`, open (an
+/// error reply's `code`, `message` and `details` fit without being listed). What a client
+/// receives for every tool has a budget (tests/catalog.rs); the complete envelope of
+/// [`envelope`] is in `lomi catalog`, as the seed asks of the catalog JSON.
+fn listed_envelope(data: Value) -> Map<String, Value> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "status": {"enum": ["ok", "error"]},
+            "controlApiVersion": {"const": CONTROL_API_VERSION},
+            "data": data,
+        },
+        "required": ["status", "controlApiVersion"],
+    });
+    let Value::Object(map) = schema else {
+        unreachable!("an object literal")
+    };
+    map
 }
 
 /// `T`'s schema with [`compact_output`] applied, as a subschema (no `$schema`).
@@ -431,6 +564,40 @@ mod tests {
                 assert!(reply.contains_key(&field), "a {status} reply lacks {field}");
             }
         }
+    }
+
+    /// A nested input.
+    #[derive(JsonSchema)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Order {
+        count: Option<u8>,
+        page: Option<Page>,
+    }
+
+    #[test]
+    fn input_schemas_leave_out_what_they_say_twice() {
+        let schema = Value::Object(input_schema::<Order>());
+        assert_eq!(schema["additionalProperties"], json!(false));
+        assert_eq!(schema["properties"]["count"], json!({"type": "integer"}));
+        let page = &schema["properties"]["page"];
+        assert_eq!(page["type"], json!("object"));
+        assert!(page.get("anyOf").is_none() && page.get("additionalProperties").is_none());
+        assert_eq!(page["properties"]["description"]["type"], json!("string"));
+    }
+
+    /// What `tools/list` gives a mutation accepts every result an operation can carry: the
+    /// confirmed result, a failure's `{details}` and null.
+    #[test]
+    fn a_listed_operation_schema_names_the_results_fields_and_requires_none() {
+        let schema = listed_operation_schema::<Page>();
+        let result = &schema["properties"]["data"]["properties"]["result"];
+        assert_eq!(
+            result["properties"]["state"],
+            json!({"enum": ["calm", "stormy"]})
+        );
+        assert!(result.get("type").is_none() && result.get("required").is_none());
+        assert!(schema.get("additionalProperties").is_none());
     }
 
     #[test]

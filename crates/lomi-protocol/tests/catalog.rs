@@ -33,6 +33,7 @@ fn every_schema_is_a_closed_object() {
         for (what, schema) in [
             ("input", &tool.input_schema),
             ("output", &tool.output_schema),
+            ("listed output", &tool.listed_output_schema),
         ] {
             let properties = schema.get("properties").and_then(Value::as_object);
             for (name, property) in properties.into_iter().flatten() {
@@ -52,36 +53,167 @@ fn every_schema_is_a_closed_object() {
     }
 }
 
-/// What `tools/list` costs a client (and an agent's context) stays within its budget: the
-/// listing as the server sends it, compact JSON. A pairing given every tool family sees it all;
-/// one given a single family sees that family and the session tools, which has a budget of
-/// its own (what an agent that only needs the browser carries in its context).
+/// Input schemas close only their root (`additionalProperties: false`); the strict decoder
+/// still refuses an unknown field in every nested object, and a request key of the wrong shape,
+/// which the schema no longer spells out. One case per nested input object.
 #[test]
-fn the_tool_listing_stays_within_its_budget() {
-    const BUDGET: usize = 200_000;
-    const ONE_FAMILY_BUDGET: usize = 85_000;
-    let listing = |family: Option<lomi_protocol::Family>| {
-        let chosen = family.map(|f| std::collections::BTreeSet::from([f]));
-        let tools: Vec<Value> = lomi_protocol::catalog::catalog()
-            .iter()
-            .filter(|tool| lomi_protocol::catalog::sees(chosen.as_ref(), tool.tool))
-            .map(|tool| tool.to_json())
-            .collect();
-        let bytes = serde_json::to_vec(&serde_json::json!({ "tools": tools })).expect("json");
-        (bytes.len(), tools.len())
-    };
-    let (all, count) = listing(None);
-    assert!(
-        all <= BUDGET,
-        "tools/list is {all} bytes for {count} tools, over its {BUDGET}-byte budget"
-    );
-    for family in lomi_protocol::Family::ALL {
-        let (bytes, count) = listing(Some(*family));
+fn the_decoder_refuses_what_the_schemas_no_longer_say() {
+    let refused = [
+        (
+            "lomi_browser_capture",
+            r#"{"panelId":"p","save":{"path":"a.png","retryEpoch":"re_1","requestKey":"k","extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_capture",
+            r#"{"panelId":"p","clip":{"x":0,"y":0,"width":1,"height":1,"extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_network_body",
+            r#"{"panelId":"p","cursor":"1","save":{"path":"a","retryEpoch":"re_1","requestKey":"k","extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_capture_set",
+            r#"{"targets":[{"name":"a","extra":1}]}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_capture_set",
+            r#"{"targets":[{"name":"a","viewport":{"width":1,"height":1,"extra":1}}]}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_fill",
+            r#"{"fields":[{"elementRef":"e1","value":"v","extra":1}]}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_create",
+            r#"{"viewport":{"width":800,"height":600,"extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_browser_emulate",
+            r#"{"viewport":{"width":800,"height":600,"extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_editor_edit",
+            r#"{"edits":[{"start":0,"end":0,"text":"","extra":1}]}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_workspace_close",
+            r#"{"documents":[{"documentId":"d","action":"save","extra":1}]}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_terminal_read",
+            r#"{"waitFor":{"exit":true,"extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_android_launch",
+            r#"{"intent":{"action":"a","extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_android_capture",
+            r#"{"panelId":"p","clip":{"x":0,"y":0,"width":1,"height":1,"extra":1}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_android_capture_set",
+            r#"{"screens":[{"name":"a","extra":1}]}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_workspace_update",
+            r#"{"change":{"rename":{"name":"n","extra":1}}}"#,
+            "unknown field `extra`",
+        ),
+        (
+            "lomi_file_delete",
+            r#"{"workspaceId":"w","path":"a","retryEpoch":"re_1","requestKey":"a key"}"#,
+            "only letters, digits and . _ : - are allowed",
+        ),
+        (
+            "lomi_file_delete",
+            &format!(
+                r#"{{"workspaceId":"w","path":"a","retryEpoch":"re_1","requestKey":"{}"}}"#,
+                "k".repeat(129)
+            ),
+            "longer than 128 characters",
+        ),
+    ];
+    for (name, arguments, says) in refused {
+        let tool = lomi_protocol::catalog::tool(name).expect("a tool");
+        let arguments: Value = serde_json::from_str(arguments).expect("json");
+        let error = (tool.check_arguments)(name, Some(arguments.clone()))
+            .expect_err(&format!("{name} accepted {arguments}"));
         assert!(
-            bytes <= ONE_FAMILY_BUDGET,
-            "tools/list for a pairing given only {family} is {bytes} bytes for {count} tools, over its {ONE_FAMILY_BUDGET}-byte budget"
+            error.message.contains(says),
+            "{name} {arguments}: {} (expected it to say {says:?})",
+            error.message
         );
     }
+}
+
+/// What a model is shown of a tool: its name, description and input schema, as compact JSON.
+/// (Titles, annotations and output schemas go to the client, which need not show them to the
+/// model.)
+fn shown(tool: &Value) -> usize {
+    ["name", "description", "inputSchema"]
+        .iter()
+        .map(|field| serde_json::to_vec(&tool[*field]).expect("json").len())
+        .sum()
+}
+
+/// What a model is shown of the catalog stays within two named budgets: every tool, and the
+/// browser family with the session tools (what an agent that only needs the browser carries in
+/// its context). It prints the figures of every family and the catalog's listing; the whole
+/// `tools/list`'s budget is held where the listing is built (lomi-mcp's server.rs), whose tools
+/// are the catalog's.
+#[test]
+fn the_catalog_stays_within_its_budgets() {
+    const SHOWN_ALL: usize = 40_000;
+    const SHOWN_BROWSER_AND_SESSION: usize = 16_000;
+    let listing = lomi_protocol::catalog::catalog_json()["tools"].clone();
+    let listing = listing.as_array().expect("the catalog's tools");
+    let family_of = |tool: &Value| {
+        lomi_protocol::Tool::from_name(tool["name"].as_str().expect("a name"))
+            .expect("a tool of the table")
+            .family()
+    };
+    let sum = |of: &dyn Fn(Option<lomi_protocol::Family>) -> bool| -> (usize, usize) {
+        let chosen: Vec<&Value> = listing.iter().filter(|tool| of(family_of(tool))).collect();
+        (chosen.iter().map(|tool| shown(tool)).sum(), chosen.len())
+    };
+    let (session, count) = sum(&|family| family.is_none());
+    println!("session tools: {count} tools, {session} bytes shown");
+    for family in lomi_protocol::Family::ALL {
+        let (bytes, count) = sum(&|of| of == Some(*family));
+        println!("{family}: {count} tools, {bytes} bytes shown");
+    }
+    let (all, count) = sum(&|_| true);
+    let (browser, browser_count) =
+        sum(&|family| matches!(family, None | Some(lomi_protocol::Family::Browser)));
+    let tools_list = serde_json::to_vec(&serde_json::json!({ "tools": listing }))
+        .expect("json")
+        .len();
+    println!("every family: {count} tools, {all} bytes shown");
+    println!("browser and session: {browser_count} tools, {browser} bytes shown");
+    println!("the catalog's tools as listed: {tools_list} bytes");
+    assert!(
+        all <= SHOWN_ALL,
+        "a model is shown {all} bytes of {count} tools, over its {SHOWN_ALL}-byte budget"
+    );
+    assert!(
+        browser <= SHOWN_BROWSER_AND_SESSION,
+        "a model given the browser family is shown {browser} bytes of {browser_count} tools, over its {SHOWN_BROWSER_AND_SESSION}-byte budget"
+    );
 }
 
 /// The window's TypeScript reply types are generated from `schema::window_types`

@@ -16,7 +16,7 @@ use crate::ids::{
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidDevicesInput {
-    /// A granted workspace; its Android panels are shown beside their devices.
+    // A granted workspace; its Android panels are shown beside their devices.
     pub workspace_id: WorkspaceId,
 }
 
@@ -51,12 +51,12 @@ pub struct AndroidDeviceList {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidAttachInput {
     pub workspace_id: WorkspaceId,
-    /// A serial from `lomi_android_devices`, or `HOST:PORT` of a device listening on TCP
-    /// (wireless debugging), which Lomi then connects through the adb server.
+    // A serial from `lomi_android_devices`, or `HOST:PORT` of a device listening on TCP
+    // (wireless debugging), which Lomi then connects through the adb server.
     pub serial: String,
-    /// The panel's title, 1 to 120 characters (default: the device's model and serial).
+    // The panel's title, 1 to 120 characters (default: the device's model and serial).
     pub title: Option<String>,
-    /// The workspace's `domainRevision` from a fresh listing.
+    // The workspace's `domainRevision` from a fresh listing.
     pub expected_revision: DomainRevision,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -96,11 +96,11 @@ pub struct AndroidDetached {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IntentArguments {
-    /// The intent action, such as `android.intent.action.VIEW`.
+    // The intent action, such as `android.intent.action.VIEW`.
     pub action: String,
-    /// The data URI, such as `https://example.com`.
+    // The data URI, such as `https://example.com`.
     pub data: Option<String>,
-    /// Restrict the intent to this package.
+    // Restrict the intent to this package.
     pub package: Option<String>,
 }
 
@@ -112,9 +112,9 @@ pub struct AndroidLaunchInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// An explicit activity: `package/.Activity` or `package/full.class.Name`.
+    // An explicit activity: `package/.Activity` or `package/full.class.Name`.
     pub component: Option<String>,
-    /// An implicit intent: action, and optionally data and package.
+    // An implicit intent: action, and optionally data and package.
     pub intent: Option<IntentArguments>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -132,8 +132,8 @@ pub struct AndroidLaunched {
     pub am_output: String,
 }
 
-/// A point to press: exactly one of `x`+`y` (screen pixels) or `snapshotId`+`elementRef` (the
-/// centre of an element of a UI snapshot, refused with SNAPSHOT_STALE if the UI changed).
+// A point to press: exactly one of `x`+`y` (screen pixels) or `snapshotId`+`elementRef` (the
+// centre of an element of a UI snapshot, refused with SNAPSHOT_STALE if the UI changed).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(extend("oneOf" = [{"required": ["x", "y"]}, {"required": ["snapshotId", "elementRef"]}]))]
@@ -142,11 +142,11 @@ pub struct PointArguments {
     pub y: Option<u32>,
     pub snapshot_id: Option<String>,
     pub element_ref: Option<String>,
-    /// For long presses only: how long to hold, 100 to 10,000 ms (default 800).
+    // For long presses only: how long to hold, 100 to 10,000 ms (default 800).
     pub duration_ms: Option<u32>,
 }
 
-/// A swipe between two points in screen pixels.
+// A swipe between two points in screen pixels.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SwipeArguments {
@@ -154,7 +154,7 @@ pub struct SwipeArguments {
     pub from_y: u32,
     pub to_x: u32,
     pub to_y: u32,
-    /// How long the swipe takes, 1 to 10,000 ms (default: the device's).
+    // How long the swipe takes, 1 to 10,000 ms (default: the device's).
     pub duration_ms: Option<u32>,
 }
 
@@ -166,16 +166,16 @@ pub struct AndroidInputArguments {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// Decimal, one more than the lease's last. The same number with the same payload
-    /// acknowledges the earlier input instead of sending it again.
+    // Decimal, one more than the lease's last. The same number with the same payload
+    // acknowledges the earlier input instead of sending it again.
     pub input_sequence: String,
     pub tap: Option<PointArguments>,
     pub long_press: Option<PointArguments>,
     pub swipe: Option<SwipeArguments>,
-    /// Text typed literally into the focused field (1 to 4,096 characters, no control
-    /// characters and no `%s`; shell characters arrive as typed).
+    // Text typed literally into the focused field (1 to 4,096 characters, no control
+    // characters and no `%s`; shell characters arrive as typed).
     pub text: Option<String>,
-    /// A key event: a number such as `66` or a name such as `KEYCODE_ENTER`.
+    /// A keycode: 66 or KEYCODE_ENTER.
     pub key: Option<String>,
 }
 
@@ -345,10 +345,10 @@ pub struct AndroidInputAccepted {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidUiSnapshotInput {
     pub panel_id: PanelId,
-    /// When given, the panel's runtime must still be this generation.
+    // When given, the panel's runtime must still be this generation.
     pub generation: Option<String>,
-    /// Budget for the node list, 1,024 to 524,288 bytes (default 65,536); nodes past it are
-    /// left out and `truncated` is set.
+    // Budget for the node list, 1,024 to 524,288 bytes (default 65,536); nodes past it are
+    // left out and `truncated` is set.
     pub max_bytes: Option<u32>,
 }
 
@@ -412,14 +412,14 @@ pub struct ClipArguments {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidCaptureInput {
     pub panel_id: PanelId,
-    /// When given, the panel's runtime must still be this generation.
+    // When given, the panel's runtime must still be this generation.
     pub generation: Option<String>,
-    /// Keep only this rectangle of the screen.
+    // Keep only this rectangle of the screen.
     pub clip: Option<ClipArguments>,
-    /// Scale the (clipped) image by 0.05 to 1.
+    // Scale the (clipped) image by 0.05 to 1.
     pub scale: Option<f32>,
-    /// Scale down further until the PNG fits this many bytes (1,024 to 700,000, the default:
-    /// the PNG is sent in the answer).
+    // Scale down further until the PNG fits this many bytes (1,024 to 700,000, the default:
+    // the PNG is sent in the answer).
     pub max_bytes: Option<u32>,
 }
 
@@ -448,10 +448,10 @@ pub struct AndroidShellInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// A command line for the device's shell (1 to 4,096 bytes); it is interpreted by that
-    /// shell.
+    // A command line for the device's shell (1 to 4,096 bytes); it is interpreted by that
+    // shell.
     pub command: String,
-    /// Most output bytes kept, 1 to 524,288 (default 65,536); the rest is cut off.
+    // Most output bytes kept, 1 to 524,288 (default 65,536); the rest is cut off.
     pub max_bytes: Option<u32>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -476,13 +476,13 @@ pub struct AndroidPushInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// The project the file is in (default: the workspace's only project).
+    // The project the file is in (default: the workspace's only project).
     pub project_id: Option<ProjectId>,
-    /// The file, relative to the project root (it may not lead outside the project).
+    // The file, relative to the project root (it may not lead outside the project).
     pub path: String,
-    /// Where on the device: an absolute path such as `/sdcard/Download/data.bin` (without root,
-    /// the shell user may write under `/data/local/tmp` and `/sdcard`). An existing file is
-    /// replaced.
+    // Where on the device: an absolute path such as `/sdcard/Download/data.bin` (without root,
+    // the shell user may write under `/data/local/tmp` and `/sdcard`). An existing file is
+    // replaced.
     pub device_path: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -508,13 +508,13 @@ pub struct AndroidPullInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// The file on the device, an absolute path (at most 256 MiB).
+    // The file on the device, an absolute path (at most 256 MiB).
     pub device_path: String,
-    /// The project to write into (default: the workspace's only project).
+    // The project to write into (default: the workspace's only project).
     pub project_id: Option<ProjectId>,
-    /// Where in the project, relative to its root; its folder must exist.
+    // Where in the project, relative to its root; its folder must exist.
     pub path: String,
-    /// Replace an existing file (default false: an existing file is refused).
+    // Replace an existing file (default false: an existing file is refused).
     pub overwrite: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -527,15 +527,15 @@ pub struct AndroidInstallInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// The project the APK is in (default: the workspace's only project).
+    // The project the APK is in (default: the workspace's only project).
     pub project_id: Option<ProjectId>,
-    /// The APK, relative to the project root.
+    // The APK, relative to the project root.
     pub path: String,
-    /// Replace an installed package of the same name (`pm install -r`; default true).
+    // Replace an installed package of the same name (`pm install -r`; default true).
     pub replace: Option<bool>,
-    /// Allow a lower version code than the installed one (`-d`; default false).
+    // Allow a lower version code than the installed one (`-d`; default false).
     pub allow_downgrade: Option<bool>,
-    /// Grant every runtime permission the manifest asks for (`-g`; default false).
+    // Grant every runtime permission the manifest asks for (`-g`; default false).
     pub grant_permissions: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -564,7 +564,7 @@ pub struct AndroidPackageInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// A package name such as `org.example.app`.
+    // A package name such as `org.example.app`.
     pub package: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -585,9 +585,9 @@ pub struct AndroidPackageDone {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidAppsInput {
     pub panel_id: PanelId,
-    /// When given, the panel's runtime must still be this generation.
+    // When given, the panel's runtime must still be this generation.
     pub generation: Option<String>,
-    /// Also list the system's packages (default false: installed apps only, `pm list packages -3`).
+    // Also list the system's packages (default false: installed apps only, `pm list packages -3`).
     pub include_system: Option<bool>,
 }
 
@@ -616,9 +616,9 @@ pub struct AndroidOpenUrlInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// A URL or deep link (`https://…`, `myapp://…`), 1 to 4,096 characters.
+    // A URL or deep link (`https://…`, `myapp://…`), 1 to 4,096 characters.
     pub url: String,
-    /// Open it in this package only (default: whichever app the device picks).
+    // Open it in this package only (default: whichever app the device picks).
     pub package: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -629,23 +629,24 @@ pub struct AndroidOpenUrlInput {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidLogcatInput {
     pub panel_id: PanelId,
-    /// When given, the panel's runtime must still be this generation.
+    // When given, the panel's runtime must still be this generation.
     pub generation: Option<String>,
-    /// `nextCursor` of an earlier read with the same filter: only later lines. Without it the
-    /// read starts at the oldest line the device keeps.
+    // `nextCursor` of an earlier read with the same filter: only later lines. Without it the
+    // read starts at the oldest line the device keeps.
     pub since_cursor: Option<String>,
-    /// Budget for the lines, 1,024 to 524,288 bytes (default 65,536); `more` says when lines
-    /// were left for the next read.
+    // Budget for the lines, 1,024 to 524,288 bytes (default 65,536); `more` says when lines
+    // were left for the next read.
     pub max_bytes: Option<u32>,
-    /// Only lines with this tag.
+    // Only lines with this tag.
     pub tag: Option<String>,
-    /// Only lines at this level or above: V, D, I, W, E or F.
+    /// This level or above.
+    #[schemars(extend("enum" = ["V", "D", "I", "W", "E", "F"]))]
     pub level: Option<String>,
-    /// Only lines from this package's running process (`pidof`); refused when it is not running.
+    // Only lines from this package's running process (`pidof`); refused when it is not running.
     pub package: Option<String>,
-    /// Wait until a line containing this text appears (after sinceCursor), up to timeoutMs.
+    // Wait until a line containing this text appears (after sinceCursor), up to timeoutMs.
     pub wait_for: Option<String>,
-    /// How long to wait for waitFor, 1 to 30,000 ms (default 10,000).
+    // How long to wait for waitFor, 1 to 30,000 ms (default 10,000).
     pub timeout_ms: Option<u32>,
 }
 
@@ -684,7 +685,7 @@ pub struct AndroidLogcatView {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AndroidOrientationInput {
     pub panel_id: PanelId,
-    /// When given, the panel's runtime must still be this generation.
+    // When given, the panel's runtime must still be this generation.
     pub generation: Option<String>,
 }
 
@@ -710,8 +711,7 @@ pub struct AndroidRotateInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// 0 portrait, 1 landscape, 2 upside-down portrait, 3 the other landscape. Auto-rotate is
-    /// turned off so the rotation stays.
+    /// 0 portrait, 1 landscape, 2 upside down, 3 reverse landscape.
     pub rotation: u32,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -731,8 +731,8 @@ impl ToolDef for AndroidDevicesTool {
     const TITLE: &'static str = "List Android devices";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "The devices the adb server lists: serial, model, API level, state (ready, offline, \
-        unauthorized, …) and the workspace's panel each is attached to.";
+    const DESCRIPTION: &'static str =
+        "The adb server's devices and the workspace's panel each is attached to.";
     type Input = AndroidDevicesInput;
     type Output = AndroidDeviceList;
 }
@@ -748,11 +748,8 @@ impl ToolDef for AndroidAttachTool {
     const TITLE: &'static str = "Attach an Android device";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Attaches a device (a serial, or HOST:PORT of a wireless-debugging device, which Lomi connects) \
-        as a panel, compared by expectedRevision. The first attach of a device waits for the person \
-        (awaiting_user); later ones follow their remembered choice, and a denial fails USER_DENIED. The \
-        result holds panelId, generation (changes when the device reconnects) and a leaseId for input. \
-        Attaching a device whose panel lost it gives that panel a new generation.";
+    const DESCRIPTION: &'static str = "Attaches a device (a serial, or HOST:PORT for wireless debugging) as a \
+        panel; the first time, the person decides.";
     type Input = AndroidAttachInput;
     type Output = AndroidAttached;
 
@@ -774,8 +771,7 @@ impl ToolDef for AndroidDetachTool {
     const TITLE: &'static str = "Detach an Android device";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Removes a device's panel, compared by expectedRevision; leases on it end. The device itself is \
-        not touched.";
+    const DESCRIPTION: &'static str = "Removes a device's panel; the device is untouched.";
     type Input = crate::tools::session::PanelCloseInput;
     type Output = AndroidDetached;
 
@@ -802,9 +798,8 @@ impl ToolDef for AndroidLaunchTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Starts an activity (component) or sends an implicit intent (action, data, package) with `am \
-        start`, under a lease. Succeeds when the intent was delivered; that does not mean the app is \
-        ready: take a UI snapshot to see.";
+    const DESCRIPTION: &'static str =
+        "Starts an activity (component) or an implicit intent; confirms delivery only.";
     type Input = AndroidLaunchInput;
     type Output = AndroidLaunched;
 
@@ -827,11 +822,8 @@ impl ToolDef for AndroidInputTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "A tap, long press, swipe, text or key event under a lease, ordered by inputSequence like \
-        terminal input (a repeat with the same payload is acknowledged, not sent again). A tap may \
-        name snapshotId + elementRef instead of coordinates: it is refused with SNAPSHOT_STALE when \
-        the UI changed since that snapshot. Text arrives literally. If the device goes away mid-input \
-        the error says the effect is unknown and the panel's runtime ends.";
+    const DESCRIPTION: &'static str = "A tap, long press, swipe, text or key under a lease (one of them); a point is \
+        x+y or snapshotId+elementRef.";
     type Input = AndroidInputInput;
     type Output = AndroidInputAccepted;
 
@@ -851,9 +843,8 @@ impl ToolDef for AndroidUiSnapshotTool {
     const TITLE: &'static str = "Android UI snapshot";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "The device's UI hierarchy (uiautomator dump) as a compact node list with elementRefs, text, \
-        resource ids and bounds, bounded by maxBytes, under a snapshotId for taps by ref. Retries the \
-        dump while the UI is busy and says how many attempts it took.";
+    const DESCRIPTION: &'static str =
+        "The device's UI as a node list with elementRefs under a snapshotId.";
     type Input = AndroidUiSnapshotInput;
     type Output = AndroidUiSnapshotView;
 
@@ -873,8 +864,8 @@ impl ToolDef for AndroidCaptureTool {
     const TITLE: &'static str = "Capture an Android screen";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "A screenshot (screencap -p), checked to be a whole PNG, optionally clipped, scaled or fitted to \
-        maxBytes; the PNG comes as an MCP image block after the metadata.";
+    const DESCRIPTION: &'static str =
+        "A PNG screenshot, optionally clipped, scaled or fitted to maxBytes.";
     type Input = AndroidCaptureInput;
     type Output = AndroidCaptureView;
 
@@ -898,9 +889,8 @@ impl ToolDef for AndroidShellTool {
         idempotent_hint: false,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Runs a command line in the device's shell under a lease. Waits for the person's decision \
-        (awaiting_user) unless they turned that off. The result holds the output, cut to maxBytes; \
-        there is no exit status (adb's legacy shell reports none).";
+    const DESCRIPTION: &'static str = "Runs a command line in the device's shell; output cut to maxBytes, no exit \
+        status.";
     // A shell command on a phone can do anything the device's shell user can.
     const ASKS_BY_DEFAULT: bool = true;
     type Input = AndroidShellInput;
@@ -935,9 +925,8 @@ impl ToolDef for AndroidPushTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Sends a file of the project (a path that leads outside it is refused) to devicePath over \
-        adb's sync protocol, under a lease, replacing a file there. Succeeds once the device's \
-        sha256sum equals the project file's SHA-256. Cancelling stops the transfer (effect partial).";
+    const DESCRIPTION: &'static str = "Copies a project file to devicePath (absolute; replaced if present), checked \
+        by SHA-256.";
     type Input = AndroidPushInput;
     type Output = AndroidTransferred;
 
@@ -957,10 +946,8 @@ impl ToolDef for AndroidPullTool {
     const TITLE: &'static str = "Copy an Android device file into the project";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Receives devicePath over adb's sync protocol (at most 256 MiB) and writes it to path in the \
-        project atomically (an existing file only with overwrite), under a lease. Succeeds once the \
-        bytes' SHA-256 equals the device's sha256sum. Cancelling before the write leaves the project as \
-        it was.";
+    const DESCRIPTION: &'static str = "Copies devicePath (at most 256 MiB) into the project at path, checked by \
+        SHA-256.";
     type Input = AndroidPullInput;
     type Output = AndroidTransferred;
 
@@ -983,10 +970,8 @@ impl ToolDef for AndroidInstallTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Installs an APK from the project: pushed over adb's sync protocol to /data/local/tmp, \
-        installed with pm install (replacing by default), then removed. Succeeds only when the package \
-        manager reports Success; the result holds the manifest's package and the version the device \
-        reports afterwards. A refusal (INSTALL_FAILED_…) fails with pm's words.";
+    const DESCRIPTION: &'static str = "Installs an APK of the project with pm install; succeeds only on pm's \
+        Success.";
     type Input = AndroidInstallInput;
     type Output = AndroidInstalled;
 
@@ -1013,8 +998,7 @@ impl ToolDef for AndroidUninstallTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Removes a package with pm uninstall, under a lease. Succeeds only when the package manager \
-        reports Success; a package that is not installed fails with NOT_FOUND.";
+    const DESCRIPTION: &'static str = "Uninstalls a package with pm uninstall.";
     type Input = AndroidPackageInput;
     type Output = AndroidPackageDone;
 
@@ -1038,8 +1022,7 @@ impl ToolDef for AndroidAppsTool {
     const TITLE: &'static str = "List installed Android apps";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "The packages installed on the panel's device with their version codes (pm list packages); \
-        system packages only with includeSystem.";
+    const DESCRIPTION: &'static str = "The installed packages and their version codes.";
     type Input = AndroidAppsInput;
     type Output = AndroidAppsView;
 
@@ -1062,8 +1045,7 @@ impl ToolDef for AndroidStopTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Stops every process of a package with am force-stop, under a lease. am reports nothing, so \
-        success means the command ran; a package that was not running stays stopped.";
+    const DESCRIPTION: &'static str = "Force-stops a package's processes.";
     type Input = AndroidPackageInput;
     type Output = AndroidPackageDone;
 
@@ -1090,9 +1072,8 @@ impl ToolDef for AndroidOpenUrlTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Sends a VIEW intent for a URL or deep link (optionally to one package), under a lease. Like \
-        launch, it confirms delivery to the activity manager only: take a UI snapshot to see what \
-        opened.";
+    const DESCRIPTION: &'static str =
+        "Opens a URL or deep link with a VIEW intent; confirms delivery only.";
     type Input = AndroidOpenUrlInput;
     type Output = AndroidLaunched;
 
@@ -1122,9 +1103,8 @@ impl ToolDef for AndroidLogcatTool {
     const TITLE: &'static str = "Read an Android device's log";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "Log lines (logcat) after sinceCursor, oldest first, filtered by tag, level and package, bounded \
-        by maxBytes, with nextCursor to read on. With waitFor it waits up to timeoutMs for a line \
-        containing that text and returns the lines up to it.";
+    const DESCRIPTION: &'static str = "Log lines after sinceCursor, filtered, with nextCursor; waitFor waits for a \
+        line containing it.";
     type Input = AndroidLogcatInput;
     type Output = AndroidLogcatView;
 
@@ -1145,7 +1125,7 @@ impl ToolDef for AndroidOrientationTool {
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
     const DESCRIPTION: &'static str =
-        "The rotation setting (0 to 3 quarter turns, and its name) and whether auto-rotate is on.";
+        "The screen's rotation (0 to 3 quarter turns) and whether auto-rotate is on.";
     type Input = AndroidOrientationInput;
     type Output = AndroidOrientationView;
 
@@ -1165,9 +1145,8 @@ impl ToolDef for AndroidRotateTool {
     const TITLE: &'static str = "Rotate an Android device's screen";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Turns auto-rotate off and sets the rotation (settings put system user_rotation), under a \
-        lease; succeeds when the settings read back as asked. Coordinates for input stay those of \
-        the screen size read at attach: attach again after rotating to have them checked anew.";
+    const DESCRIPTION: &'static str = "Sets the rotation with auto-rotate off; attach again to have input coordinates \
+        checked anew.";
     type Input = AndroidRotateInput;
     type Output = AndroidOrientationView;
 
@@ -1187,8 +1166,8 @@ impl ToolDef for AndroidCaptureSetTool {
     const TITLE: &'static str = "Capture a set of Android screens";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Under a lease, launches each screen (component or deep link) and writes its capture into \
-        folder like lomi_browser_capture_set.";
+    const DESCRIPTION: &'static str = "Launches each screen and saves its capture into folder, as \
+        lomi_browser_capture_set does.";
     type Input = crate::tools::capture::AndroidCaptureSetInput;
     type Output = crate::tools::capture::CaptureSetResult;
 

@@ -14,18 +14,18 @@ use crate::ids::{DomainRevision, PanelId, ProjectId, RequestKey, RetryEpoch, Wor
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserCreateInput {
     pub workspace_id: WorkspaceId,
-    /// Uploads, saved captures and file: URLs are confined to this project (optional with one).
+    // Uploads, saved captures and file: URLs are confined to this project (optional with one).
     pub project_id: Option<ProjectId>,
-    /// 1 to 120 characters.
+    // 1 to 120 characters.
     pub title: String,
-    /// Viewport in CSS pixels (default: settings browser.viewport).
+    // Viewport in CSS pixels (default: settings browser.viewport).
     pub viewport: Option<Viewport>,
     pub expected_revision: DomainRevision,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
 }
 
-/// A viewport size in CSS pixels, 100 to 4,096 a side.
+// A viewport size in CSS pixels, 100 to 4,096 a side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Viewport {
@@ -59,13 +59,15 @@ pub struct BrowserTarget {
 pub struct BrowserNavigateInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
-    /// http(s), about:blank, data:, or file: inside the project. Give `url` or `history`.
+    // http(s), about:blank, data:, or file: inside the project. Give `url` or `history`.
     pub url: Option<String>,
-    /// back, forward or reload: move through the active tab's history, or load its page again.
+    // back, forward or reload: move through the active tab's history, or load its page again.
+    #[schemars(extend("enum" = ["back", "forward", "reload"]))]
     pub history: Option<String>,
-    /// commit, domcontentloaded or load (default).
+    // commit, domcontentloaded or load (default).
+    #[schemars(extend("enum" = ["commit", "domcontentloaded", "load"]))]
     pub wait_until: Option<String>,
-    /// 1 to 60,000 (default 30,000).
+    // 1 to 60,000 (default 30,000).
     pub timeout_ms: Option<u32>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -93,17 +95,17 @@ pub struct Navigated {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserWaitInput {
     pub panel_id: PanelId,
-    /// Text the page shows (case-insensitive), as a snapshot line would contain it.
+    // Text the page shows (case-insensitive), as a snapshot line would contain it.
     pub text: Option<String>,
-    /// A node's role as snapshots name it (link, button, heading…), optionally with `name`.
+    // A node's role as snapshots name it (link, button, heading…), optionally with `name`.
     pub role: Option<String>,
-    /// The accessible name of the `role` node (case-insensitive, contained).
+    // The accessible name of the `role` node (case-insensitive, contained).
     pub name: Option<String>,
-    /// Text the active tab's URL contains (fragment included).
+    // Text the active tab's URL contains (fragment included).
     pub url: Option<String>,
-    /// No network request of the tab in flight for 500 ms.
+    // No network request of the tab in flight for 500 ms.
     pub network_idle: Option<bool>,
-    /// 1 to 60,000 (default: settings browser.defaultWaitMs).
+    // 1 to 60,000 (default: settings browser.defaultWaitMs).
     pub timeout_ms: Option<u32>,
 }
 
@@ -131,15 +133,15 @@ pub struct WaitView {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserSnapshotInput {
     pub panel_id: PanelId,
-    /// Most bytes of the answer's text as sent (JSON-escaped), header included (1,024 to
-    /// 960,000; default 262,144).
+    // Most bytes of the answer's text as sent (JSON-escaped), header included (1,024 to
+    // 960,000; default 262,144).
     pub max_bytes: Option<u32>,
-    /// Keep only lines containing this text (case-insensitive), with their ancestors.
+    /// Only lines containing this text, with their ancestors.
     pub find: Option<String>,
-    /// Answer only what changed since this earlier snapshot of the same document.
+    // Answer only what changed since this earlier snapshot of the same document.
     pub since_snapshot_id: Option<String>,
-    /// Start at this line of the tree (after find), as `nextFromLine` of a cut-short answer
-    /// says (default 0).
+    // Start at this line of the tree (after find), as `nextFromLine` of a cut-short answer
+    // says (default 0).
     pub from_line: Option<u32>,
 }
 
@@ -193,7 +195,7 @@ pub struct DialogView {
 /// Declares one action tool's input: the shared target and request fields plus its own.
 /// The target is `snapshotId` + `elementRef` (from one snapshot), or viewport `x` + `y`.
 macro_rules! action_input {
-    ($(#[doc = $doc:literal])* $name:ident { $($(#[doc = $fdoc:literal])* $field:ident : $ty:ty),* $(,)? }) => {
+    ($(#[doc = $doc:literal])* $name:ident { $($(#[$fmeta:meta])* $field:ident : $ty:ty),* $(,)? }) => {
         $(#[doc = $doc])*
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -204,12 +206,12 @@ macro_rules! action_input {
             pub panel_id: PanelId,
             pub browser_generation: String,
             pub snapshot_id: Option<String>,
-            /// A ref from that snapshot, e.g. e12.
+            // A ref from that snapshot, e.g. e12.
             pub element_ref: Option<String>,
-            /// Viewport CSS pixels, instead of a ref.
+            // Viewport CSS pixels, instead of a ref.
             pub x: Option<f64>,
             pub y: Option<f64>,
-            $($(#[doc = $fdoc])* pub $field: $ty,)*
+            $($(#[$fmeta])* pub $field: $ty,)*
             pub retry_epoch: RetryEpoch,
             pub request_key: RequestKey,
         }
@@ -288,9 +290,10 @@ fn action_target(
 action_input!(
     /// `lomi_browser_click` input.
     BrowserClickInput {
-        /// left (default), right or middle.
+        // left (default), right or middle.
+        #[schemars(extend("enum" = ["left", "right", "middle"]))]
         button: Option<String>,
-        /// 1 (default) to 3.
+        // 1 (default) to 3.
         click_count: Option<u8>,
     }
 );
@@ -299,9 +302,9 @@ action_input!(
     /// `lomi_browser_type` input: inserts text into an element (an input, textarea or
     /// contenteditable).
     BrowserTypeInput {
-        /// At most 64 KiB.
+        // At most 64 KiB.
         text: String,
-        /// Replace the current content (default true); false appends.
+        // Replace the current content (default true); false appends.
         replace: Option<bool>,
     }
 );
@@ -309,7 +312,7 @@ action_input!(
 action_input!(
     /// `lomi_browser_press` input: a key at the element (or the focused one without a target).
     BrowserPressInput {
-        /// Enter, Tab, Escape, Backspace, ArrowDown, a, … with optional modifiers: Control+a.
+        /// A key (Enter, ArrowDown, a), with modifiers: Control+a.
         key: String,
     }
 );
@@ -317,7 +320,7 @@ action_input!(
 action_input!(
     /// `lomi_browser_select` input: the options of a select element.
     BrowserSelectInput {
-        /// Option values or labels; exactly these end up selected.
+        // Option values or labels; exactly these end up selected.
         values: Vec<String>,
     }
 );
@@ -339,7 +342,7 @@ action_input!(
 action_input!(
     /// `lomi_browser_upload` input: sets a file input's files.
     BrowserUploadInput {
-        /// Project-relative paths of existing files.
+        // Project-relative paths of existing files.
         paths: Vec<String>,
     }
 );
@@ -380,22 +383,22 @@ pub struct BrowserDragInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
     pub snapshot_id: String,
-    /// The element dragged, a ref from that snapshot.
+    // The element dragged, a ref from that snapshot.
     pub element_ref: String,
-    /// The element it is dropped on, a ref from the same snapshot.
+    // The element it is dropped on, a ref from the same snapshot.
     pub target_ref: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
 }
 
-/// One field of `lomi_browser_fill`.
+// One field of `lomi_browser_fill`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FormField {
-    /// A text input, textarea, contenteditable, checkbox, radio or select of the snapshot.
+    // A text input, textarea, contenteditable, checkbox, radio or select of the snapshot.
     pub element_ref: String,
-    /// The text; "true" or "false" for a checkbox or radio; an option's value or label for a
-    /// select.
+    // The text; "true" or "false" for a checkbox or radio; an option's value or label for a
+    // select.
     pub value: String,
 }
 
@@ -406,7 +409,7 @@ pub struct BrowserFillInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
     pub snapshot_id: String,
-    /// 1 to 64 fields.
+    // 1 to 64 fields.
     pub fields: Vec<FormField>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -419,16 +422,17 @@ pub struct BrowserEmulateInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
     pub viewport: Option<Viewport>,
-    /// Device pixels per CSS pixel, 0.5 to 4.
+    // Device pixels per CSS pixel, 0.5 to 4.
     pub device_scale_factor: Option<f64>,
-    /// A phone's layout: the page's viewport meta tag applies and touch is on.
+    // A phone's layout: the page's viewport meta tag applies and touch is on.
     pub mobile: Option<bool>,
-    /// The User-Agent pages see and send, 1 to 512 characters.
+    // The User-Agent pages see and send, 1 to 512 characters.
     pub user_agent: Option<String>,
-    /// light, dark or no-preference: what `prefers-color-scheme` matches.
+    // light, dark or no-preference: what `prefers-color-scheme` matches.
+    #[schemars(extend("enum" = ["light", "dark", "no-preference"]))]
     pub color_scheme: Option<String>,
-    /// Back to the defaults before applying the rest (the created viewport, scale 1, desktop,
-    /// Chromium's User-Agent, no colour scheme emulated).
+    // Back to the defaults before applying the rest (the created viewport, scale 1, desktop,
+    // Chromium's User-Agent, no colour scheme emulated).
     pub reset: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -457,12 +461,12 @@ pub struct Emulated {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserPdfInput {
     pub panel_id: PanelId,
-    /// Project-relative path of the PDF; its directory must exist.
+    // Project-relative path of the PDF; its directory must exist.
     pub path: String,
-    /// Replace an existing file (default false).
+    // Replace an existing file (default false).
     pub overwrite: Option<bool>,
     pub landscape: Option<bool>,
-    /// Print background colours and images (default true).
+    // Print background colours and images (default true).
     pub print_background: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -485,11 +489,11 @@ pub struct PdfSaved {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserNetworkBodyInput {
     pub panel_id: PanelId,
-    /// The request's cursor, as lomi_browser_network lists it.
+    // The request's cursor, as lomi_browser_network lists it.
     pub cursor: String,
-    /// Most bytes of the body in the answer: 1 to 524,288 (default 65,536).
+    // Most bytes of the body in the answer: 1 to 524,288 (default 65,536).
     pub max_bytes: Option<u32>,
-    /// Also write the whole body into the project (an operation; saved holds it).
+    // Also write the whole body into the project (an operation; saved holds it).
     pub save: Option<CaptureSave>,
 }
 
@@ -528,9 +532,9 @@ pub struct BodySaved {
 pub struct BrowserDialogInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
-    /// accept or dismiss.
+    #[schemars(extend("enum" = ["accept", "dismiss"]))]
     pub action: String,
-    /// Text for a prompt() being accepted.
+    // Text for a prompt() being accepted.
     pub prompt_text: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -569,9 +573,9 @@ pub struct TabList {
 pub struct BrowserTabInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
-    /// switch, close: the tab.
+    // switch, close: the tab.
     pub tab_id: Option<String>,
-    /// open: the first URL (default about:blank); the new tab becomes active.
+    // open: the first URL (default about:blank); the new tab becomes active.
     pub url: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -590,9 +594,9 @@ pub struct TabsChanged {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowserLogInput {
     pub panel_id: PanelId,
-    /// Continue after this cursor (from an earlier page's nextCursor).
+    // Continue after this cursor (from an earlier page's nextCursor).
     pub since_cursor: Option<String>,
-    /// 1 to 500 entries (default 100).
+    // 1 to 500 entries (default 100).
     pub limit: Option<u32>,
 }
 
@@ -649,7 +653,7 @@ pub struct NetworkPage {
 pub struct BrowserEvaluateInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
-    /// A JavaScript expression evaluated in the active tab's page (promises are awaited).
+    // A JavaScript expression evaluated in the active tab's page (promises are awaited).
     pub expression: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -666,7 +670,7 @@ pub struct Evaluated {
     pub exception: Option<String>,
 }
 
-/// A rectangle in CSS pixels of the page.
+// A rectangle in CSS pixels of the page.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClipRect {
@@ -676,13 +680,13 @@ pub struct ClipRect {
     pub height: f64,
 }
 
-/// Saving a capture into the project: an operation of its own.
+// Saving a capture into the project: an operation of its own.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CaptureSave {
-    /// Project-relative path of the file; its directory must exist.
+    // Project-relative path of the file; its directory must exist.
     pub path: String,
-    /// Replace an existing file (default false).
+    // Replace an existing file (default false).
     pub overwrite: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -698,13 +702,13 @@ pub struct BrowserCaptureInput {
     pub snapshot_id: Option<String>,
     pub element_ref: Option<String>,
     pub clip: Option<ClipRect>,
-    /// 0.05 to 1 (default 1).
+    // 0.05 to 1 (default 1).
     pub scale: Option<f32>,
-    /// Scale down until the PNG fits: 1,024 to 700,000 (the default) for a capture sent in the
-    /// answer, up to 16,777,216 with `save`.
+    // Scale down until the PNG fits: 1,024 to 700,000 (the default) for a capture sent in the
+    // answer, up to 16,777,216 with `save`.
     pub max_bytes: Option<u32>,
-    /// Pause animations, hide caret and scrollbars, wait for fonts and network idle first
-    /// (default: settings browser.deterministicCaptures).
+    // Pause animations, hide caret and scrollbars, wait for fonts and network idle first
+    // (default: settings browser.deterministicCaptures).
     pub deterministic: Option<bool>,
     pub save: Option<CaptureSave>,
 }
@@ -761,8 +765,7 @@ impl ToolDef for BrowserCreateTool {
     const TITLE: &'static str = "Create a browser";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Starts a headless Chromium with a fresh profile as a new panel, compared by expectedRevision. The \
-        result holds panelId, browserGeneration (changes if the browser is replaced) and the first tabId.";
+    const DESCRIPTION: &'static str = "Starts a headless Chromium as a new panel.";
     type Input = BrowserCreateInput;
     type Output = BrowserCreated;
 }
@@ -778,9 +781,7 @@ impl ToolDef for BrowserNavigateTool {
     const TITLE: &'static str = "Navigate";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Opens a URL in the active tab, or goes back, forward or reloads (history), and waits for \
-        waitUntil. Succeeds once the navigation committed; the result holds navigationId, the URL the page \
-        shows (fragment included), sameDocument, HTTP status and the load state reached.";
+    const DESCRIPTION: &'static str = "Opens url, or moves through history, in the active tab.";
     type Input = BrowserNavigateInput;
     type Output = Navigated;
 
@@ -814,9 +815,8 @@ impl ToolDef for BrowserSnapshotTool {
     const TITLE: &'static str = "Snapshot a page";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "The active tab as compact text, iframes included: one line per node, `role \"name\" [ref] states`. \
-        Refs belong to this snapshotId: pass both to actions; after navigation or re-rendering they are \
-        SNAPSHOT_STALE, never another element. Bounded by maxBytes; find filters; sinceSnapshotId diffs.";
+    const DESCRIPTION: &'static str = "The active tab as text, one node a line with refs for actions; sinceSnapshotId \
+        gives only what changed.";
     type Input = BrowserSnapshotInput;
     type Output = SnapshotView;
 
@@ -836,10 +836,8 @@ impl ToolDef for BrowserWaitTool {
     const TITLE: &'static str = "Wait for a page";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "Waits, without polling, until the active tab shows text, a role+name node, a URL, or no network \
-        request for 500 ms (every condition given), at most timeoutMs. Answers matched, the URL and, \
-        for text or role, a snapshot of the matching lines whose refs actions take; a timeout answers \
-        matched: false with what was missing.";
+    const DESCRIPTION: &'static str = "Waits until the active tab shows text, a role+name node, a URL or network \
+        idleness (every one given).";
     type Input = BrowserWaitInput;
     type Output = WaitView;
 
@@ -859,8 +857,7 @@ impl ToolDef for BrowserClickTool {
     const TITLE: &'static str = "Click";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Clicks an element (snapshotId + elementRef) or a point. Succeeds when the page confirmed the click \
-        reached that element; refused if another element covers it.";
+    const DESCRIPTION: &'static str = "Clicks an element or a point.";
     type Input = BrowserClickInput;
     type Output = ActionDone;
 
@@ -880,8 +877,8 @@ impl ToolDef for BrowserTypeTool {
     const TITLE: &'static str = "Type text";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Focuses an element and inserts text (replacing its content by default). Succeeds when the element \
-        received the input; the result shows its value.";
+    const DESCRIPTION: &'static str =
+        "Types text into an element, replacing its content unless replace is false.";
     type Input = BrowserTypeInput;
     type Output = ActionDone;
 
@@ -907,8 +904,7 @@ impl ToolDef for BrowserPressTool {
     const TITLE: &'static str = "Press a key";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str =
-        "Presses a key at an element, or at the focused element without a target.";
+    const DESCRIPTION: &'static str = "Presses a key at an element, or at the focused one.";
     type Input = BrowserPressInput;
     type Output = ActionDone;
 
@@ -929,7 +925,7 @@ impl ToolDef for BrowserSelectTool {
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
     const DESCRIPTION: &'static str =
-        "Selects exactly the given options (by value or label) of a select element.";
+        "Selects exactly these options (values or labels) of a select.";
     type Input = BrowserSelectInput;
     type Output = ActionDone;
 
@@ -969,7 +965,8 @@ impl ToolDef for BrowserScrollTool {
     const TITLE: &'static str = "Scroll";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Scrolls an element into view, or turns the wheel by deltaX/deltaY at a point (or the centre).";
+    const DESCRIPTION: &'static str =
+        "Scrolls an element into view, or by deltaX/deltaY at a point.";
     type Input = BrowserScrollInput;
     type Output = ActionDone;
 
@@ -989,8 +986,7 @@ impl ToolDef for BrowserUploadTool {
     const TITLE: &'static str = "Upload files";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Sets a file input's files from the project. Succeeds when the input changed; it does not prove a \
-        server accepted them.";
+    const DESCRIPTION: &'static str = "Sets a file input's files from the project.";
     type Input = BrowserUploadInput;
     type Output = ActionDone;
 
@@ -1010,7 +1006,7 @@ impl ToolDef for BrowserDialogTool {
     const TITLE: &'static str = "Answer a dialog";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Accepts or dismisses the JavaScript dialog (alert, confirm, prompt) a snapshot shows as open.";
+    const DESCRIPTION: &'static str = "Answers the open JavaScript dialog.";
     type Input = BrowserDialogInput;
     type Output = ActionDone;
 
@@ -1030,7 +1026,7 @@ impl ToolDef for BrowserTabListTool {
     const TITLE: &'static str = "List tabs";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "The browser's tabs; actions and snapshots go to the active one. Pages a tab opened (popups) are listed with their openerTabId, not made active.";
+    const DESCRIPTION: &'static str = "The tabs; the active one gets actions and snapshots.";
     type Input = BrowserPanelInput;
     type Output = TabList;
 
@@ -1050,7 +1046,8 @@ impl ToolDef for BrowserTabOpenTool {
     const TITLE: &'static str = "Open a tab";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Opens a tab (at url, else about:blank) and makes it active.";
+    const DESCRIPTION: &'static str =
+        "Opens a tab at url (default about:blank) and makes it active.";
     type Input = BrowserTabInput;
     type Output = TabsChanged;
 
@@ -1093,7 +1090,7 @@ impl ToolDef for BrowserTabCloseTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Closes tabId (not the last one).";
+    const DESCRIPTION: &'static str = "Closes tabId, not the last tab.";
     type Input = BrowserTabInput;
     type Output = TabsChanged;
 
@@ -1113,7 +1110,7 @@ impl ToolDef for BrowserConsoleTool {
     const TITLE: &'static str = "Read the console";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "Console messages and uncaught exceptions of every tab after a cursor, oldest first, paged.";
+    const DESCRIPTION: &'static str = "Console messages and exceptions after a cursor.";
     type Input = BrowserLogInput;
     type Output = ConsolePage;
 
@@ -1133,8 +1130,7 @@ impl ToolDef for BrowserNetworkTool {
     const TITLE: &'static str = "Read network requests";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str =
-        "Requests of every tab after a cursor (method, URL, type, status, size, failure), paged.";
+    const DESCRIPTION: &'static str = "Requests of every tab after a cursor.";
     type Input = BrowserLogInput;
     type Output = NetworkPage;
 
@@ -1157,8 +1153,8 @@ impl ToolDef for BrowserEvaluateTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Runs a JavaScript expression in the active tab's page. Waits for the person's decision \
-        (awaiting_user) unless they turned that off.";
+    const DESCRIPTION: &'static str =
+        "Runs a JavaScript expression in the active tab; awaits promises.";
     // JavaScript in a page can do anything the page can.
     const ASKS_BY_DEFAULT: bool = true;
     type Input = BrowserEvaluateInput;
@@ -1191,9 +1187,8 @@ impl ToolDef for BrowserCaptureTool {
         read_only_hint: false,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "A PNG of the viewport, the full page, an element or a clip, optionally scaled and fitted into \
-        maxBytes, as an image block with width, height, bytes and sha256. With save it is also written \
-        into the project (an operation; saved holds it).";
+    const DESCRIPTION: &'static str =
+        "A PNG of the viewport, full page, element or clip; save also writes it.";
     type Input = BrowserCaptureInput;
     type Output = CaptureView;
 
@@ -1213,8 +1208,7 @@ impl ToolDef for BrowserDragTool {
     const TITLE: &'static str = "Drag and drop";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Drags elementRef onto targetRef (both of one snapshot) with the mouse. Succeeds when the target \
-        received the drop (HTML5 drag and drop) or the mouse release (pointer-driven dragging).";
+    const DESCRIPTION: &'static str = "Drags elementRef onto targetRef.";
     type Input = BrowserDragInput;
     type Output = ActionDone;
 
@@ -1234,8 +1228,8 @@ impl ToolDef for BrowserFillTool {
     const TITLE: &'static str = "Fill form fields";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Fills several fields of one snapshot in order: text, checkbox or radio (\"true\"/\"false\"), \
-        select (an option). Each is confirmed by the page; the result lists what each now holds.";
+    const DESCRIPTION: &'static str =
+        "Fills fields in order; value \"true\"/\"false\" for a checkbox or radio.";
     type Input = BrowserFillInput;
     type Output = ActionDone;
 
@@ -1255,8 +1249,7 @@ impl ToolDef for BrowserEmulateTool {
     const TITLE: &'static str = "Emulate a device";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Sets the viewport, device scale, mobile mode, User-Agent or prefers-color-scheme of every tab. \
-        The result says what is in force and what the page now reports.";
+    const DESCRIPTION: &'static str = "Sets viewport, scale, mobile, User-Agent or color scheme.";
     type Input = BrowserEmulateInput;
     type Output = Emulated;
 
@@ -1276,7 +1269,7 @@ impl ToolDef for BrowserPdfTool {
     const TITLE: &'static str = "Save a page as PDF";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Prints the active tab to a PDF file in the project (refusing an existing file unless overwrite).";
+    const DESCRIPTION: &'static str = "Prints the active tab to a PDF in the project.";
     type Input = BrowserPdfInput;
     type Output = PdfSaved;
 
@@ -1299,8 +1292,8 @@ impl ToolDef for BrowserNetworkBodyTool {
         read_only_hint: false,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "The response body of a request lomi_browser_network listed (by cursor), cut to maxBytes. With \
-        save the whole body is also written into the project (an operation; saved holds it).";
+    const DESCRIPTION: &'static str = "The response body of a request lomi_browser_network listed (its cursor); save \
+        also writes it.";
     type Input = BrowserNetworkBodyInput;
     type Output = NetworkBody;
 
@@ -1320,9 +1313,8 @@ impl ToolDef for BrowserCaptureSetTool {
     const TITLE: &'static str = "Capture a set of pages";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Captures each target in the active tab and writes NAME.png, NAME.diff.png (changes against \
-        the file replaced or baseline) and manifest.json into folder. result lists the captures so far \
-        while it runs; a cancel stops between captures.";
+    const DESCRIPTION: &'static str = "Captures each target into folder as NAME.png, NAME.diff.png (against the file \
+        replaced, or baseline) and manifest.json.";
     type Input = crate::tools::capture::BrowserCaptureSetInput;
     type Output = crate::tools::capture::CaptureSetResult;
 
@@ -1345,8 +1337,7 @@ impl ToolDef for BrowserCloseTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str =
-        "Ends the browser's processes and removes its panel, compared by expectedRevision.";
+    const DESCRIPTION: &'static str = "Ends the browser and removes its panel.";
     type Input = crate::tools::session::PanelCloseInput;
     type Output = BrowserClosed;
 

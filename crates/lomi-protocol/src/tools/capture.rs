@@ -13,38 +13,38 @@ use crate::tools::browser::Viewport;
 pub struct BrowserCaptureSetInput {
     pub panel_id: PanelId,
     pub browser_generation: String,
-    /// Project-relative folder (it must exist) for NAME.png, NAME.diff.png and manifest.json.
+    // Project-relative folder (it must exist) for NAME.png, NAME.diff.png and manifest.json.
     pub folder: String,
-    /// 1 to 100 captures, taken in order in the active tab.
+    // 1 to 100 captures, taken in order in the active tab.
     pub targets: Vec<PageTarget>,
-    /// Pause animations and transitions, hide caret and scrollbars, wait for fonts and network
-    /// idle (default: settings browser.deterministicCaptures).
+    // Pause animations and transitions, hide caret and scrollbars, wait for fonts and network
+    // idle (default: settings browser.deterministicCaptures).
     pub deterministic: Option<bool>,
-    /// Project-relative folder of earlier NAME.png files (default: folder itself).
+    // Project-relative folder of earlier NAME.png files (default: folder itself).
     pub baseline: Option<String>,
-    /// Keep the old file when at most this share of pixels changed, 0 to 1 (default 0).
+    /// Keep the old file if at most this share of pixels changed.
     pub threshold: Option<f64>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
 }
 
-/// One page to capture.
+// One page to capture.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PageTarget {
-    /// The file name without .png: 1 to 80 of A-Z a-z 0-9 . _ -
+    // The file name without .png: 1 to 80 of A-Z a-z 0-9 . _ -
     pub name: String,
-    /// http(s), data: or a project file: URL; none captures the page shown.
+    // http(s), data: or a project file: URL; none captures the page shown.
     pub url: Option<String>,
-    /// Default: the browser's.
+    // Default: the browser's.
     pub viewport: Option<Viewport>,
-    /// 0.5 to 4 (default 1).
+    // 0.5 to 4 (default 1).
     pub device_scale_factor: Option<f64>,
     pub mobile: Option<bool>,
-    /// light, dark or no-preference.
+    #[schemars(extend("enum" = ["light", "dark", "no-preference"]))]
     pub color_scheme: Option<String>,
     pub full_page: Option<bool>,
-    /// Capture the first element this CSS selector matches.
+    // Capture the first element this CSS selector matches.
     pub selector: Option<String>,
 }
 
@@ -55,28 +55,28 @@ pub struct AndroidCaptureSetInput {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// Project-relative folder (it must exist) for NAME.png, NAME.diff.png and manifest.json.
+    // Project-relative folder (it must exist) for NAME.png, NAME.diff.png and manifest.json.
     pub folder: String,
-    /// 1 to 100 screens, in order.
+    // 1 to 100 screens, in order.
     pub screens: Vec<ScreenTarget>,
-    /// Project-relative folder of earlier NAME.png files (default: folder itself).
+    // Project-relative folder of earlier NAME.png files (default: folder itself).
     pub baseline: Option<String>,
-    /// Keep the old file when at most this share of pixels changed, 0 to 1 (default 0).
+    /// Keep the old file if at most this share of pixels changed.
     pub threshold: Option<f64>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
 }
 
-/// One screen: launch `component` or open `url` (a deep link), or neither for the screen shown.
+// One screen: launch `component` or open `url` (a deep link), or neither for the screen shown.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScreenTarget {
-    /// The file name without .png: 1 to 80 of A-Z a-z 0-9 . _ -
+    // The file name without .png: 1 to 80 of A-Z a-z 0-9 . _ -
     pub name: String,
-    /// `package/.Activity`.
+    // `package/.Activity`.
     pub component: Option<String>,
     pub url: Option<String>,
-    /// Pause after launching before the capture, 0 to 10,000 ms (default 500).
+    // Pause after launching before the capture, 0 to 10,000 ms (default 500).
     pub settle_ms: Option<u32>,
 }
 

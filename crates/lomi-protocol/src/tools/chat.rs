@@ -43,9 +43,9 @@ pub struct ChatList {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChatGetInput {
     pub conversation_id: ConversationId,
-    /// A previous nextSeq.
+    // A previous nextSeq.
     pub after_seq: Option<u64>,
-    /// Text bytes, 1024-524288 (65536).
+    // Text bytes, 1024-524288 (65536).
     pub max_bytes: Option<u32>,
 }
 
@@ -194,9 +194,9 @@ pub struct ChatSendInput {
     pub conversation_id: ConversationId,
     pub expected_conversation_revision: ConversationRevision,
     pub expected_draft_revision: DraftRevision,
-    /// Default: the chat settings'.
+    // Default: the chat settings'.
     pub provider: Option<String>,
-    /// Default: settings', else the provider's first.
+    // Default: settings', else the provider's first.
     pub model: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -248,7 +248,8 @@ impl ToolDef for ChatGetTool {
     const TITLE: &'static str = "Get a conversation";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "A conversation's draft and a page of messages.";
+    const DESCRIPTION: &'static str =
+        "A conversation's draft and a page of messages after afterSeq.";
     type Input = ChatGetInput;
     type Output = ConversationView;
 }
@@ -264,7 +265,7 @@ impl ToolDef for ChatCreateTool {
     const TITLE: &'static str = "Create a conversation";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "A new conversation in the retry epoch's workspace.";
+    const DESCRIPTION: &'static str = "Starts a conversation in the retry epoch's workspace.";
     type Input = ChatCreateInput;
     type Output = ConversationCreated;
 }
@@ -281,7 +282,7 @@ impl ToolDef for ChatDraftUpdateTool {
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
     const DESCRIPTION: &'static str =
-        "Replaces the draft the person also edits, by expectedDraftRevision.";
+        "Replaces a conversation's draft, which the person also edits.";
     type Input = ChatDraftUpdateInput;
     type Output = DraftUpdated;
 }
@@ -300,8 +301,8 @@ impl ToolDef for ChatSendTool {
         open_world_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Sends the draft to the provider, compared by both revisions; the reply streams in. \
-        Usually awaits the person. Never resend after outcome_unknown.";
+    const DESCRIPTION: &'static str =
+        "Sends the draft to the provider; the reply streams into the conversation.";
     // A message sent to a model provider cannot be taken back.
     const ASKS_BY_DEFAULT: bool = true;
     type Input = ChatSendInput;

@@ -14,10 +14,10 @@ use crate::ids::{DocumentId, DomainRevision, ProjectId, RequestKey, RetryEpoch, 
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditorOpenInput {
     pub workspace_id: WorkspaceId,
-    /// Optional when the workspace has one project.
+    // Optional when the workspace has one project.
     pub project_id: Option<ProjectId>,
-    /// Relative to the project root; never absolute, never `..`. Opening a path that is already
-    /// open returns the same document.
+    // Relative to the project root; never absolute, never `..`. Opening a path that is already
+    // open returns the same document.
     pub path: String,
 }
 
@@ -40,8 +40,7 @@ pub struct EditorDocumentView {
     pub text: String,
 }
 
-/// One replacement: characters `start..end` of the current text (Unicode scalar values, not
-/// bytes; a CRLF counts as two) become `text`.
+/// Characters start..end become text; a CRLF counts as two.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TextEdit {
@@ -55,10 +54,10 @@ pub struct TextEdit {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditorEditInput {
     pub document_id: DocumentId,
-    /// The `bufferRevision` you last saw; anything else is REVISION_MISMATCH with the current one.
+    // The `bufferRevision` you last saw; anything else is REVISION_MISMATCH with the current one.
     pub expected_buffer_revision: String,
-    /// 1 to 1,000 non-overlapping edits against the same text, applied as one change; at most
-    /// 1 MiB of inserted text in all.
+    // 1 to 1,000 non-overlapping edits against the same text, applied as one change; at most
+    // 1 MiB of inserted text in all.
     pub edits: Vec<TextEdit>,
 }
 
@@ -78,7 +77,7 @@ pub struct EditorEdited {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditorSaveInput {
     pub document_id: DocumentId,
-    /// The `bufferRevision` you want written; a newer edit is REVISION_MISMATCH.
+    // The `bufferRevision` you want written; a newer edit is REVISION_MISMATCH.
     pub expected_buffer_revision: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -101,7 +100,7 @@ pub struct EditorSaved {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditorCloseInput {
     pub document_id: DocumentId,
-    /// Drop unsaved changes. Without it a dirty document is refused (INVALID_ARGUMENT).
+    // Drop unsaved changes. Without it a dirty document is refused (INVALID_ARGUMENT).
     pub discard: Option<bool>,
 }
 
@@ -122,12 +121,12 @@ pub enum DocumentAction {
     Discard,
 }
 
-/// One document named in a workspace close.
+// One document named in a workspace close.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DocumentDisposition {
     pub document_id: DocumentId,
-    /// save or discard.
+    // save or discard.
     pub action: DocumentAction,
 }
 
@@ -136,11 +135,11 @@ pub struct DocumentDisposition {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkspaceCloseInput {
     pub workspace_id: WorkspaceId,
-    /// The workspace's current domainRevision.
+    // The workspace's current domainRevision.
     pub expected_revision: DomainRevision,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
-    /// What to do with each open document; every dirty one must be named.
+    // What to do with each open document; every dirty one must be named.
     pub documents: Option<Vec<DocumentDisposition>>,
 }
 
@@ -271,10 +270,8 @@ impl ToolDef for EditorOpenTool {
         read_only_hint: false,
         ..READ
     };
-    const DESCRIPTION: &'static str = "Opens a UTF-8 text file (with or without BOM) as the shared editor document the person also \
-        sees, or returns the one already open for that path: documentId, bufferRevision, diskRevision \
-        and the text (without the BOM, line endings exactly as in the file). Other encodings and \
-        binary files are UNSUPPORTED.";
+    const DESCRIPTION: &'static str = "Opens a UTF-8 file as the editor document the person also sees (the same one if \
+        open): its documentId, bufferRevision and text.";
     type Input = EditorOpenInput;
     type Output = EditorDocumentView;
 
@@ -298,9 +295,8 @@ impl ToolDef for EditorEditTool {
         idempotent_hint: false,
         ..READ
     };
-    const DESCRIPTION: &'static str = "Applies non-overlapping character-offset edits to a document's text as one change, only if it \
-        is still at expectedBufferRevision (the person may have edited it: REVISION_MISMATCH carries \
-        the current revision). Changes the buffer, not the file; save to write it.";
+    const DESCRIPTION: &'static str = "Replaces character ranges (start..end, Unicode scalar values) of a document's \
+        text as one change; save writes the file.";
     type Input = EditorEditInput;
     type Output = EditorEdited;
 }
@@ -319,9 +315,8 @@ impl ToolDef for EditorSaveTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Writes the document at expectedBufferRevision to its file, with its BOM and line endings, only \
-        if the file is still as it was opened or last saved (else REVISION_MISMATCH: nothing is \
-        overwritten). Cannot be undone by cancelling.";
+    const DESCRIPTION: &'static str =
+        "Writes a document to its file, refused if the file changed on disk since.";
     type Input = EditorSaveInput;
     type Output = EditorSaved;
 
@@ -347,8 +342,7 @@ impl ToolDef for EditorCloseTool {
         destructive_hint: true,
         ..READ
     };
-    const DESCRIPTION: &'static str = "Closes a document. A document with unsaved changes is refused (INVALID_ARGUMENT) unless \
-        discard: true.";
+    const DESCRIPTION: &'static str = "Closes a document; unsaved changes need discard: true.";
     type Input = EditorCloseInput;
     type Output = EditorClosed;
 }
@@ -367,10 +361,8 @@ impl ToolDef for WorkspaceCloseTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Saves or discards every open document of the workspace as named in documents (each dirty one \
-        must be named), then closes them. The workspace stays in Lomi. If a save fails nothing is \
-        closed and the operation fails, effectState partial when something was saved; \
-        result.details names the saved and the failed documents.";
+    const DESCRIPTION: &'static str = "Saves or discards each open document as documents names them (every unsaved \
+        one), then closes them all.";
     type Input = WorkspaceCloseInput;
     type Output = WorkspaceClosed;
 }

@@ -13,15 +13,15 @@ use crate::ids::{ProjectId, RequestKey, RetryEpoch, WorkspaceId};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FileReadInput {
     pub workspace_id: WorkspaceId,
-    /// Optional when the workspace has one project.
+    // Optional when the workspace has one project.
     pub project_id: Option<ProjectId>,
-    /// Relative to the project root; never absolute, never `..`.
+    // Relative to the project root; never absolute, never `..`.
     pub path: String,
-    /// First byte to read (default 0).
+    // First byte to read (default 0).
     pub offset: Option<u64>,
-    /// How many bytes from `offset` (default: to the end).
+    // How many bytes from `offset` (default: to the end).
     pub length: Option<u64>,
-    /// Most bytes to return (1 to 4,194,304; default 262,144).
+    // Most bytes to return (1 to 4,194,304; default 262,144).
     pub max_bytes: Option<u32>,
 }
 
@@ -43,7 +43,7 @@ pub struct FileReadView {
     pub base64: Option<String>,
 }
 
-/// New content: exactly one of `text` (UTF-8, written as is) or `base64` (exact bytes).
+/// Exactly one of text (UTF-8) or base64.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(extend("oneOf" = [{"required": ["text"]}, {"required": ["base64"]}]))]
@@ -51,8 +51,8 @@ pub struct FileWriteInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
     pub path: String,
-    /// The `diskRevision` of the file as you last read it; a file changed since is
-    /// REVISION_MISMATCH with the current revision in `details`.
+    // The `diskRevision` of the file as you last read it; a file changed since is
+    // REVISION_MISMATCH with the current revision in `details`.
     pub expected_disk_revision: String,
     pub text: Option<String>,
     pub base64: Option<String>,
@@ -70,11 +70,11 @@ pub struct FileCreateInput {
     pub path: String,
     pub text: Option<String>,
     pub base64: Option<String>,
-    /// Create the missing folders above the file first (default false: a missing folder is
-    /// NOT_FOUND, and says so).
+    // Create the missing folders above the file first (default false: a missing folder is
+    // NOT_FOUND, and says so).
     pub create_parents: Option<bool>,
-    /// The `directoryRevision` of the file's folder from lomi_dir_list: create only if the
-    /// folder is as you saw it (else REVISION_MISMATCH with the current one).
+    // The `directoryRevision` of the file's folder from lomi_dir_list: create only if the
+    // folder is as you saw it (else REVISION_MISMATCH with the current one).
     pub expected_parent_revision: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -88,9 +88,9 @@ pub struct FileRenameInput {
     pub project_id: Option<ProjectId>,
     pub from: String,
     pub to: String,
-    /// The source file's `diskRevision`, to rename only what you saw.
+    // The source file's `diskRevision`, to rename only what you saw.
     pub expected_disk_revision: Option<String>,
-    /// Create the missing folders above `to` first (default false).
+    // Create the missing folders above `to` first (default false).
     pub create_parents: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -115,12 +115,12 @@ pub struct FileDeleteInput {
 pub struct DirCreateInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// The new folder, relative to the project root.
+    // The new folder, relative to the project root.
     pub path: String,
-    /// Create the missing folders above it too (default false).
+    // Create the missing folders above it too (default false).
     pub create_parents: Option<bool>,
-    /// The `directoryRevision` of the folder it goes in, from lomi_dir_list: create only if
-    /// that folder is as you saw it.
+    // The `directoryRevision` of the folder it goes in, from lomi_dir_list: create only if
+    // that folder is as you saw it.
     pub expected_parent_revision: Option<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -151,10 +151,10 @@ pub struct FileChanged {
 pub struct DirListInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// Relative to the project root; "" for the root.
+    // Relative to the project root; "" for the root.
     pub path: String,
     pub offset: Option<u32>,
-    /// 1 to 1,000 entries (default 200).
+    // 1 to 1,000 entries (default 200).
     pub limit: Option<u32>,
 }
 
@@ -196,8 +196,8 @@ impl ToolDef for FileReadTool {
     const TITLE: &'static str = "Read a file";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "Reads a project file (or a byte range of it) with its diskRevision (SHA-256 of the exact bytes), \
-        encoding and line endings. Valid UTF-8 comes as text, anything else as base64.";
+    const DESCRIPTION: &'static str = "Reads a project file (or a byte range) with its diskRevision; UTF-8 as text, \
+        else base64.";
     type Input = FileReadInput;
     type Output = FileReadView;
 
@@ -220,8 +220,8 @@ impl ToolDef for FileWriteTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Replaces an existing file's content atomically, only if it still has expectedDiskRevision \
-        (REVISION_MISMATCH carries the current one). Permissions are kept; bytes are written exactly.";
+    const DESCRIPTION: &'static str =
+        "Replaces an existing file's bytes atomically, by its diskRevision.";
     type Input = FileWriteInput;
     type Output = FileChanged;
 
@@ -249,9 +249,7 @@ impl ToolDef for FileCreateTool {
     const TITLE: &'static str = "Create a file";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Creates a new file in the project; an existing path is REVISION_MISMATCH. A missing folder is \
-        NOT_FOUND unless createParents: true; expectedParentRevision (the folder's directoryRevision) \
-        creates only if the folder is as you saw it.";
+    const DESCRIPTION: &'static str = "Creates a new file; an existing path is REVISION_MISMATCH.";
     type Input = FileCreateInput;
     type Output = FileChanged;
 
@@ -282,8 +280,7 @@ impl ToolDef for FileRenameTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str =
-        "Renames or moves a file within the project; never overwrites an existing target.";
+    const DESCRIPTION: &'static str = "Renames or moves a file in the project; never overwrites.";
     type Input = FileRenameInput;
     type Output = FileChanged;
 
@@ -313,8 +310,8 @@ impl ToolDef for FileDeleteTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Deletes a file (by its diskRevision) or an empty directory (by its directoryRevision). Waits for \
-        the person's decision (awaiting_user) unless they turned that off. Cannot be undone.";
+    const DESCRIPTION: &'static str =
+        "Deletes a file (by diskRevision) or an empty folder (by directoryRevision).";
     // Deleting a file cannot be undone.
     const ASKS_BY_DEFAULT: bool = true;
     type Input = FileDeleteInput;
@@ -342,9 +339,7 @@ impl ToolDef for DirCreateTool {
     const TITLE: &'static str = "Create a folder";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Makes a folder in the project (with createParents, the missing folders above it too), \
-        optionally only if the folder it goes in is at expectedParentRevision. An existing path is \
-        REVISION_MISMATCH. Returns the operation; its result holds the new directoryRevision.";
+    const DESCRIPTION: &'static str = "Makes a folder in the project.";
     type Input = DirCreateInput;
     type Output = DirCreated;
 
@@ -370,8 +365,8 @@ impl ToolDef for DirListTool {
     const TITLE: &'static str = "List a directory";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "Lists a project directory, sorted and paged, with each entry's revision and a directoryRevision \
-        that changes exactly when the listing changes.";
+    const DESCRIPTION: &'static str = "Lists a project folder, paged, with each entry's revision and the \
+        directoryRevision.";
     type Input = DirListInput;
     type Output = DirListView;
 

@@ -13,7 +13,7 @@ use crate::ids::{ProjectId, RequestKey, RetryEpoch, WorkspaceId};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GitStatusInput {
     pub workspace_id: WorkspaceId,
-    /// Optional when the workspace has one project.
+    // Optional when the workspace has one project.
     pub project_id: Option<ProjectId>,
 }
 
@@ -51,12 +51,12 @@ pub struct GitStatusView {
 pub struct GitDiffInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// True for the staged changes (index against HEAD); default false, the unstaged changes
-    /// (working tree against the index).
+    // True for the staged changes (index against HEAD); default false, the unstaged changes
+    // (working tree against the index).
     pub staged: Option<bool>,
-    /// Limit the diff to this file or directory, relative to the project root.
+    // Limit the diff to this file or directory, relative to the project root.
     pub path: Option<String>,
-    /// Most bytes of diff to return (1 to 4,194,304; default 262,144).
+    // Most bytes of diff to return (1 to 4,194,304; default 262,144).
     pub max_bytes: Option<u32>,
 }
 
@@ -110,8 +110,8 @@ pub struct GitLogView {
 pub struct GitStageInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// Files or directories to stage (new, changed or deleted), relative to the project root;
-    /// never absolute, never `..`.
+    // Files or directories to stage (new, changed or deleted), relative to the project root;
+    // never absolute, never `..`.
     pub paths: Vec<String>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -123,11 +123,11 @@ pub struct GitStageInput {
 pub struct GitCommitInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// The commit message.
+    // The commit message.
     pub message: String,
-    /// The `head` of `lomi_git_status` as you last read it ("" for an unborn branch). If HEAD
-    /// moved since, nothing is committed: REVISION_MISMATCH with the current HEAD in
-    /// `details.currentRevision`.
+    // The `head` of `lomi_git_status` as you last read it ("" for an unborn branch). If HEAD
+    // moved since, nothing is committed: REVISION_MISMATCH with the current HEAD in
+    // `details.currentRevision`.
     pub expected_head_revision: String,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -139,12 +139,12 @@ pub struct GitCommitInput {
 pub struct GitBranchInput {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// The branch name.
+    // The branch name.
     pub name: String,
-    /// True to create the branch at HEAD (it must not exist); false to switch to an existing one.
+    // True to create the branch at HEAD (it must not exist); false to switch to an existing one.
     pub create: bool,
-    /// Switch even when the working tree has uncommitted changes (Git carries them over, or
-    /// refuses if they would be overwritten). Default false: uncommitted changes refuse.
+    // Switch even when the working tree has uncommitted changes (Git carries them over, or
+    // refuses if they would be overwritten). Default false: uncommitted changes refuse.
     pub allow_uncommitted: Option<bool>,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -193,8 +193,8 @@ impl ToolDef for GitStatusTool {
     const TITLE: &'static str = "Git status";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "The Git status of a project that is a repository: HEAD commit, branch, and each changed, \
-        staged or untracked path. UNSUPPORTED when the project is not a repository.";
+    const DESCRIPTION: &'static str =
+        "A repository's HEAD (head), branch and changed, staged or untracked paths.";
     type Input = GitStatusInput;
     type Output = GitStatusView;
 }
@@ -210,8 +210,8 @@ impl ToolDef for GitDiffTool {
     const TITLE: &'static str = "Git diff";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "The unified diff of the unstaged changes, or of the staged ones with staged: true, optionally \
-        for one path, bounded by maxBytes.";
+    const DESCRIPTION: &'static str =
+        "The unified diff of the unstaged changes, or the staged ones.";
     type Input = GitDiffInput;
     type Output = GitDiffView;
 
@@ -251,8 +251,7 @@ impl ToolDef for GitStageTool {
     const TITLE: &'static str = "Stage changes";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str =
-        "Stages the given paths (new, changed or deleted files) for the next commit.";
+    const DESCRIPTION: &'static str = "Stages paths (new, changed or deleted) for the next commit.";
     type Input = GitStageInput;
     type Output = GitStaged;
 
@@ -278,8 +277,8 @@ impl ToolDef for GitCommitTool {
     const TITLE: &'static str = "Commit staged changes";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Commits what is staged, only if HEAD is still expectedHeadRevision (REVISION_MISMATCH carries \
-        the current one). A commit cannot be undone by cancelling; make a new commit to change it.";
+    const DESCRIPTION: &'static str =
+        "Commits what is staged, if HEAD is still expectedHeadRevision (\"\" unborn).";
     type Input = GitCommitInput;
     type Output = GitCommitted;
 
@@ -301,8 +300,8 @@ impl ToolDef for GitBranchTool {
     const TITLE: &'static str = "Create or switch a branch";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Creates a branch at HEAD and switches to it, or switches to an existing branch. Refused over \
-        uncommitted changes unless allowUncommitted. Cannot be undone by cancelling.";
+    const DESCRIPTION: &'static str =
+        "Creates a branch at HEAD and switches to it, or switches to an existing one.";
     type Input = GitBranchInput;
     type Output = GitBranched;
 

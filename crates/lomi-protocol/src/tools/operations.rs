@@ -55,19 +55,19 @@ pub enum OperationGetInput {
     },
 }
 
-/// Exactly one of `operationId`, or the original request's key `{retryEpoch, requestKey, tool, projectId?}`.
+// Exactly one of `operationId`, or the original request's key `{retryEpoch, requestKey, tool, projectId?}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OperationGetArguments {
-    /// The operationId an earlier call returned.
+    // The operationId an earlier call returned.
     pub operation_id: Option<OperationId>,
-    /// Key lookup: the original request's retryEpoch.
+    // Key lookup: the original request's retryEpoch.
     pub retry_epoch: Option<RetryEpoch>,
-    /// Key lookup: the original request's requestKey.
+    // Key lookup: the original request's requestKey.
     pub request_key: Option<RequestKey>,
-    /// Key lookup: the tool the original request called, e.g. `lomi_terminal_create`.
+    // Key lookup: the tool the original request called, e.g. `lomi_terminal_create`.
     pub tool: Option<String>,
-    /// Key lookup: the original anchor projectId, when the connection has several projects.
+    // Key lookup: the original anchor projectId, when the connection has several projects.
     pub project_id: Option<ProjectId>,
 }
 
@@ -115,8 +115,8 @@ impl schemars::JsonSchema for OperationGetInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OperationCancelInput {
-    /// An operation of this connection. Queued or waiting work is cancelled; running work is
-    /// asked to stop and settles with whatever effect it really reached.
+    // An operation of this connection. Queued or waiting work is cancelled; running work is
+    // asked to stop and settles with whatever effect it really reached.
     pub operation_id: OperationId,
 }
 
@@ -124,11 +124,11 @@ pub struct OperationCancelInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EventsReadInput {
-    /// The connection whose operations to follow (from `lomi_connect`).
+    // The connection whose operations to follow (from `lomi_connect`).
     pub retry_epoch: RetryEpoch,
-    /// `nextCursor` of the previous page; omit to start from the oldest retained event.
+    // `nextCursor` of the previous page; omit to start from the oldest retained event.
     pub cursor: Option<String>,
-    /// At most this many events (1 to 500, default 100).
+    // At most this many events (1 to 500, default 100).
     pub max_events: Option<u32>,
 }
 
@@ -224,8 +224,8 @@ impl ToolDef for OperationGetTool {
     const TITLE: &'static str = "Get an operation";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "The receipt of one of this connection's operations, by operationId or by the original request's \
-        key. Read state, effectState and result: isError false alone does not prove an effect.";
+    const DESCRIPTION: &'static str = "An operation's receipt, by operationId or by the original retryEpoch, requestKey \
+        and tool.";
     type Input = OperationGetInput;
     type Output = OperationView;
 }
@@ -244,8 +244,8 @@ impl ToolDef for OperationCancelTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Cancels queued or waiting work, or asks running work to stop. It cannot undo an effect that \
-        already happened; the receipt settles with the effect really reached.";
+    const DESCRIPTION: &'static str =
+        "Cancels queued or waiting work, or asks running work to stop; undoes nothing.";
     type Input = OperationCancelInput;
     type Output = OperationView;
 }
@@ -261,8 +261,8 @@ impl ToolDef for EventsReadTool {
     const TITLE: &'static str = "Read operation events";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "A bounded page of operation state changes of this connection, after a cursor. A page may be \
-        empty: continue with nextCursor. Metadata only; not proof of effect.";
+    const DESCRIPTION: &'static str = "Operation state changes of a connection after cursor; continue with nextCursor, \
+        even after an empty page.";
     type Input = EventsReadInput;
     type Output = EventPage;
 }
@@ -278,8 +278,7 @@ impl ToolDef for StoreStatusTool {
     const TITLE: &'static str = "Receipt store status";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str =
-        "Counts, caps and oldest records of Lomi's receipt store. Maintenance needs the person.";
+    const DESCRIPTION: &'static str = "Counts, caps and oldest records of Lomi's receipt store.";
     type Input = crate::tools::NoArguments;
     type Output = StoreStatusView;
 }

@@ -91,7 +91,7 @@ pub struct PanelCloseInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PanelListInput {
-    /// The workspace whose panels to list.
+    // The workspace whose panels to list.
     pub workspace_id: WorkspaceId,
 }
 
@@ -130,7 +130,7 @@ pub struct PanelList {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConnectInput {
-    /// An approved workspace from `lomi_workspace_list`.
+    // An approved workspace from `lomi_workspace_list`.
     pub workspace_id: WorkspaceId,
 }
 
@@ -152,13 +152,13 @@ pub struct Connection {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkspaceUpdateInput {
     pub workspace_id: WorkspaceId,
-    /// The `domainRevision` from a fresh workspace or panel listing.
+    // The `domainRevision` from a fresh workspace or panel listing.
     pub expected_revision: DomainRevision,
-    /// From `lomi_connect` for this workspace.
+    // From `lomi_connect` for this workspace.
     pub retry_epoch: RetryEpoch,
-    /// Your durable name for this request; reuse it (with the same arguments) only to retry.
+    // Your durable name for this request; reuse it (with the same arguments) only to retry.
     pub request_key: RequestKey,
-    /// Exactly one change.
+    // Exactly one change.
     pub change: WorkspaceChange,
 }
 
@@ -166,9 +166,9 @@ pub struct WorkspaceUpdateInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", try_from = "WorkspaceChangeArguments")]
 pub enum WorkspaceChange {
-    /// Give the workspace a new display name.
+    // Give the workspace a new display name.
     Rename(RenameChange),
-    /// Rearrange the workspace's panels.
+    // Rearrange the workspace's panels.
     Layout(LayoutChange),
 }
 
@@ -176,9 +176,9 @@ pub enum WorkspaceChange {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkspaceChangeArguments {
-    /// Give the workspace a new display name.
+    // Give the workspace a new display name.
     pub rename: Option<RenameChange>,
-    /// Rearrange the workspace's panels.
+    // Rearrange the workspace's panels.
     pub layout: Option<LayoutChange>,
 }
 
@@ -213,7 +213,7 @@ impl schemars::JsonSchema for WorkspaceChange {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RenameChange {
-    /// 1 to 120 characters, no control characters.
+    // 1 to 120 characters, no control characters.
     pub name: String,
 }
 
@@ -229,11 +229,11 @@ pub enum LayoutChange {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LayoutChangeArguments {
-    /// The new arrangement: every open panel of the workspace exactly once, in nested splits
-    /// (at most 6 deep) whose leaves are tab groups.
+    // The new arrangement: every open panel of the workspace exactly once, in nested splits
+    // (at most 6 deep) whose leaves are tab groups.
     pub root: Option<LayoutNode>,
-    /// Every panel of the workspace exactly once, in the new order; the splits and tab groups
-    /// stay as they are.
+    // Every panel of the workspace exactly once, in the new order; the splits and tab groups
+    // stay as they are.
     pub panel_order: Option<Vec<PanelId>>,
 }
 
@@ -286,8 +286,8 @@ impl ToolDef for PairingStatusTool {
     const TITLE: &'static str = "Pairing status";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "Whether the person has approved this client yet, with the verification code they will compare. \
-        The only tool that answers before approval.";
+    const DESCRIPTION: &'static str = "Whether the person approved this client, with the code they compare. Answers \
+        before approval.";
     const BEFORE_APPROVAL: bool = true;
     type Input = crate::tools::NoArguments;
     type Output = PairingStatus;
@@ -304,7 +304,8 @@ impl ToolDef for WorkspaceListTool {
     const TITLE: &'static str = "List workspaces";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "The workspaces this pairing was granted, with projects, panel order and the current domainRevision.";
+    const DESCRIPTION: &'static str =
+        "The granted workspaces with projects, panels and domainRevision.";
     type Input = crate::tools::NoArguments;
     type Output = WorkspaceList;
 }
@@ -320,7 +321,8 @@ impl ToolDef for PanelListTool {
     const TITLE: &'static str = "List panels";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "The panels of a granted workspace with their current runtime generation and the domainRevision.";
+    const DESCRIPTION: &'static str =
+        "A workspace's panels with their runtime generations and domainRevision.";
     type Input = PanelListInput;
     type Output = PanelList;
 }
@@ -339,9 +341,8 @@ impl ToolDef for ConnectTool {
         idempotent_hint: false,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Opens a connection to a granted workspace and returns its retryEpoch (valid 24 h, this broker \
-        instance only). Pass retryEpoch and your own requestKey to every mutation; keep both to look \
-        a receipt up after a lost reply.";
+    const DESCRIPTION: &'static str =
+        "Connects to a granted workspace; returns the retryEpoch every mutation needs.";
     type Input = ConnectInput;
     type Output = Connection;
 }
@@ -357,9 +358,7 @@ impl ToolDef for WorkspaceUpdateTool {
     const TITLE: &'static str = "Update a workspace";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Renames a workspace or reorders its panels, compared and swapped by expectedRevision \
-        (REVISION_MISMATCH carries the current revision). Returns the operation; its confirmed result \
-        holds the updated workspace.";
+    const DESCRIPTION: &'static str = "Renames a workspace or rearranges its panels.";
     type Input = WorkspaceUpdateInput;
     type Output = WorkspaceUpdateResult;
 

@@ -90,7 +90,7 @@ impl std::fmt::Display for SettingsSection {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsGetInput {
-    /// One section; all when absent.
+    // One section; all when absent.
     pub section: Option<SettingsSection>,
 }
 
@@ -99,15 +99,15 @@ pub struct SettingsGetInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsUpdateInput {
-    /// terminal, browser, editor or chat; the others are the person's (PERSON_ONLY).
+    /// terminal, browser, editor or chat (the others are the person's).
     pub section: SettingsSection,
-    /// The section's settingsRevision from a fresh lomi_settings_get.
+    // The section's settingsRevision from a fresh lomi_settings_get.
     pub expected_settings_revision: SettingsRevision,
-    /// Field names of the section and their new values, e.g. {"cols":100,"rows":30}.
+    /// The section's fields and new values, e.g. {"cols":100}.
     pub values: Map<String, Value>,
-    /// From lomi_connect (any granted workspace).
+    // From lomi_connect (any granted workspace).
     pub retry_epoch: RetryEpoch,
-    /// Your durable name for this request; reuse it (with the same arguments) only to retry.
+    // Your durable name for this request; reuse it (with the same arguments) only to retry.
     pub request_key: RequestKey,
 }
 
@@ -352,7 +352,8 @@ impl ToolDef for SettingsGetTool {
     const TITLE: &'static str = "Get settings";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "The person's settings, one section or all, each with its settingsRevision. Provider keys are never shown.";
+    const DESCRIPTION: &'static str =
+        "The person's settings, one section or all, with settingsRevision.";
     type Input = SettingsGetInput;
     type Output = SettingsView;
 }
@@ -368,8 +369,7 @@ impl ToolDef for SettingsUpdateTool {
     const TITLE: &'static str = "Update settings";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Sets fields of the terminal, browser, editor or chat section, compared and swapped by \
-        expectedSettingsRevision (REVISION_MISMATCH carries the current one). Returns the operation.";
+    const DESCRIPTION: &'static str = "Sets fields of a settings section.";
     type Input = SettingsUpdateInput;
     type Output = SettingsUpdated;
 }

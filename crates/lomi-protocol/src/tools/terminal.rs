@@ -16,15 +16,15 @@ use crate::time::Timestamp;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TerminalCreateInput {
     pub workspace_id: WorkspaceId,
-    /// The project to start in; optional when the workspace has one project.
+    // The project to start in; optional when the workspace has one project.
     pub project_id: Option<ProjectId>,
-    /// Directory relative to the project root ("" for the root); it must stay inside it.
+    // Directory relative to the project root ("" for the root); it must stay inside it.
     pub cwd_relative: String,
-    /// The panel's title, 1 to 120 characters.
+    // The panel's title, 1 to 120 characters.
     pub title: String,
-    /// Program and arguments; omit for the person's shell.
+    // Program and arguments; omit for the person's shell.
     pub argv: Option<Vec<String>>,
-    /// The workspace's `domainRevision` from a fresh listing.
+    // The workspace's `domainRevision` from a fresh listing.
     pub expected_revision: DomainRevision,
     pub retry_epoch: RetryEpoch,
     pub request_key: RequestKey,
@@ -49,7 +49,7 @@ pub struct TerminalCreated {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LeaseAcquireInput {
     pub panel_id: PanelId,
-    /// The runtime generation the lease is for (from `lomi_panel_list` or a create result).
+    // The runtime generation the lease is for (from `lomi_panel_list` or a create result).
     pub generation: String,
 }
 
@@ -87,13 +87,13 @@ pub struct TerminalInputArguments {
     pub panel_id: PanelId,
     pub lease_id: LeaseId,
     pub generation: String,
-    /// Decimal, one more than the lease's last. The same number with the same payload
-    /// acknowledges the earlier input instead of sending it again.
+    // Decimal, one more than the lease's last. The same number with the same payload
+    // acknowledges the earlier input instead of sending it again.
     pub input_sequence: String,
-    /// Text typed as is (up to 64 KiB); end a command with "\r" to press Enter.
+    // Text typed as is (up to 64 KiB); end a command with "\r" to press Enter.
     pub text: Option<String>,
-    /// Named keys pressed in order: Enter, Tab, Backspace, Escape, Up, Down, Left, Right,
-    /// Home, End, PageUp, PageDown, Delete, F1..F12, Ctrl-A..Ctrl-Z.
+    /// Enter, Tab, Backspace, Escape, Up, Down, Left, Right, Home, End, PageUp, PageDown,
+    /// Delete, F1..F12, Ctrl-A..Ctrl-Z.
     pub keys: Option<Vec<String>>,
 }
 
@@ -189,13 +189,13 @@ pub struct InputAccepted {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WaitArguments {
-    /// Output text to wait for (after `sinceCursor`).
+    // Output text to wait for (after `sinceCursor`).
     pub text: Option<String>,
-    /// A regular expression to wait for in the output (after `sinceCursor`).
+    // A regular expression to wait for in the output (after `sinceCursor`).
     pub regex: Option<String>,
-    /// Wait until no output arrived for this many milliseconds (50 to 10,000).
+    // Wait until no output arrived for this many milliseconds (50 to 10,000).
     pub idle_ms: Option<u32>,
-    /// Wait until the process exits.
+    // Wait until the process exits.
     pub exit: Option<bool>,
 }
 
@@ -204,15 +204,15 @@ pub struct WaitArguments {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TerminalReadInput {
     pub panel_id: PanelId,
-    /// Include the visible screen (default true).
+    // Include the visible screen (default true).
     pub screen: Option<bool>,
-    /// Include output produced since this cursor (decimal, from an earlier read or input).
+    // Include output produced since this cursor (decimal, from an earlier read or input).
     pub since_cursor: Option<String>,
-    /// Most output bytes to return (1 to 524,288; default 16,384).
+    // Most output bytes to return (1 to 524,288; default 16,384).
     pub max_bytes: Option<u32>,
-    /// Answer only once this happens, or when `timeoutMs` passes.
+    // Answer only once this happens, or when `timeoutMs` passes.
     pub wait_for: Option<WaitArguments>,
-    /// Longest wait in milliseconds (1 to 60,000; default 10,000).
+    // Longest wait in milliseconds (1 to 60,000; default 10,000).
     pub timeout_ms: Option<u32>,
 }
 
@@ -311,10 +311,8 @@ impl ToolDef for TerminalCreateTool {
     const TITLE: &'static str = "Create a terminal";
     const KIND: ToolKind = ToolKind::Mutation;
     const ANNOTATIONS: Annotations = MUTATION;
-    const DESCRIPTION: &'static str = "Starts a real terminal (the person's shell, or argv) in a project directory as a new panel, \
-        compared by the workspace's expectedRevision. Settles succeeded once the process runs and its \
-        first output is seen; the result holds panelId, terminalSessionId, generation and a leaseId for \
-        input.";
+    const DESCRIPTION: &'static str = "Starts the person's shell, or argv, in a project folder as a new terminal \
+        panel.";
     type Input = TerminalCreateInput;
     type Output = TerminalCreated;
 
@@ -348,8 +346,8 @@ impl ToolDef for LeaseAcquireTool {
         idempotent_hint: false,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Input authority over one runtime generation of a panel. It ends when the person types in the \
-        panel (takeover), the runtime is replaced, the panel closes, or the pairing is revoked.";
+    const DESCRIPTION: &'static str =
+        "Takes input control of a panel's runtime generation; the person typing ends it.";
     type Input = LeaseAcquireInput;
     type Output = LeaseView;
 
@@ -388,9 +386,8 @@ impl ToolDef for TerminalInputTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Sends text or named keys under a lease, ordered by inputSequence (the lease's last plus one). \
-        Repeating a sequence with the same payload acknowledges the earlier input without sending it \
-        again. The answer confirms the bytes were written, not what the program did: read to see.";
+    const DESCRIPTION: &'static str = "Types text (\"\\r\" is Enter) or named keys under a lease; confirms the bytes \
+        were written, not their effect.";
     type Input = TerminalInputInput;
     type Output = InputAccepted;
 
@@ -410,9 +407,8 @@ impl ToolDef for TerminalReadTool {
     const TITLE: &'static str = "Read a terminal";
     const KIND: ToolKind = ToolKind::Read;
     const ANNOTATIONS: Annotations = READ;
-    const DESCRIPTION: &'static str = "The visible screen (with cursor and alternate-screen flag) and/or output since a cursor, bounded \
-        by maxBytes. With waitFor it answers once the text or regex appears, output goes idle, or the \
-        process exits (bounded by timeoutMs), so there is no need to poll.";
+    const DESCRIPTION: &'static str = "The screen and output since a cursor; waitFor answers once text, a regex, \
+        idleness or exit is seen.";
     type Input = TerminalReadInput;
     type Output = TerminalReadView;
 
@@ -435,8 +431,8 @@ impl ToolDef for TerminalInterruptTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Sends Ctrl+C (SIGINT) to the terminal's foreground process group. Succeeds when the signal was \
-        dispatched; it does not mean the process exited: read the terminal to see.";
+    const DESCRIPTION: &'static str =
+        "Sends Ctrl+C to the foreground process; it may still run: read to see.";
     type Input = TerminalInterruptInput;
     type Output = Interrupted;
 
@@ -459,8 +455,7 @@ impl ToolDef for TerminalCloseTool {
         destructive_hint: true,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str = "Ends every process of the terminal and removes its panel, compared by expectedRevision. Cannot \
-        be undone.";
+    const DESCRIPTION: &'static str = "Ends the terminal's processes and removes its panel.";
     type Input = crate::tools::session::PanelCloseInput;
     type Output = TerminalClosed;
 
