@@ -1259,9 +1259,15 @@ async fn an_approval_for_one_session_ends_with_it_and_calls_are_remembered() {
     let listed = summary(&once).expect("listed");
     assert_eq!(
         (listed.state, listed.credential),
-        (PairingState::Approved, "session")
+        (
+            PairingState::Approved,
+            lomi_protocol::control::PairingCredential::Session
+        )
     );
-    assert_eq!(summary(&lasting).expect("listed").credential, "token");
+    assert_eq!(
+        summary(&lasting).expect("listed").credential,
+        lomi_protocol::control::PairingCredential::Token
+    );
     assert_eq!(
         broker.authorize(&once).expect("authorized"),
         vec![workspace.clone()]
