@@ -153,7 +153,8 @@ pub struct AwaitingDecision {
     pub pairing_id: PairingId,
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
-    /// The tool's whole input, as the agent sent it.
+    /// The tool's whole input, as the agent sent it (an object).
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub arguments: Value,
     /// What it will do, in the person's terms, read when it started waiting.
     pub effect: Effect,
