@@ -76,6 +76,9 @@ export interface Overview {
   policy: Envelope<PolicyEntry[]>;
   store: Envelope<StoreStatus>;
   settings?: Envelope<SettingsSections>;
+  /** How often Chat changed (a conversation, a draft, a message, a reply's text): the Chat
+   * tab reads its conversations again when this moves. */
+  chat?: number;
 }
 
 /** One settings section as `settingsGet` answers it: its revision and its fields. */

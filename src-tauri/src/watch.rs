@@ -46,8 +46,9 @@ pub fn agents_paired(broker: &Broker) -> bool {
 }
 
 /// One part of the overview: each is the same envelope the matching control request answers,
-/// except `panels` (workspace id → its `panelList`) and `captures` (Android panel id → its
-/// latest capture's sequence, which says when to fetch it).
+/// except `panels` (workspace id → its `panelList`), `captures` (Android panel id → its
+/// latest capture's sequence, which says when to fetch it) and `chat` (how often Chat changed:
+/// the window's Chat tab reads its conversations again when it moves).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Part {
     Workspaces,
@@ -58,10 +59,11 @@ enum Part {
     Feed,
     Policy,
     Settings,
+    Chat,
 }
 
 impl Part {
-    const ALL: [Part; 8] = [
+    const ALL: [Part; 9] = [
         Part::Workspaces,
         Part::Panels,
         Part::Captures,
@@ -70,6 +72,7 @@ impl Part {
         Part::Feed,
         Part::Policy,
         Part::Settings,
+        Part::Chat,
     ];
 
     fn key(self) -> &'static str {
@@ -82,6 +85,7 @@ impl Part {
             Part::Feed => "feed",
             Part::Policy => "policy",
             Part::Settings => "settings",
+            Part::Chat => "chat",
         }
     }
 
@@ -97,6 +101,7 @@ impl Part {
             Part::Panels | Part::Captures => domain || panels,
             Part::Pairings => domain || activity,
             Part::Decisions | Part::Feed => domain || operations,
+            Part::Chat => before.chat != now.chat,
         }
     }
 
@@ -136,6 +141,7 @@ impl Part {
             Part::Policy => ask(ControlRequest::PolicyList {}),
             // Settings → the sections with their revisions (never a provider key).
             Part::Settings => ask(ControlRequest::SettingsGet { section: None }),
+            Part::Chat => Value::from(broker.changes().borrow().chat),
         }
     }
 }
