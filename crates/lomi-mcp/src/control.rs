@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use lomi_broker::Broker;
 use lomi_protocol::control::{
-    ArchiveReason, ArchivedReceipt, BrokerStatus, BrowserProfile, ChatCancelled, ConfirmationSet,
-    Decided, Decision, DocumentClosed, FeedItem, OperationShown, PairingApproved, PairingCreated,
-    PairingDecided, PairingFamilies, PairingUsage, PolicyEntry, ProjectAdded, ProjectRemoved,
-    ReconcileReport, RetiredEpoch, ShownReceipt, StateChange, StoreStatus, WarningLevel,
-    WindowShown, WorkspaceRemoved, WriteFailure,
+    AndroidChoiceForgotten, ArchiveReason, ArchivedReceipt, BrokerStatus, BrowserProfile,
+    ChatCancelled, ConfirmationSet, Decided, Decision, DocumentClosed, FeedItem, OperationShown,
+    PairingApproved, PairingCreated, PairingDecided, PairingFamilies, PairingUsage, PolicyEntry,
+    ProjectAdded, ProjectRemoved, ReconcileReport, RetiredEpoch, ShownReceipt, StateChange,
+    StoreStatus, WarningLevel, WindowShown, WorkspaceRemoved, WriteFailure,
 };
 use lomi_protocol::tools::chat::ChatGetInput;
 use lomi_protocol::tools::editor::TextEdit;
@@ -268,6 +268,14 @@ pub enum ControlRequest {
         #[serde(default)]
         path: String,
     },
+    /// The person's remembered Android attach decisions, by adb serial (`lomi android
+    /// choices`; true: allowed).
+    AndroidChoices {},
+    /// Forgets the person's decision for a device, so its next attach waits for them again
+    /// (`lomi android forget`).
+    AndroidForget {
+        serial: String,
+    },
     /// The project's Git status (`lomi git status`).
     GitStatus {
         workspace_id: WorkspaceId,
@@ -435,6 +443,9 @@ pub async fn answer(lomi: &crate::Lomi, front: &Front, request: ControlRequest) 
                 )
                 .await
         }
+        ControlRequest::AndroidChoices {} => lomi.android.choices_for_person().and_then(data),
+        ControlRequest::AndroidForget { serial } => (lomi.android.forget_for_person(&serial))
+            .and_then(|forgotten| data(AndroidChoiceForgotten { serial, forgotten })),
         request => return handle(&lomi.broker, front, request),
     };
     Reply::from_result(result).to_value()
@@ -869,8 +880,10 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
         | ControlRequest::GitDiff { .. }
         | ControlRequest::GitStage { .. }
         | ControlRequest::GitUnstage { .. }
-        | ControlRequest::GitCommit { .. } => Err(ToolError::internal(
-            "documents, files and Git are answered by control::answer, which has their runtimes",
+        | ControlRequest::GitCommit { .. }
+        | ControlRequest::AndroidChoices {}
+        | ControlRequest::AndroidForget { .. } => Err(ToolError::internal(
+            "documents, files, Git and Android choices are answered by control::answer, which has their runtimes",
         )),
         ControlRequest::ShowWindow {} => match &front.show_window {
             Some(window) => window

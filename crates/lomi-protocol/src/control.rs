@@ -433,6 +433,14 @@ pub struct TerminalAttached {
     pub generation: String,
 }
 
+/// `androidForget`'s reply: whether the person had a decision for the device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AndroidChoiceForgotten {
+    pub serial: String,
+    pub forgotten: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use serde::de::DeserializeOwned;
@@ -544,6 +552,7 @@ mod tests {
         check::<DocumentClosed>(json!({
             "documentId": "doc_0123456789abcdef0123456789abcdef", "discarded": false,
         }));
+        check::<AndroidChoiceForgotten>(json!({"serial": "emulator-5554", "forgotten": true}));
         check::<TerminalAttached>(json!({
             "panelId": "pn_0123456789abcdef0123456789abcdef", "terminalSessionId": "s1",
             "generation": "g1",
