@@ -5,8 +5,9 @@ import { Channel, invoke } from "@tauri-apps/api/core";
 
 // Reply shapes generated from lomi-protocol's Rust types (src/generated/protocol.ts), under the
 // names the window's code uses; what is written by hand below is the window's own (the
-// overview's envelopes, the browser view stream, the app's info) or a request.
+// overview's envelopes, the browser view stream) or a request.
 export type {
+  AppInfo,
   AwaitingDecision as Decision,
   Family,
   FeedItem,
@@ -23,6 +24,7 @@ export type {
   WriteFailure,
 } from "./generated/protocol";
 import type {
+  AppInfo,
   AwaitingDecision as Decision,
   Family,
   FeedItem,
@@ -87,12 +89,6 @@ export type SettingsSectionView = { settingsRevision: string } & Record<string, 
 /** Every settings section by name (terminal, browser, editor, chat, providers, …). */
 export type SettingsSections = Record<string, SettingsSectionView>;
 
-export interface AppInfo {
-  url: string;
-  dataDir: string;
-  brokerInstanceId: string;
-  version: string;
-}
 
 /** The data of an envelope, or `fallback` when it is an error. */
 export function dataOr<T>(envelope: Envelope<T> | undefined, fallback: T): T {

@@ -3,7 +3,7 @@
 // requests `lomi git …` sends, which run the same Git code the agents' tools run.
 
 import { useEffect, useState } from "preact/hooks";
-import type { GitDiffView } from "./generated/protocol";
+import type { GitCommitted, GitDiffView } from "./generated/protocol";
 import type { Control, GitEntry, GitStatus } from "./project-api";
 
 export interface GitViewProps {
@@ -138,7 +138,7 @@ export function GitView({ workspaceId, projectId, control, changes = 0, onSelect
   const commit = async () => {
     await act(
       { gitCommit: { workspaceId, projectId, message, expectedHeadRevision: status?.head ?? "" } },
-      (reply) => `Committed ${String((reply as { commit?: string }).commit ?? "").slice(0, 8)}: ${message.trim()}`,
+      (reply) => `Committed ${(reply as GitCommitted).commit.slice(0, 8)}: ${message.trim()}`,
       null,
     );
     setMessage("");

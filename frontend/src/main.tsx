@@ -25,7 +25,7 @@ import {
 } from "./api";
 import { decisionDialog, pairingDialog } from "./approval";
 import { type ChatState, type ConversationSummary, type ConversationView, chatView, nextDraft } from "./chat";
-import type { ChatList } from "./generated/protocol";
+import type { ChatList, DraftUpdated } from "./generated/protocol";
 import { createElement, render as paint } from "preact";
 import { h, type VNode } from "./dom";
 import type { LayoutNode } from "./layout";
@@ -421,7 +421,7 @@ async function saveDraft(): Promise<boolean> {
   if (!chat.open) return false;
   const saved = (await chatCall("Save draft", {
     chatDraft: { conversationId: chat.open.conversationId, text: chat.draft.text, expectedDraftRevision: chat.draft.from },
-  })) as { draftRevision: string } | null;
+  })) as DraftUpdated | null;
   if (!saved) {
     // Someone changed the draft meanwhile: keep the person's text, show the revision it is now
     // at, so a second Save overwrites deliberately.

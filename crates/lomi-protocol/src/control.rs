@@ -441,6 +441,17 @@ pub struct AndroidChoiceForgotten {
     pub forgotten: bool,
 }
 
+/// The desktop app's Lomi: where it listens and keeps its data (the window's Settings shows
+/// the client configs from it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppInfo {
+    pub url: String,
+    pub data_dir: String,
+    pub broker_instance_id: BrokerInstanceId,
+    pub version: String,
+}
+
 #[cfg(test)]
 mod tests {
     use serde::de::DeserializeOwned;
@@ -553,6 +564,10 @@ mod tests {
             "documentId": "doc_0123456789abcdef0123456789abcdef", "discarded": false,
         }));
         check::<AndroidChoiceForgotten>(json!({"serial": "emulator-5554", "forgotten": true}));
+        check::<AppInfo>(json!({
+            "url": "http://127.0.0.1:1/mcp", "dataDir": "/home/p/.local/share/lomi",
+            "brokerInstanceId": "bi_0123456789abcdef0123456789abcdef", "version": "0.1.0",
+        }));
         check::<TerminalAttached>(json!({
             "panelId": "pn_0123456789abcdef0123456789abcdef", "terminalSessionId": "s1",
             "generation": "g1",

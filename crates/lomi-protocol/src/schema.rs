@@ -59,6 +59,7 @@ pub fn window_types() -> Value {
         "stateChange": control::StateChange,
         "storeStatus": control::StoreStatus,
         "reconcileReport": control::ReconcileReport,
+        "appInfo": control::AppInfo,
         // Settings, Chat, and a project's files, Git and documents.
         "settingsView": settings::SettingsView,
         "settingsUpdated": settings::SettingsUpdated,
@@ -68,6 +69,7 @@ pub fn window_types() -> Value {
         "dirListView": files::DirListView,
         "gitStatusView": git::GitStatusView,
         "gitDiffView": git::GitDiffView,
+        "gitCommitted": git::GitCommitted,
         "textEdit": editor::TextEdit,
         "editorDocumentView": editor::EditorDocumentView,
         "editorSaved": editor::EditorSaved,
