@@ -39,6 +39,8 @@ const pairing: Pairing = {
   createdAt: "2026-12-03T06:00:00Z",
   decidedAt: null,
   lastActiveAt: null,
+  families: null,
+  requestedFamilies: null,
 };
 
 function click(root: HTMLElement, selector: string): void {
@@ -137,7 +139,8 @@ describe("pairing approval dialog", () => {
   });
 });
 
-const deletion: Decision = {
+// Without an effect: the dialog's words from the arguments alone.
+const withoutEffect: Omit<Decision, "effect"> = {
   operationId: "op_1",
   tool: "lomi_file_delete",
   pairingId: "pa_1",
@@ -146,6 +149,7 @@ const deletion: Decision = {
   arguments: { workspaceId: "ws_a", path: "notes/old.txt", retryEpoch: "re_1", requestKey: "d1" },
   createdAt: "2026-12-03T06:00:00Z",
 };
+const deletion = withoutEffect as Decision;
 
 describe("operation decision dialog", () => {
   it("says exactly what will happen, where", () => {

@@ -74,7 +74,7 @@ pub fn remembered_choices(data_dir: &Path) -> std::io::Result<BTreeMap<String, b
 }
 
 /// Forgets the person's decision for `serial`, so its next attach waits for them again; true
-/// if there was one. (A running Lomi reads the file at every attach.)
+/// if there was one. While Lomi runs, its broker does this (`AndroidPanels::forget_for_person`).
 pub fn forget_choice(data_dir: &Path, serial: &str) -> std::io::Result<bool> {
     let path = data_dir.join(DEVICE_CHOICES_FILE);
     let mut choices: DeviceChoices = persist::read_json(&path)?.unwrap_or_default();
@@ -272,6 +272,30 @@ impl AndroidPanels {
             })?
             .unwrap_or_default();
         Ok(choices.devices.get(serial).map(|choice| choice.allowed))
+    }
+
+    /// The person's remembered attach decisions, by adb serial (`lomi android choices`).
+    pub fn choices_for_person(&self) -> Result<BTreeMap<String, bool>, ToolError> {
+        let _writing = self.choices.lock().unwrap_or_else(PoisonError::into_inner);
+        remembered_choices(self.broker.data_dir()).map_err(|error| {
+            ToolError::new(
+                ErrorCode::StoreUnavailable,
+                format!("cannot read {DEVICE_CHOICES_FILE}: {error}"),
+            )
+        })
+    }
+
+    /// The person forgets their decision for `serial` (`lomi android forget`), under the same
+    /// lock as the decisions attaches remember, so neither write loses the other; true if
+    /// there was one.
+    pub fn forget_for_person(&self, serial: &str) -> Result<bool, ToolError> {
+        let _writing = self.choices.lock().unwrap_or_else(PoisonError::into_inner);
+        forget_choice(self.broker.data_dir(), serial).map_err(|error| {
+            ToolError::new(
+                ErrorCode::StoreUnavailable,
+                format!("cannot change {DEVICE_CHOICES_FILE}: {error}"),
+            )
+        })
     }
 
     fn remember(&self, serial: &str, allowed: bool) {

@@ -15,7 +15,7 @@ use lomi_protocol::{
 use lomi_store::{ConversationRecord, MessageRecord, NewReply, Stale};
 
 use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit};
-use crate::{Broker, store_error, waiting_on_disk};
+use crate::{Area, Broker, store_error, waiting_on_disk};
 
 /// Longest draft, in bytes.
 pub const MAX_DRAFT_BYTES: usize = 256 * 1024;
@@ -266,6 +266,7 @@ impl Broker {
         let id = ConversationId::from_random(self.random_bytes());
         let record = waiting_on_disk(|| self.store().chat_create(&id, workspace, title))
             .map_err(store_error)?;
+        self.note_change(Area::Chat);
         Ok(summary(&record))
     }
 
@@ -279,6 +280,7 @@ impl Broker {
         self.conversation_record(id)?;
         let record =
             waiting_on_disk(|| self.store().chat_rename(id, title)).map_err(store_error)?;
+        self.note_change(Area::Chat);
         Ok(summary(&record))
     }
 
@@ -303,10 +305,13 @@ impl Broker {
         match waiting_on_disk(|| self.store().chat_set_draft(id, expected.map(|e| e.0), text))
             .map_err(store_error)?
         {
-            Ok(record) => Ok(DraftUpdated {
-                conversation_id: record.conversation_id,
-                draft_revision: DraftRevision(record.draft_revision),
-            }),
+            Ok(record) => {
+                self.note_change(Area::Chat);
+                Ok(DraftUpdated {
+                    conversation_id: record.conversation_id,
+                    draft_revision: DraftRevision(record.draft_revision),
+                })
+            }
             Err(Stale(current)) => Err(stale(&current, "this draft update")),
         }
     }
@@ -318,7 +323,10 @@ impl Broker {
         reply: &NewReply,
     ) -> Result<(ConversationRecord, u64), ToolError> {
         match waiting_on_disk(|| self.store().chat_begin_reply(reply)).map_err(store_error)? {
-            Ok(done) => Ok(done),
+            Ok(done) => {
+                self.note_change(Area::Chat);
+                Ok(done)
+            }
             Err(Stale(current)) => Err(stale(&current, "this send")),
         }
     }
@@ -330,7 +338,9 @@ impl Broker {
         seq: u64,
         text: &str,
     ) -> Result<(), ToolError> {
-        waiting_on_disk(|| self.store().chat_reply_text(id, seq, text)).map_err(store_error)
+        waiting_on_disk(|| self.store().chat_reply_text(id, seq, text)).map_err(store_error)?;
+        self.note_change(Area::Chat);
+        Ok(())
     }
 
     /// Settles a reply; answers the conversation after it.
@@ -342,8 +352,11 @@ impl Broker {
         text: &str,
         tokens: (Option<u64>, Option<u64>),
     ) -> Result<ConversationRecord, ToolError> {
-        waiting_on_disk(|| self.store().chat_settle_reply(id, seq, state, text, tokens))
-            .map_err(store_error)
+        let record =
+            waiting_on_disk(|| self.store().chat_settle_reply(id, seq, state, text, tokens))
+                .map_err(store_error)?;
+        self.note_change(Area::Chat);
+        Ok(record)
     }
 
     /// `lomi_chat_create`: a conversation in the retry epoch's workspace.
@@ -378,6 +391,9 @@ impl Broker {
                 let id = ConversationId::from_random(broker.random_bytes());
                 let created =
                     waiting_on_disk(|| broker.store().chat_create(&id, &workspace_id, &title));
+                if created.is_ok() {
+                    broker.note_change(Area::Chat);
+                }
                 match created {
                     Ok(record) => EffectOutcome::succeeded(&ConversationCreated {
                         conversation_id: record.conversation_id,

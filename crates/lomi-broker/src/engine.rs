@@ -199,21 +199,7 @@ pub(crate) struct LiveOperation {
     pub(crate) progress: Option<Value>,
 }
 
-/// An operation waiting for the person's decision, with exactly what it will do.
-#[derive(Clone, Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AwaitingDecision {
-    pub operation_id: OperationId,
-    pub tool: Tool,
-    pub pairing_id: PairingId,
-    pub workspace_id: WorkspaceId,
-    pub project_id: Option<ProjectId>,
-    /// The tool's whole input, as the agent sent it.
-    pub arguments: Value,
-    /// What it will do, in the person's terms (`Broker::effect`), read when it started waiting.
-    pub effect: Effect,
-    pub created_at: lomi_protocol::Timestamp,
-}
+pub use lomi_protocol::control::AwaitingDecision;
 
 impl Broker {
     /// Runs one mutation in the engine's order, the same for every tool: the prior receipt

@@ -53,15 +53,7 @@ struct Target {
 }
 
 /// What the person's send answers: the reply is streaming.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PersonSend {
-    pub conversation_id: ConversationId,
-    pub reply_seq: u64,
-    pub conversation_revision: ConversationRevision,
-    pub provider: String,
-    pub model: String,
-}
+pub use lomi_protocol::control::ChatSendStarted as PersonSend;
 
 impl ChatSends {
     pub fn new(broker: Broker, keys: KeySource) -> Self {

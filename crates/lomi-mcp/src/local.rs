@@ -227,11 +227,11 @@ async fn attach(
             .await?;
         return Ok(());
     };
-    let ready = lomi_protocol::Reply::ok(serde_json::json!({
-        "panelId": panel,
-        "terminalSessionId": runtime.session_id,
-        "generation": runtime.generation,
-    }));
+    let ready = lomi_protocol::Reply::ok(lomi_protocol::control::TerminalAttached {
+        panel_id: panel.clone(),
+        terminal_session_id: runtime.session_id.clone(),
+        generation: runtime.generation.clone(),
+    });
     write
         .write_all(format!("{}\n", ready.to_value()).as_bytes())
         .await?;
