@@ -38,21 +38,13 @@ fn open_root(root: &Path) -> Result<OwnedFd, String> {
 }
 
 fn beneath(dir: &OwnedFd, rel: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    let mut last = Errno::AGAIN;
-    for _ in 0..8 {
-        match rustix::fs::openat2(
-            dir.as_fd(),
-            rel,
-            flags | OFlags::CLOEXEC,
-            Mode::empty(),
-            resolve,
-        ) {
-            Err(Errno::AGAIN) => last = Errno::AGAIN,
-            other => return other,
-        }
-    }
-    Err(last)
+    crate::root::open_beneath(
+        dir.as_fd(),
+        rel,
+        flags,
+        Mode::empty(),
+        ResolveFlags::empty(),
+    )
 }
 
 fn why(rel: &str, errno: Errno) -> String {
