@@ -867,7 +867,7 @@ impl AndroidPanels {
         let panel_id = input.panel_id.clone();
         let generation = input.generation.clone();
         let action = input.action.clone();
-        let (answer, duplicate) = self
+        let (mut accepted, duplicate): (AndroidInputAccepted, bool) = self
             .broker
             .lease_input(
                 caller,
@@ -880,16 +880,14 @@ impl AndroidPanels {
                 },
                 || async move {
                     let dispatched = panels.dispatch(&panel_id, &generation, action).await?;
-                    Ok(to_value(&AndroidInputAccepted {
+                    Ok(AndroidInputAccepted {
                         input_sequence: sequence.to_string(),
                         duplicate: false,
                         dispatched,
-                    }))
+                    })
                 },
             )
             .await?;
-        let mut accepted: AndroidInputAccepted =
-            serde_json::from_value(answer).map_err(|e| ToolError::internal(e.to_string()))?;
         accepted.duplicate = duplicate;
         Ok(accepted)
     }

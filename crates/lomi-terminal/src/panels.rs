@@ -286,7 +286,7 @@ impl TerminalPanels {
         };
         let sequence = input.input_sequence;
         let terminal = runtime.terminal.clone();
-        let (answer, duplicate) = self
+        let (mut accepted, duplicate): (InputAccepted, bool) = self
             .broker
             .lease_input(
                 caller,
@@ -338,17 +338,15 @@ impl TerminalPanels {
                             )));
                         }
                     }
-                    Ok(to_value(&InputAccepted {
+                    Ok(InputAccepted {
                         input_sequence: sequence.to_string(),
                         duplicate: false,
                         bytes_written: bytes.len() as u64,
                         output_cursor: cursor.to_string(),
-                    }))
+                    })
                 },
             )
             .await?;
-        let mut accepted: InputAccepted =
-            serde_json::from_value(answer).map_err(|e| ToolError::internal(e.to_string()))?;
         accepted.duplicate = duplicate;
         Ok(accepted)
     }
