@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use lomi_broker::{
     Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, PanelCall,
-    PanelRecord, PanelRuntime, Runtimes, persist,
+    PanelRecord, PanelRuntime, Runtimes, persist, to_json,
 };
 use lomi_protocol::tools::android::{
     AndroidAction, AndroidAttachInput, AndroidAttached, AndroidBounds, AndroidCaptureInput,
@@ -28,7 +28,6 @@ use lomi_protocol::{
     WorkspaceId,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 mod device_tools;
 mod sets;
@@ -137,10 +136,6 @@ pub struct AndroidPanels {
     latest: Arc<Mutex<(u64, HashMap<PanelId, LatestCapture>)>>,
     /// Serialises writes of the choices file.
     choices: Arc<Mutex<()>>,
-}
-
-fn to_value<T: Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 fn random_hex(broker: &Broker) -> String {
@@ -422,7 +417,7 @@ impl AndroidPanels {
             workspace_id: workspace_id.clone(),
             project_id: None,
             expected,
-            payload: to_value(&input),
+            payload: to_json(&input)?,
         };
         let serial = input.serial.clone();
         if serial.is_empty() || serial.len() > 256 || serial.chars().any(char::is_control) {
@@ -613,7 +608,7 @@ impl AndroidPanels {
                 };
             }
         };
-        EffectOutcome::Succeeded(to_value(&AndroidAttached {
+        EffectOutcome::succeeded(&AndroidAttached {
             panel_id,
             serial: info.serial,
             generation,
@@ -625,7 +620,7 @@ impl AndroidPanels {
             screen_height: screen.reported().1,
             screen_density: density,
             reattached,
-        }))
+        })
     }
 
     /// `lomi_android_detach`: forgets the panel's device connection and removes the panel
@@ -637,11 +632,9 @@ impl AndroidPanels {
     ) -> Result<OperationView, ToolError> {
         // The device connection is only forgotten once the panel is gone.
         let keeping = |_: Runtime| async {
-            |panel_id, revision| {
-                to_value(&AndroidDetached {
-                    panel_id,
-                    domain_revision: revision,
-                })
+            |panel_id, revision| AndroidDetached {
+                panel_id,
+                domain_revision: revision,
             }
         };
         (self.runtimes)
@@ -703,7 +696,7 @@ impl AndroidPanels {
             panel_id: guard.panel,
             generation: guard.generation,
             lease: Some(guard.lease),
-            payload: to_value(input),
+            payload: to_json(input)?,
         };
         self.broker
             .operate_on_panel(
@@ -753,12 +746,12 @@ impl AndroidPanels {
                 })
                 .await;
                 match launched {
-                    Ok(am_output) => EffectOutcome::Succeeded(to_value(&AndroidLaunched {
+                    Ok(am_output) => EffectOutcome::succeeded(&AndroidLaunched {
                         panel_id,
                         generation,
                         delivered: true,
                         am_output,
-                    })),
+                    }),
                     Err(error) => {
                         panels.note_failure(&panel_id, &generation, &error);
                         failed_outcome(&error)
@@ -813,12 +806,12 @@ impl AndroidPanels {
                         let text = String::from_utf8_lossy(&output);
                         let (kept, cut) =
                             lomi_protocol::json_escaped_prefix(&text, max_bytes as usize);
-                        EffectOutcome::Succeeded(to_value(&AndroidShellResult {
+                        EffectOutcome::succeeded(&AndroidShellResult {
                             panel_id,
                             bytes: output.len() as u64,
                             output: kept.to_owned(),
                             truncated: truncated || cut,
-                        }))
+                        })
                     }
                     Err(error) => {
                         panels.note_failure(&panel_id, &generation, &error);
@@ -861,7 +854,7 @@ impl AndroidPanels {
                 ..
             } => {}
         }
-        let payload = to_value(&input.action);
+        let payload = to_json(&input.action)?;
         let sequence = input.input_sequence;
         let panels = self.clone();
         let panel_id = input.panel_id.clone();

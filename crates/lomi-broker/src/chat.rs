@@ -14,7 +14,7 @@ use lomi_protocol::{
 };
 use lomi_store::{ConversationRecord, MessageRecord, NewReply, Stale};
 
-use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit};
+use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit, to_json};
 use crate::{Broker, store_error, waiting_on_disk};
 
 /// Longest draft, in bytes.
@@ -360,8 +360,7 @@ impl Broker {
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
+            payload: to_json(&input)?,
             generation: None,
             revision: None,
             permit: Permit::Chat(workspace_id.clone()),
@@ -410,8 +409,7 @@ impl Broker {
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
+            payload: to_json(&input)?,
             generation: None,
             revision: Some(expected.to_string()),
             permit: Permit::Draft(id.clone()),

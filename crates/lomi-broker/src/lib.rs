@@ -38,7 +38,7 @@ pub use chat::{
 pub use effect::{Asked, OpenDocument, Peek, Sight, Staged};
 pub use engine::{
     AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Permit, ProgressNote,
-    Remember, off_thread, unless_cancelled,
+    Remember, off_thread, to_json, unless_cancelled,
 };
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};

@@ -457,9 +457,7 @@ impl Broker {
         };
         let (answer, kept) = match send().await {
             // Kept as JSON, the one shape every lease's history holds.
-            Ok(answer) => match serde_json::to_value(&answer)
-                .map_err(|e| ToolError::internal(e.to_string()))
-            {
+            Ok(answer) => match crate::to_json(&answer) {
                 Ok(kept) => (Ok(answer), Ok(kept)),
                 Err(error) => (Err(error.clone()), Err(error)),
             },

@@ -95,7 +95,7 @@ impl<R: PanelRuntime> Runtimes<R> {
     /// `effect_if_kept` is `none`) and answers how to make the result from the panel's id and
     /// the new revision once the panel is removed. The runtime is dropped once its panel is
     /// gone, or once it ended (`effect_if_kept` is `partial`) even if the panel stays.
-    pub async fn close<End, Ended, Done>(
+    pub async fn close<End, Ended, Done, Closed>(
         &self,
         broker: &Broker,
         caller: &PairingId,
@@ -107,7 +107,8 @@ impl<R: PanelRuntime> Runtimes<R> {
     where
         End: FnOnce(R) -> Ended + Send + 'static,
         Ended: Future<Output = Done> + Send + 'static,
-        Done: FnOnce(PanelId, DomainRevision) -> Value + Send + 'static,
+        Done: FnOnce(PanelId, DomainRevision) -> Closed + Send + 'static,
+        Closed: serde::Serialize,
     {
         let change = LayoutChange {
             tool,
@@ -116,7 +117,7 @@ impl<R: PanelRuntime> Runtimes<R> {
             workspace_id: input.workspace_id.clone(),
             project_id: None,
             expected: input.expected_revision,
-            payload: serde_json::to_value(input).unwrap_or(Value::Null),
+            payload: crate::to_json(input)?,
         };
         let (workspace, panel, expected) = (
             input.workspace_id.clone(),
@@ -147,7 +148,7 @@ impl<R: PanelRuntime> Runtimes<R> {
                         runtimes.remove(&panel);
                     }
                     match removed {
-                        Ok(revision) => EffectOutcome::Succeeded(done(panel, revision)),
+                        Ok(revision) => EffectOutcome::succeeded(&done(panel, revision)),
                         Err(error) => EffectOutcome::Failed {
                             effect: effect_if_kept,
                             error,

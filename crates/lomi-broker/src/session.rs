@@ -20,7 +20,7 @@ use lomi_protocol::{
 use lomi_store::{ReceiptKey, RetryEpochRecord};
 
 use crate::domain::{Project, Workspace, check_name};
-use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit, view};
+use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit, to_json, view};
 use crate::{Broker, RETRY_EPOCH_LIFETIME, store_error, waiting_on_disk};
 
 /// Default and largest page of `lomi_events_read`.
@@ -203,8 +203,7 @@ impl Broker {
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
+            payload: to_json(&input)?,
             generation: None,
             revision: Some(expected.to_string()),
             permit: Permit::Workspace(workspace_id.clone()),

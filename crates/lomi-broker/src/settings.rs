@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::Broker;
 use crate::domain::Domain;
-use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit};
+use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit, to_json};
 
 /// Longest system prompt, in bytes.
 const MAX_SYSTEM_PROMPT: usize = 32 * 1024;
@@ -650,8 +650,7 @@ impl Broker {
             request_key: input.request_key.clone(),
             workspace_id,
             project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
+            payload: to_json(&input)?,
             generation: None,
             revision: Some(format!("{section}:{expected}")),
             permit: Permit::Settings,

@@ -11,7 +11,7 @@ use base64::Engine as _;
 use base64::prelude::BASE64_STANDARD;
 use lomi_broker::{
     Broker, CancellationToken, Confirmation, EffectOutcome, LayoutChange, PanelCall, PanelRecord,
-    PanelRuntime, ProjectChange, Runtimes,
+    PanelRuntime, ProjectChange, Runtimes, to_json,
 };
 use lomi_files::confine::write_into;
 use lomi_protocol::tools::browser::{
@@ -121,10 +121,6 @@ impl PanelRuntime for BrowserRuntime {
     }
 }
 
-fn to_value<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
 /// What an agent does about a browser that is gone.
 const BROWSER_GONE_NEXT: &str =
     "close its panel with lomi_browser_close, then start a new browser with lomi_browser_create";
@@ -149,22 +145,22 @@ pub fn tool_error(error: BrowserError) -> ToolError {
 /// A browser operation's input: it names its panel, the browser generation and its request
 /// identity, with the same field names on every such tool.
 trait BrowserRequest: serde::Serialize {
-    fn call(&self, tool: Tool) -> PanelCall<'_>;
+    fn call(&self, tool: Tool) -> Result<PanelCall<'_>, ToolError>;
 }
 
 macro_rules! browser_requests {
     ($($input:ty),* $(,)?) => {
         $(impl BrowserRequest for $input {
-            fn call(&self, tool: Tool) -> PanelCall<'_> {
-                PanelCall {
+            fn call(&self, tool: Tool) -> Result<PanelCall<'_>, ToolError> {
+                Ok(PanelCall {
                     tool,
                     retry_epoch: &self.retry_epoch,
                     request_key: &self.request_key,
                     panel_id: &self.panel_id,
                     generation: &self.browser_generation,
                     lease: None,
-                    payload: to_value(self),
-                }
+                    payload: to_json(self)?,
+                })
             }
         })*
     };
@@ -226,13 +222,13 @@ fn settle(
     navigated: Option<ActionNavigation>,
 ) -> EffectOutcome {
     match result {
-        Ok(done) => EffectOutcome::Succeeded(to_value(&ActionDone {
+        Ok(done) => EffectOutcome::succeeded(&ActionDone {
             action: action.to_owned(),
             tab_id: tab.id.clone(),
             element: done.element,
             observed: done.observed,
             navigated,
-        })),
+        }),
         Err(ActionError::Refused(error)) => EffectOutcome::Failed {
             effect: EffectState::None,
             error: tool_error(error),
@@ -544,7 +540,7 @@ impl BrowserPanels {
             workspace_id: workspace_id.clone(),
             project_id: Some(project_id.clone()),
             expected,
-            payload: to_value(&input),
+            payload: to_json(&input)?,
         };
         let panels = self.clone();
         let title = input.title.clone();
@@ -647,13 +643,13 @@ impl BrowserPanels {
                         }
                     };
                     panels.watch(panel_id.clone(), browser.clone());
-                    EffectOutcome::Succeeded(to_value(&BrowserCreated {
+                    EffectOutcome::succeeded(&BrowserCreated {
                         panel_id,
                         browser_generation: generation,
                         tab_id,
                         domain_revision: revision,
                         pid: browser.pid(),
-                    }))
+                    })
                 },
             )
             .await
@@ -691,7 +687,7 @@ impl BrowserPanels {
         self.broker
             .operate_on_panel(
                 caller,
-                input.call(tool),
+                input.call(tool)?,
                 &self.runtimes,
                 prepare,
                 |runtime, prepared, context| async move {
@@ -828,16 +824,14 @@ impl BrowserPanels {
                     };
                 };
                 match navigated {
-                    Ok((committed, status, reached)) => {
-                        EffectOutcome::Succeeded(to_value(&Navigated {
-                            navigation_id: committed.navigation_id,
-                            tab_id: tab.id.clone(),
-                            url: committed.url,
-                            status,
-                            reached: reached.to_owned(),
-                            same_document: committed.same_document,
-                        }))
-                    }
+                    Ok((committed, status, reached)) => EffectOutcome::succeeded(&Navigated {
+                        navigation_id: committed.navigation_id,
+                        tab_id: tab.id.clone(),
+                        url: committed.url,
+                        status,
+                        reached: reached.to_owned(),
+                        same_document: committed.same_document,
+                    }),
                     Err(error) => settle(Err(error), "navigation", &tab, None),
                 }
             },
@@ -1061,7 +1055,7 @@ impl BrowserPanels {
         let tab_id = input.tab_id.clone();
         self.broker.operate_on_panel(
             caller,
-            input.call(tool),
+            input.call(tool)?,
             &self.runtimes,
             move |runtime| {
                 wanted
@@ -1105,10 +1099,10 @@ impl BrowserPanels {
                     }
                 };
                 match done {
-                    Ok(tab_id) => EffectOutcome::Succeeded(to_value(&TabsChanged {
+                    Ok(tab_id) => EffectOutcome::succeeded(&TabsChanged {
                         tab_id,
                         tabs: browser.tab_views().await,
-                    })),
+                    }),
                     Err(error @ (BrowserError::Invalid(_) | BrowserError::Stale(_))) => {
                         EffectOutcome::Failed {
                             effect: EffectState::None,
@@ -1205,13 +1199,11 @@ impl BrowserPanels {
             |_| Ok(()),
             move |tab, (), _cancel| async move {
                 match tab.evaluate(&expression).await {
-                    Ok((value, kind, exception)) => {
-                        EffectOutcome::Succeeded(to_value(&Evaluated {
-                            value,
-                            kind,
-                            exception,
-                        }))
-                    }
+                    Ok((value, kind, exception)) => EffectOutcome::succeeded(&Evaluated {
+                        value,
+                        kind,
+                        exception,
+                    }),
                     Err(error) => settle(Err(error), "evaluation", &tab, None),
                 }
             },
@@ -1328,7 +1320,7 @@ impl BrowserPanels {
                         message: format!("the emulation was sent but the page disagrees ({mismatch}): {observed}"),
                     };
                 }
-                EffectOutcome::Succeeded(to_value(&Emulated {
+                EffectOutcome::succeeded(&Emulated {
                     viewport: Viewport {
                         width: now.width,
                         height: now.height,
@@ -1339,7 +1331,7 @@ impl BrowserPanels {
                     color_scheme: now.color_scheme,
                     tab_id: tab.id.clone(),
                     observed,
-                }))
+                })
             },
         )
         .await
@@ -1354,11 +1346,9 @@ impl BrowserPanels {
         // The browser has ended by then, whether or not the panel can be removed.
         let ending = |runtime: BrowserRuntime| async move {
             runtime.browser.close().await;
-            |panel_id, revision| {
-                to_value(&BrowserClosed {
-                    panel_id,
-                    domain_revision: revision,
-                })
+            |panel_id, revision| BrowserClosed {
+                panel_id,
+                domain_revision: revision,
             }
         };
         (self.runtimes)

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use lomi_broker::{
     Broker, CancellationToken, Confirmation, EffectOutcome, Mutation, Permit, conversation_stale,
+    to_json,
 };
 use lomi_protocol::tools::chat::{ChatRole, ChatSendInput, ChatSent, MessageState};
 use lomi_protocol::tools::operations::OperationView;
@@ -177,8 +178,7 @@ impl ChatSends {
             request_key: input.request_key.clone(),
             workspace_id: workspace_id.clone(),
             project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
+            payload: to_json(&input)?,
             generation: None,
             revision: Some(format!("{expected}:{expected_draft}")),
             permit: Permit::Conversation(id.clone()),

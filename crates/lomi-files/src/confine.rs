@@ -281,10 +281,10 @@ pub async fn write_into(
     path: String,
     bytes: Vec<u8>,
     overwrite: bool,
-    result: serde_json::Value,
+    result: impl serde::Serialize + Send,
 ) -> lomi_broker::EffectOutcome {
     match lomi_broker::off_thread(move || write_confined(&root, &path, &bytes, overwrite)).await {
-        Ok(()) => lomi_broker::EffectOutcome::Succeeded(result),
+        Ok(()) => lomi_broker::EffectOutcome::succeeded(&result),
         Err(why) => lomi_broker::EffectOutcome::Failed {
             effect: lomi_protocol::EffectState::None,
             error: lomi_protocol::ToolError::invalid(why),

@@ -30,10 +30,6 @@ pub struct ProjectGit {
     broker: Broker,
 }
 
-fn to_value<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
 /// What one Git mutation does, run inside its operation.
 enum Change {
     Stage {
@@ -127,7 +123,7 @@ impl ProjectGit {
             .map_err(|e| e.to_tool_error())?;
         self.mutate(
             caller,
-            ProjectChange::of(Tool::GitStage, &input, None),
+            ProjectChange::of(Tool::GitStage, &input, None)?,
             Change::Stage { paths },
         )
         .await
@@ -149,7 +145,7 @@ impl ProjectGit {
         let revision = Some(input.expected_head_revision.clone());
         self.mutate(
             caller,
-            ProjectChange::of(Tool::GitCommit, &input, revision),
+            ProjectChange::of(Tool::GitCommit, &input, revision)?,
             change,
         )
         .await
@@ -169,7 +165,7 @@ impl ProjectGit {
         };
         self.mutate(
             caller,
-            ProjectChange::of(Tool::GitBranch, &input, None),
+            ProjectChange::of(Tool::GitBranch, &input, None)?,
             change,
         )
         .await
@@ -376,22 +372,24 @@ async fn apply(root: &Path, change: Change) -> EffectOutcome {
         Ok(repository) => repository,
         Err(error) => return refused(error),
     };
-    let done = match change {
-        Change::Stage { paths } => stage(&repository, paths).await.map(|v| to_value(&v)),
+    match change {
+        Change::Stage { paths } => settled(stage(&repository, paths).await),
         Change::Commit {
             message,
             expected_head,
-        } => return commit(&repository, &message, &expected_head, AGENT).await,
+        } => commit(&repository, &message, &expected_head, AGENT).await,
         Change::Branch {
             name,
             create,
             allow_uncommitted,
-        } => branch(&repository, &name, create, allow_uncommitted)
-            .await
-            .map(|v| to_value(&v)),
-    };
+        } => settled(branch(&repository, &name, create, allow_uncommitted).await),
+    }
+}
+
+/// A Git change that happened (its typed result) or was refused.
+fn settled<T: serde::Serialize>(done: Result<T, GitError>) -> EffectOutcome {
     match done {
-        Ok(result) => EffectOutcome::Succeeded(result),
+        Ok(result) => EffectOutcome::succeeded(&result),
         Err(error) => refused(error),
     }
 }
@@ -453,11 +451,11 @@ async fn commit(
         (Ok(output), Ok(after)) if output.success && after != before && !after.is_empty() => {
             // The parent is read back, not assumed: it is what Git really recorded.
             match repository.head_parent().await {
-                Ok(parent) => EffectOutcome::Succeeded(to_value(&GitCommitted {
+                Ok(parent) => EffectOutcome::succeeded(&GitCommitted {
                     commit: after,
                     parent,
                     undo: COMMIT_UNDO.to_owned(),
-                })),
+                }),
                 Err(error) => EffectOutcome::Unknown {
                     effect: EffectState::Unknown,
                     message: format!("committed {after}, but its parent cannot be read: {error:?}"),

@@ -12,7 +12,6 @@ use lomi_protocol::tools::files::{
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::settings::LineEndings;
 use lomi_protocol::{EffectState, PairingId, ProjectId, Tool, ToolError, WorkspaceId};
-use serde_json::Value;
 
 use crate::{Encoding, Expected, FilesError, ProjectRoot};
 
@@ -25,10 +24,6 @@ const MAX_LIST: u32 = 1000;
 #[derive(Clone)]
 pub struct ProjectFiles {
     broker: Broker,
-}
-
-pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 /// Exactly one of `text` or `base64`, as bytes.
@@ -233,7 +228,7 @@ impl ProjectFiles {
         let revision = Some(input.expected_disk_revision.clone());
         self.mutate(
             caller,
-            ProjectChange::of(Tool::FileWrite, &input, revision),
+            ProjectChange::of(Tool::FileWrite, &input, revision)?,
             change,
         )
         .await
@@ -261,7 +256,7 @@ impl ProjectFiles {
         };
         self.mutate(
             caller,
-            ProjectChange::of(Tool::FileCreate, &input, None),
+            ProjectChange::of(Tool::FileCreate, &input, None)?,
             change,
         )
         .await
@@ -284,7 +279,7 @@ impl ProjectFiles {
         let revision = input.expected_disk_revision.clone();
         self.mutate(
             caller,
-            ProjectChange::of(Tool::FileRename, &input, revision),
+            ProjectChange::of(Tool::FileRename, &input, revision)?,
             change,
         )
         .await
@@ -306,7 +301,7 @@ impl ProjectFiles {
         let revision = input.expected_parent_revision.clone();
         self.mutate(
             caller,
-            ProjectChange::of(Tool::DirCreate, &input, revision),
+            ProjectChange::of(Tool::DirCreate, &input, revision)?,
             change,
         )
         .await
@@ -324,7 +319,7 @@ impl ProjectFiles {
         let revision = Some(input.expected_revision.clone());
         self.mutate(
             caller,
-            ProjectChange::of(Tool::FileDelete, &input, revision),
+            ProjectChange::of(Tool::FileDelete, &input, revision)?,
             change,
         )
         .await
@@ -346,7 +341,7 @@ impl ProjectFiles {
                 async { Ok(()) },
                 move |root, (), _context| async move {
                     match lomi_broker::off_thread(move || apply(&root, change)).await {
-                        Ok(changed) => EffectOutcome::Succeeded(to_value(&changed)),
+                        Ok(changed) => EffectOutcome::succeeded(&changed),
                         Err(FilesError::Io(message)) => EffectOutcome::Unknown {
                             effect: EffectState::Unknown,
                             message: format!("the file system failed mid-change: {message}"),
@@ -362,7 +357,15 @@ impl ProjectFiles {
     }
 }
 
-fn apply(root: &std::path::Path, change: Change) -> Result<Value, FilesError> {
+/// What a file change made: the tools' result types.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Applied {
+    File(FileChanged),
+    Dir(DirCreated),
+}
+
+fn apply(root: &std::path::Path, change: Change) -> Result<Applied, FilesError> {
     let root = ProjectRoot::open(root)?;
     let changed = match change {
         Change::Write {
@@ -383,7 +386,7 @@ fn apply(root: &std::path::Path, change: Change) -> Result<Value, FilesError> {
             folder.prepare(&root, &path)?;
             root.create_dir(&path, false)?;
             let listed = root.list(&path, 0, 0)?;
-            return Ok(to_value(&DirCreated {
+            return Ok(Applied::Dir(DirCreated {
                 path,
                 directory_revision: listed.directory_revision,
             }));
@@ -414,7 +417,7 @@ fn apply(root: &std::path::Path, change: Change) -> Result<Value, FilesError> {
             }
         }
     };
-    Ok(to_value(&changed))
+    Ok(Applied::File(changed))
 }
 
 /// `bytes` with every line feed not already after a carriage return made CRLF.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use lomi_broker::{
     Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, PanelCall,
-    PanelRecord, PanelRuntime, Runtimes,
+    PanelRecord, PanelRuntime, Runtimes, to_json,
 };
 use lomi_files::confine::confined_existing_dir;
 use lomi_protocol::tools::operations::OperationView;
@@ -17,7 +17,6 @@ use lomi_protocol::tools::terminal::{
     TerminalReadInput, TerminalReadView, WaitArguments,
 };
 use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, Tool, ToolError, WorkspaceId};
-use serde_json::Value;
 
 use crate::{ExitStatus, Terminal, TerminalConfig, TerminalError, WaitFor, WaitOutcome, key_bytes};
 
@@ -75,10 +74,6 @@ fn exit_view(status: ExitStatus) -> ExitView {
         code: status.code,
         signal: status.signal,
     }
-}
-
-fn to_value<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 impl TerminalPanels {
@@ -143,7 +138,7 @@ impl TerminalPanels {
             workspace_id: workspace_id.clone(),
             project_id: Some(project_id.clone()),
             expected,
-            payload: to_value(&input),
+            payload: to_json(&input)?,
         };
         let panels = self.clone();
         let anchor = project_id.clone();
@@ -239,14 +234,14 @@ impl TerminalPanels {
                         Ok(lease) => lease,
                         Err(error) => return EffectOutcome::Failed { effect: EffectState::Complete, error },
                     };
-                    EffectOutcome::Succeeded(to_value(&TerminalCreated {
+                    EffectOutcome::succeeded(&TerminalCreated {
                         panel_id,
                         terminal_session_id: session_id,
                         generation,
                         lease_id: lease.lease_id,
                         domain_revision: revision,
                         pid: terminal.pid(),
-                    }))
+                    })
                 },
             )
             .await
@@ -444,7 +439,7 @@ impl TerminalPanels {
             panel_id: &input.panel_id,
             generation: &input.generation,
             lease: Some(&input.lease_id),
-            payload: to_value(&input),
+            payload: to_json(&input)?,
         };
         let panel_id = input.panel_id.clone();
         self.broker
@@ -455,11 +450,11 @@ impl TerminalPanels {
                 |_| Ok(()),
                 |runtime, (), _context| async move {
                     match runtime.terminal.interrupt() {
-                        Ok(sent) => EffectOutcome::Succeeded(to_value(&Interrupted {
+                        Ok(sent) => EffectOutcome::succeeded(&Interrupted {
                             panel_id,
                             process_group: sent.process_group,
                             signal: "SIGINT".to_owned(),
-                        })),
+                        }),
                         Err(error) => EffectOutcome::Failed {
                             effect: EffectState::None,
                             error: ToolError::new(
@@ -485,12 +480,10 @@ impl TerminalPanels {
         // The terminal has ended by then, whether or not the panel can be removed.
         let ending = |runtime: TerminalRuntime| async move {
             let status = runtime.terminal.close(CLOSE_GRACE).await;
-            move |panel_id, revision| {
-                to_value(&TerminalClosed {
-                    panel_id,
-                    exited: exit_view(status),
-                    domain_revision: revision,
-                })
+            move |panel_id, revision| TerminalClosed {
+                panel_id,
+                exited: exit_view(status),
+                domain_revision: revision,
             }
         };
         (self.runtimes)
