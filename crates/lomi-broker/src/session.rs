@@ -241,15 +241,7 @@ impl Broker {
                     Ok(workspace.view())
                 });
                 match applied {
-                    Ok(workspace) => {
-                        match serde_json::to_value(WorkspaceUpdateResult { workspace }) {
-                            Ok(value) => EffectOutcome::Succeeded(value),
-                            Err(e) => EffectOutcome::Unknown {
-                                effect: EffectState::Complete,
-                                message: e.to_string(),
-                            },
-                        }
-                    }
+                    Ok(workspace) => EffectOutcome::succeeded(&WorkspaceUpdateResult { workspace }),
                     Err(error) => EffectOutcome::Failed {
                         effect: EffectState::None,
                         error,

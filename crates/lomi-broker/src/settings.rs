@@ -671,13 +671,7 @@ impl Broker {
                     apply(domain, section, &values, Changer::Agent)
                 });
                 match applied {
-                    Ok(updated) => match serde_json::to_value(updated) {
-                        Ok(value) => EffectOutcome::Succeeded(value),
-                        Err(e) => EffectOutcome::Unknown {
-                            effect: EffectState::Complete,
-                            message: e.to_string(),
-                        },
-                    },
+                    Ok(updated) => EffectOutcome::succeeded(&updated),
                     Err(error) => EffectOutcome::Failed {
                         effect: EffectState::None,
                         error,
