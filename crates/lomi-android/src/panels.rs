@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use lomi_broker::{
-    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, PanelCall,
-    PanelRecord, PanelRuntime, Runtimes, persist, to_json,
+    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, Opening,
+    PanelCall, PanelRecord, PanelRuntime, Placed, Runtimes, persist, to_json,
 };
 use lomi_protocol::tools::android::{
     AndroidAction, AndroidAttachInput, AndroidAttached, AndroidBounds, AndroidCaptureInput,
@@ -115,6 +115,16 @@ impl PanelRuntime for Runtime {
     fn live_generation(&self, panel: &PanelId) -> Result<String, ToolError> {
         AndroidPanels::live_generation(panel, self, None)
     }
+}
+
+/// What an attach learnt of the device it reached, for its result.
+struct Reached {
+    info: DeviceInfo,
+    generation: String,
+    screen: Screen,
+    density: Option<u32>,
+    /// The panel that had the device now has it at another generation.
+    reattached: bool,
 }
 
 /// The latest capture an agent took of a panel, for the person's window.
@@ -409,16 +419,7 @@ impl AndroidPanels {
             lomi_broker::check_name("title", title)?;
         }
         let workspace_id = input.workspace_id.clone();
-        let expected = input.expected_revision;
-        let change = LayoutChange {
-            tool: Tool::AndroidAttach,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            expected,
-            payload: to_json(&input)?,
-        };
+        let change = LayoutChange::of(Tool::AndroidAttach, &input, None)?;
         let serial = input.serial.clone();
         if serial.is_empty() || serial.len() > 256 || serial.chars().any(char::is_control) {
             return Err(ToolError::invalid(
@@ -444,8 +445,9 @@ impl AndroidPanels {
         let title = input.title.clone();
         let listed_serial = serial.clone();
         let listed_workspace = workspace_id.clone();
-        self.broker
-            .change_layout(
+        self.runtimes
+            .open(
+                &self.broker,
                 caller,
                 change,
                 confirmation,
@@ -473,39 +475,54 @@ impl AndroidPanels {
                     Ok(())
                 },
                 move |(), context| async move {
-                    let attached = panels.attach_effect(
-                        &creator,
-                        workspace_id,
-                        expected,
-                        serial,
-                        tcp_address,
-                        title,
-                    );
+                    let attached = panels.attach_effect(workspace_id, serial, tcp_address, title);
                     // Cancelled while the device was reached: nothing was added to the
                     // workspace; `adb connect` may have added the device to adb's list.
-                    lomi_broker::unless_cancelled(&context.cancel, attached)
-                        .await
-                        .unwrap_or(EffectOutcome::Cancelled {
+                    let Some(attached) =
+                        lomi_broker::unless_cancelled(&context.cancel, attached).await
+                    else {
+                        return Err(EffectOutcome::Cancelled {
                             effect: if tcp_address.is_some() {
                                 EffectState::Partial
                             } else {
                                 EffectState::None
                             },
+                        });
+                    };
+                    let (opening, reached) = attached?;
+                    let done = move |broker: &Broker, placed: Placed| {
+                        let generation = reached.generation;
+                        let lease = broker.lease_acquire(&creator, &placed.panel_id, &generation)?;
+                        let (screen_width, screen_height) = reached.screen.reported();
+                        Ok(AndroidAttached {
+                            panel_id: placed.panel_id,
+                            serial: reached.info.serial,
+                            generation,
+                            lease_id: lease.lease_id,
+                            domain_revision: placed.revision,
+                            model: reached.info.model,
+                            api_level: reached.info.api_level,
+                            screen_width,
+                            screen_height,
+                            screen_density: reached.density,
+                            reattached: reached.reattached,
                         })
+                    };
+                    Ok((opening, done))
                 },
             )
             .await
     }
 
+    /// Reaches the device and makes its runtime, or renews the one of the panel that has
+    /// it in this workspace already.
     async fn attach_effect(
         &self,
-        creator: &PairingId,
         workspace_id: WorkspaceId,
-        expected: lomi_protocol::DomainRevision,
         serial: String,
         tcp_address: Option<SocketAddrV4>,
         title: Option<String>,
-    ) -> EffectOutcome {
+    ) -> Result<(Opening<Runtime>, Reached), EffectOutcome> {
         let server = self.server;
         let ready = blocking(move || {
             let info = ready_device(server, &serial, tcp_address)?;
@@ -528,7 +545,7 @@ impl AndroidPanels {
         let (info, device, generation, screen, density) = match ready {
             Ok(ready) => ready,
             Err(error) => {
-                return EffectOutcome::Failed {
+                return Err(EffectOutcome::Failed {
                     // `adb connect` may have added the device to the adb server's list.
                     effect: if tcp_address.is_some() {
                         EffectState::Partial
@@ -536,7 +553,7 @@ impl AndroidPanels {
                         EffectState::None
                     },
                     error: ToolError::new(error.code(), error.to_string()),
-                };
+                });
             }
         };
         let generation = generation.to_string();
@@ -548,7 +565,7 @@ impl AndroidPanels {
                 runtime.workspace_id == workspace_id && runtime.device.serial() == info.serial
             })
             .map(|(id, runtime)| (id.clone(), runtime.generation.clone()));
-        let (panel_id, domain_revision, reattached) = match existing {
+        let (opening, reattached) = match existing {
             Some((panel_id, previous)) => {
                 let reattached = previous.as_deref() != Some(generation.as_str());
                 if let Some(runtime) = self.runtimes.lock().get_mut(&panel_id) {
@@ -562,7 +579,7 @@ impl AndroidPanels {
                 }
                 self.broker
                     .panel_set_generation(&panel_id, Some(generation.clone()));
-                (panel_id, expected, reattached)
+                (Opening::Kept(panel_id), reattached)
             }
             None => {
                 let title = title.unwrap_or_else(|| match &info.model {
@@ -585,42 +602,17 @@ impl AndroidPanels {
                     density,
                     snapshot: None,
                 };
-                match self
-                    .broker
-                    .place_panel(&self.runtimes, expected, record, runtime)
-                {
-                    Ok((panel_id, revision)) => (panel_id, revision, false),
-                    Err(error) => {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error,
-                        };
-                    }
-                }
+                (Opening::New(record, runtime), false)
             }
         };
-        let lease = match self.broker.lease_acquire(creator, &panel_id, &generation) {
-            Ok(lease) => lease,
-            Err(error) => {
-                return EffectOutcome::Failed {
-                    effect: EffectState::Complete,
-                    error,
-                };
-            }
-        };
-        EffectOutcome::succeeded(&AndroidAttached {
-            panel_id,
-            serial: info.serial,
+        let reached = Reached {
+            info,
             generation,
-            lease_id: lease.lease_id,
-            domain_revision,
-            model: info.model,
-            api_level: info.api_level,
-            screen_width: screen.reported().0,
-            screen_height: screen.reported().1,
-            screen_density: density,
+            screen,
+            density,
             reattached,
-        })
+        };
+        Ok((opening, reached))
     }
 
     /// `lomi_android_detach`: forgets the panel's device connection and removes the panel

@@ -45,7 +45,9 @@ pub use lomi_store::{ManualClock, SystemClock};
 pub use pairings::{CreatedPairing, MAX_PENDING_PAIRINGS, PENDING_LIFETIME, PairingSummary};
 pub use panels::{InputFailure, LeasedInput, PanelRecord};
 pub use projects::{ProjectChange, ProjectRequest};
-pub use runtimes::{LayoutChange, PanelCall, PanelRuntime, Runtimes};
+pub use runtimes::{
+    LayoutChange, LayoutRequest, Opening, PanelCall, PanelRuntime, Placed, Runtimes,
+};
 pub use settings::{Changer, Settings, check_provider_name};
 pub use tokio_util::sync::CancellationToken;
 

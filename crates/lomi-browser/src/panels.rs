@@ -10,8 +10,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::prelude::BASE64_STANDARD;
 use lomi_broker::{
-    Broker, CancellationToken, Confirmation, EffectOutcome, LayoutChange, PanelCall, PanelRecord,
-    PanelRuntime, ProjectChange, Runtimes, to_json,
+    Broker, CancellationToken, Confirmation, EffectOutcome, LayoutChange, Opening, PanelCall,
+    PanelRecord, PanelRuntime, Placed, ProjectChange, Runtimes, to_json,
 };
 use lomi_files::confine::write_into;
 use lomi_protocol::tools::browser::{
@@ -118,6 +118,24 @@ impl PanelRuntime for BrowserRuntime {
             Some(gone) => Err(tool_error(gone)),
             None => Ok(self.browser.generation().to_owned()),
         }
+    }
+
+    /// Notices a browser that ends without being closed: its panel keeps its place but has
+    /// no runtime generation until it is closed.
+    fn watch(&self, broker: &Broker, panel: &PanelId) {
+        let (broker, panel, browser) = (broker.clone(), panel.clone(), self.browser.clone());
+        tokio::spawn(async move {
+            if let Exit::Crashed(why) = browser.exited().await {
+                tracing::warn!("the browser of panel {panel} ended: {why}");
+                broker.panel_set_generation(&panel, None);
+            }
+        });
+    }
+
+    /// The browser ran: closed, it leaves the effect partial.
+    async fn abandon(self) -> EffectState {
+        self.browser.close().await;
+        EffectState::Partial
     }
 }
 
@@ -532,16 +550,7 @@ impl BrowserPanels {
             self.broker
                 .key_project(caller, &input.workspace_id, input.project_id.as_ref())?;
         let workspace_id = input.workspace_id.clone();
-        let expected = input.expected_revision;
-        let change = LayoutChange {
-            tool: Tool::BrowserCreate,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: Some(project_id.clone()),
-            expected,
-            payload: to_json(&input)?,
-        };
+        let change = LayoutChange::of(Tool::BrowserCreate, &input, Some(project_id.clone()))?;
         let panels = self.clone();
         let title = input.title.clone();
         let options = BrowserOptions {
@@ -550,8 +559,9 @@ impl BrowserPanels {
             ..self.options.clone()
         };
         let anchor = project_id.clone();
-        self.broker
-            .change_layout(
+        self.runtimes
+            .open(
+                &self.broker,
                 caller,
                 change,
                 Confirmation::Policy,
@@ -569,10 +579,10 @@ impl BrowserPanels {
                     if let Some(dir) = &profile
                         && let Some(holder) = panels.profile_holder(dir)
                     {
-                        return EffectOutcome::Failed {
+                        return Err(EffectOutcome::Failed {
                             effect: EffectState::None,
                             error: profile_in_use(&workspace_id, &holder),
-                        };
+                        });
                     }
                     let options = BrowserOptions {
                         profile: profile.clone(),
@@ -587,30 +597,30 @@ impl BrowserPanels {
                     )
                     .await
                     else {
-                        return EffectOutcome::Cancelled {
+                        return Err(EffectOutcome::Cancelled {
                             effect: EffectState::None,
-                        };
+                        });
                     };
                     let browser = match launched {
                         Ok(browser) => browser,
                         Err(error) => {
-                            return EffectOutcome::Failed {
+                            return Err(EffectOutcome::Failed {
                                 effect: EffectState::None,
                                 error: ToolError::new(
                                     ErrorCode::RuntimeUnavailable,
                                     format!("the browser did not start: {error}"),
                                 ),
-                            };
+                            });
                         }
                     };
                     let tab_id = match browser.active_tab() {
                         Ok(tab) => tab.id,
                         Err(error) => {
                             browser.close().await;
-                            return EffectOutcome::Failed {
+                            return Err(EffectOutcome::Failed {
                                 effect: EffectState::Partial,
                                 error: tool_error(error),
-                            };
+                            });
                         }
                     };
                     let record = PanelRecord {
@@ -620,51 +630,27 @@ impl BrowserPanels {
                         project_id: Some(project_id.clone()),
                         generation: Some(generation.clone()),
                     };
+                    let pid = browser.pid();
                     let runtime = BrowserRuntime {
-                        browser: browser.clone(),
+                        browser,
                         workspace_id,
                         project_id,
                         root,
                         profile,
                     };
-                    let (panel_id, revision) = match context.broker.place_panel(
-                        &panels.runtimes,
-                        expected,
-                        record,
-                        runtime,
-                    ) {
-                        Ok(placed) => placed,
-                        Err(error) => {
-                            browser.close().await;
-                            return EffectOutcome::Failed {
-                                effect: EffectState::Partial,
-                                error,
-                            };
-                        }
+                    let done = move |_: &Broker, placed: Placed| {
+                        Ok(BrowserCreated {
+                            panel_id: placed.panel_id,
+                            browser_generation: generation,
+                            tab_id,
+                            domain_revision: placed.revision,
+                            pid,
+                        })
                     };
-                    panels.watch(panel_id.clone(), browser.clone());
-                    EffectOutcome::succeeded(&BrowserCreated {
-                        panel_id,
-                        browser_generation: generation,
-                        tab_id,
-                        domain_revision: revision,
-                        pid: browser.pid(),
-                    })
+                    Ok((Opening::New(record, runtime), done))
                 },
             )
             .await
-    }
-
-    /// Notices a browser that ends without being closed: its panel keeps its place but has
-    /// no runtime generation until it is closed.
-    fn watch(&self, panel: PanelId, browser: Browser) {
-        let broker = self.broker.clone();
-        tokio::spawn(async move {
-            if let Exit::Crashed(why) = browser.exited().await {
-                tracing::warn!("the browser of panel {panel} ended: {why}");
-                broker.panel_set_generation(&panel, None);
-            }
-        });
     }
 
     /// A browser operation on the active tab (none: nothing happens), in the engine's panel

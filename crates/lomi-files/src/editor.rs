@@ -285,16 +285,7 @@ impl ProjectEditor {
             )));
         }
         let workspace_id = input.workspace_id.clone();
-        let expected = input.expected_revision;
-        let change = LayoutChange {
-            tool: Tool::WorkspaceClose,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            expected,
-            payload: to_json(&input)?,
-        };
+        let change = LayoutChange::of(Tool::WorkspaceClose, &input, None)?;
         let documents = self.documents.clone();
         self.broker
             .change_layout(

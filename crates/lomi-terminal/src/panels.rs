@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use lomi_broker::{
-    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, PanelCall,
-    PanelRecord, PanelRuntime, Runtimes, to_json,
+    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, Opening,
+    PanelCall, PanelRecord, PanelRuntime, Placed, Runtimes, to_json,
 };
 use lomi_files::confine::confined_existing_dir;
 use lomi_protocol::tools::operations::OperationView;
@@ -46,6 +46,16 @@ pub struct TerminalRuntime {
 impl PanelRuntime for TerminalRuntime {
     fn live_generation(&self, _panel: &PanelId) -> Result<String, ToolError> {
         Ok(self.generation.clone())
+    }
+
+    fn watch(&self, broker: &Broker, panel: &PanelId) {
+        watch_progress(broker.clone(), panel.clone(), self.terminal.clone());
+    }
+
+    /// The process ran (it printed): stopped, it leaves the effect partial.
+    async fn abandon(self) -> EffectState {
+        self.terminal.close(CLOSE_GRACE).await;
+        EffectState::Partial
     }
 }
 
@@ -130,22 +140,14 @@ impl TerminalPanels {
             self.broker
                 .key_project(caller, &input.workspace_id, input.project_id.as_ref())?;
         let workspace_id = input.workspace_id.clone();
-        let expected = input.expected_revision;
-        let change = LayoutChange {
-            tool: Tool::TerminalCreate,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: Some(project_id.clone()),
-            expected,
-            payload: to_json(&input)?,
-        };
-        let panels = self.clone();
+        let change = LayoutChange::of(Tool::TerminalCreate, &input, Some(project_id.clone()))?;
+        let owner = self.owner.clone();
         let anchor = project_id.clone();
         let creator = caller.clone();
         let title = input.title.clone();
-        self.broker
-            .change_layout(
+        self.runtimes
+            .open(
+                &self.broker,
                 caller,
                 change,
                 Confirmation::Policy,
@@ -172,29 +174,29 @@ impl TerminalPanels {
                     } else {
                         argv
                     };
-                    config.marker = Some(format!("{}{}", panels.owner, hex_id(&context.broker)));
+                    config.marker = Some(format!("{owner}{}", hex_id(&context.broker)));
                     if context.cancel.is_cancelled() {
-                        return EffectOutcome::Cancelled { effect: EffectState::None };
+                        return Err(EffectOutcome::Cancelled { effect: EffectState::None });
                     }
                     let terminal = match Terminal::spawn(config) {
                         Ok(terminal) => terminal,
                         Err(error) => {
-                            return EffectOutcome::Failed {
+                            return Err(EffectOutcome::Failed {
                                 effect: EffectState::None,
                                 error: ToolError::invalid(format!("the terminal did not start: {error}")),
-                            };
+                            });
                         }
                     };
                     // Cancelled before the process spoke: it is stopped, and nothing was added.
-                                        let Some(spoke) =
+                    let Some(spoke) =
                         lomi_broker::unless_cancelled(&context.cancel, terminal.first_output(FIRST_OUTPUT)).await
                     else {
                         terminal.close(CLOSE_GRACE).await;
-                        return EffectOutcome::Cancelled { effect: EffectState::Partial };
+                        return Err(EffectOutcome::Cancelled { effect: EffectState::Partial });
                     };
                     if !spoke {
                         let status = terminal.close(CLOSE_GRACE).await;
-                        return EffectOutcome::Failed {
+                        return Err(EffectOutcome::Failed {
                             effect: EffectState::Partial,
                             error: ToolError::new(
                                 ErrorCode::RuntimeUnavailable,
@@ -204,7 +206,7 @@ impl TerminalPanels {
                                     FIRST_OUTPUT.as_secs()
                                 ),
                             ),
-                        };
+                        });
                     }
                     let generation = format!("g{}", hex_id(&context.broker));
                     let session_id = format!("ts_{}", hex_id(&context.broker));
@@ -215,33 +217,25 @@ impl TerminalPanels {
                         project_id: Some(project_id),
                         generation: Some(generation.clone()),
                     };
+                    let pid = terminal.pid();
                     let runtime = TerminalRuntime {
-                        terminal: terminal.clone(),
+                        terminal,
                         session_id: session_id.clone(),
                         generation: generation.clone(),
                         workspace_id,
                     };
-                    let (panel_id, revision) =
-                        match context.broker.place_panel(&panels.runtimes, expected, record, runtime) {
-                            Ok(placed) => placed,
-                            Err(error) => {
-                                terminal.close(CLOSE_GRACE).await;
-                                return EffectOutcome::Failed { effect: EffectState::Partial, error };
-                            }
-                        };
-                    watch_progress(context.broker.clone(), panel_id.clone(), terminal.clone());
-                    let lease = match context.broker.lease_acquire(&creator, &panel_id, &generation) {
-                        Ok(lease) => lease,
-                        Err(error) => return EffectOutcome::Failed { effect: EffectState::Complete, error },
+                    let done = move |broker: &Broker, placed: Placed| {
+                        let lease = broker.lease_acquire(&creator, &placed.panel_id, &generation)?;
+                        Ok(TerminalCreated {
+                            panel_id: placed.panel_id,
+                            terminal_session_id: session_id,
+                            generation,
+                            lease_id: lease.lease_id,
+                            domain_revision: placed.revision,
+                            pid,
+                        })
                     };
-                    EffectOutcome::succeeded(&TerminalCreated {
-                        panel_id,
-                        terminal_session_id: session_id,
-                        generation,
-                        lease_id: lease.lease_id,
-                        domain_revision: revision,
-                        pid: terminal.pid(),
-                    })
+                    Ok((Opening::New(record, runtime), done))
                 },
             )
             .await
