@@ -39,6 +39,31 @@ pub struct Mutation {
     pub permit: Permit,
 }
 
+impl Mutation {
+    /// A mutation keyed by a tool input's retry epoch and request key, with the whole input
+    /// as its payload, acting in `workspace_id` and waiting for `permit`; it names no project,
+    /// runtime generation or revision until the caller sets them.
+    pub fn of(
+        tool: Tool,
+        (retry_epoch, request_key): (&RetryEpoch, &RequestKey),
+        input: &impl serde::Serialize,
+        workspace_id: WorkspaceId,
+        permit: Permit,
+    ) -> Result<Mutation, ToolError> {
+        Ok(Mutation {
+            tool,
+            retry_epoch: retry_epoch.clone(),
+            request_key: request_key.clone(),
+            workspace_id,
+            project_id: None,
+            payload: to_json(input)?,
+            generation: None,
+            revision: None,
+            permit,
+        })
+    }
+}
+
 /// What a mutation holds while its effect runs: changes to one workspace's layout, one
 /// project's files, or one panel's runtime go one at a time.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -20,7 +20,7 @@ use lomi_protocol::{
 use lomi_store::{ReceiptKey, RetryEpochRecord};
 
 use crate::domain::{Project, Workspace, check_name};
-use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit, to_json, view};
+use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit, view};
 use crate::{Broker, RETRY_EPOCH_LIFETIME, store_error, waiting_on_disk};
 
 /// Default and largest page of `lomi_events_read`.
@@ -198,15 +198,14 @@ impl Broker {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let mutation = Mutation {
-            tool: Tool::WorkspaceUpdate,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            payload: to_json(&input)?,
-            generation: None,
             revision: Some(expected.to_string()),
-            permit: Permit::Workspace(workspace_id.clone()),
+            ..Mutation::of(
+                Tool::WorkspaceUpdate,
+                (&input.retry_epoch, &input.request_key),
+                &input,
+                workspace_id.clone(),
+                Permit::Workspace(workspace_id.clone()),
+            )?
         };
         let check_id = workspace_id.clone();
         let layout = match &input.change {

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::Broker;
 use crate::domain::Domain;
-use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit, to_json};
+use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit};
 
 /// Longest system prompt, in bytes.
 const MAX_SYSTEM_PROMPT: usize = 32 * 1024;
@@ -645,15 +645,14 @@ impl Broker {
         let section = input.section;
         let expected = input.expected_settings_revision;
         let mutation = Mutation {
-            tool: Tool::SettingsUpdate,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id,
-            project_id: None,
-            payload: to_json(&input)?,
-            generation: None,
             revision: Some(format!("{section}:{expected}")),
-            permit: Permit::Settings,
+            ..Mutation::of(
+                Tool::SettingsUpdate,
+                (&input.retry_epoch, &input.request_key),
+                &input,
+                workspace_id,
+                Permit::Settings,
+            )?
         };
         let values = input.values;
         self.operate(

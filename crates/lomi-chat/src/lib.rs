@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use lomi_broker::{
     Broker, CancellationToken, Confirmation, EffectOutcome, Mutation, Permit, conversation_stale,
-    to_json,
 };
 use lomi_protocol::tools::chat::{ChatRole, ChatSendInput, ChatSent, MessageState};
 use lomi_protocol::tools::operations::OperationView;
@@ -173,15 +172,14 @@ impl ChatSends {
             input.expected_draft_revision,
         );
         let mutation = Mutation {
-            tool: Tool::ChatSend,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            payload: to_json(&input)?,
-            generation: None,
             revision: Some(format!("{expected}:{expected_draft}")),
-            permit: Permit::Conversation(id.clone()),
+            ..Mutation::of(
+                Tool::ChatSend,
+                (&input.retry_epoch, &input.request_key),
+                &input,
+                workspace_id.clone(),
+                Permit::Conversation(id.clone()),
+            )?
         };
         let find = {
             let sends = self.clone();
