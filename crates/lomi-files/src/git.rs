@@ -2,7 +2,7 @@
 //! commit and branch are operations under the project's permit. Git runs without a shell, with
 //! every argument its own argv entry, literal pathspecs after `--`, and no prompts.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use lomi_broker::ProjectChange;
 use lomi_broker::{Broker, EffectOutcome};
@@ -17,6 +17,8 @@ use serde_json::Value;
 pub(crate) mod repository;
 
 use repository::{GitError, MAX_MESSAGE_BYTES, Repository, branch_name, git_path};
+
+use crate::tools::{ProjectEffect, mutate};
 
 const DEFAULT_DIFF_BYTES: u32 = 256 * 1024;
 const MAX_DIFF_BYTES: u32 = 4 * 1024 * 1024;
@@ -121,7 +123,8 @@ impl ProjectGit {
             .map(|p| git_path(p))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| e.to_tool_error())?;
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of(Tool::GitStage, &input, None)?,
             Change::Stage { paths },
@@ -143,7 +146,8 @@ impl ProjectGit {
             expected_head: input.expected_head_revision.clone(),
         };
         let revision = Some(input.expected_head_revision.clone());
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of(Tool::GitCommit, &input, revision)?,
             change,
@@ -163,30 +167,13 @@ impl ProjectGit {
             create: input.create,
             allow_uncommitted: input.allow_uncommitted.unwrap_or(false),
         };
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of(Tool::GitBranch, &input, None)?,
             change,
         )
         .await
-    }
-
-    /// One Git mutation through the engine, under the project's permit (shared with the file
-    /// tools), so Lomi's own changes to the project never interleave with it.
-    async fn mutate(
-        &self,
-        caller: &PairingId,
-        request: ProjectChange<'_>,
-        change: Change,
-    ) -> Result<OperationView, ToolError> {
-        self.broker
-            .change_project(
-                caller,
-                request,
-                async { Ok(()) },
-                move |root, (), _context| async move { apply(&root, change).await },
-            )
-            .await
     }
 }
 
@@ -364,6 +351,12 @@ fn refused(error: GitError) -> EffectOutcome {
             effect: EffectState::None,
             error: error.to_tool_error(),
         },
+    }
+}
+
+impl ProjectEffect for Change {
+    async fn apply(self, root: PathBuf) -> EffectOutcome {
+        apply(&root, self).await
     }
 }
 

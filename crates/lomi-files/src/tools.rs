@@ -226,7 +226,8 @@ impl ProjectFiles {
             folder: Folder::default(),
         };
         let revision = Some(input.expected_disk_revision.clone());
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of(Tool::FileWrite, &input, revision)?,
             change,
@@ -254,7 +255,8 @@ impl ProjectFiles {
                 expected_revision: input.expected_parent_revision.clone(),
             },
         };
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of(Tool::FileCreate, &input, None)?,
             change,
@@ -277,7 +279,8 @@ impl ProjectFiles {
             },
         };
         let revision = input.expected_disk_revision.clone();
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of(Tool::FileRename, &input, revision)?,
             change,
@@ -299,7 +302,8 @@ impl ProjectFiles {
             },
         };
         let revision = input.expected_parent_revision.clone();
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of(Tool::DirCreate, &input, revision)?,
             change,
@@ -317,43 +321,13 @@ impl ProjectFiles {
             expected: input.expected_revision.clone(),
         };
         let revision = Some(input.expected_revision.clone());
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of(Tool::FileDelete, &input, revision)?,
             change,
         )
         .await
-    }
-
-    /// One file mutation through the engine. The runtime's own revision check happens at
-    /// dispatch, under the project's permit, so two writers with the same expected revision
-    /// cannot both win.
-    async fn mutate(
-        &self,
-        caller: &PairingId,
-        request: ProjectChange<'_>,
-        change: Change,
-    ) -> Result<OperationView, ToolError> {
-        self.broker
-            .change_project(
-                caller,
-                request,
-                async { Ok(()) },
-                move |root, (), _context| async move {
-                    match lomi_broker::off_thread(move || apply(&root, change)).await {
-                        Ok(changed) => EffectOutcome::succeeded(&changed),
-                        Err(FilesError::Io(message)) => EffectOutcome::Unknown {
-                            effect: EffectState::Unknown,
-                            message: format!("the file system failed mid-change: {message}"),
-                        },
-                        Err(e) => EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error: e.into(),
-                        },
-                    }
-                },
-            )
-            .await
     }
 }
 
@@ -363,6 +337,47 @@ impl ProjectFiles {
 enum Applied {
     File(FileChanged),
     Dir(DirCreated),
+}
+
+/// What a file or Git tool does to its project, run in its operation's effect with the
+/// project's root.
+pub(crate) trait ProjectEffect: Send + 'static {
+    fn apply(self, root: PathBuf) -> impl Future<Output = EffectOutcome> + Send;
+}
+
+/// One file or Git mutation through the engine, under the project's permit: the runtime's own
+/// check (a disk revision, the head) happens at dispatch, so two writers with the same expected
+/// revision cannot both win, and Lomi's file and Git changes to a project never interleave.
+pub(crate) async fn mutate(
+    broker: &Broker,
+    caller: &PairingId,
+    request: ProjectChange<'_>,
+    change: impl ProjectEffect,
+) -> Result<OperationView, ToolError> {
+    broker
+        .change_project(
+            caller,
+            request,
+            async { Ok(()) },
+            move |root, (), _context| change.apply(root),
+        )
+        .await
+}
+
+impl ProjectEffect for Change {
+    async fn apply(self, root: PathBuf) -> EffectOutcome {
+        match lomi_broker::off_thread(move || apply(&root, self)).await {
+            Ok(changed) => EffectOutcome::succeeded(&changed),
+            Err(FilesError::Io(message)) => EffectOutcome::Unknown {
+                effect: EffectState::Unknown,
+                message: format!("the file system failed mid-change: {message}"),
+            },
+            Err(e) => EffectOutcome::Failed {
+                effect: EffectState::None,
+                error: e.into(),
+            },
+        }
+    }
 }
 
 fn apply(root: &std::path::Path, change: Change) -> Result<Applied, FilesError> {
