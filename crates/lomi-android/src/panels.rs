@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use lomi_broker::{
-    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, Opening,
+    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedRequest, Opening,
     PanelCall, PanelRecord, PanelRuntime, Placed, Runtimes, persist, to_json,
 };
 use lomi_protocol::tools::android::{
@@ -854,24 +854,14 @@ impl AndroidPanels {
         let action = input.action.clone();
         let (mut accepted, duplicate): (AndroidInputAccepted, bool) = self
             .broker
-            .lease_input(
-                caller,
-                LeasedInput {
-                    lease: &input.lease_id,
-                    panel: &input.panel_id,
-                    generation: &input.generation,
-                    sequence,
-                    payload,
-                },
-                || async move {
-                    let dispatched = panels.dispatch(&panel_id, &generation, action).await?;
-                    Ok(AndroidInputAccepted {
-                        input_sequence: sequence.to_string(),
-                        duplicate: false,
-                        dispatched,
-                    })
-                },
-            )
+            .lease_input(caller, input.leased(payload), || async move {
+                let dispatched = panels.dispatch(&panel_id, &generation, action).await?;
+                Ok(AndroidInputAccepted {
+                    input_sequence: sequence.to_string(),
+                    duplicate: false,
+                    dispatched,
+                })
+            })
             .await?;
         accepted.duplicate = duplicate;
         Ok(accepted)

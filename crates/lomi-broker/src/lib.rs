@@ -43,7 +43,7 @@ pub use engine::{
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};
 pub use pairings::{CreatedPairing, MAX_PENDING_PAIRINGS, PENDING_LIFETIME, PairingSummary};
-pub use panels::{InputFailure, LeasedInput, PanelRecord};
+pub use panels::{InputFailure, LeasedInput, LeasedRequest, PanelRecord};
 pub use projects::{ProjectChange, ProjectRequest};
 pub use runtimes::{
     LayoutChange, LayoutRequest, Opening, PanelCall, PanelRuntime, Placed, Runtimes,

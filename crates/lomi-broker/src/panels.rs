@@ -56,6 +56,35 @@ pub struct LeasedInput<'a> {
     pub payload: Value,
 }
 
+/// An input of a tool that sends ordered input under a lease: it names the lease, the panel,
+/// the runtime generation and its sequence number, with the same field names on every such
+/// tool.
+pub trait LeasedRequest {
+    /// The input as `lease_input` checks it, with `payload` (what is sent) for its fingerprint.
+    fn leased(&self, payload: Value) -> LeasedInput<'_>;
+}
+
+macro_rules! leased_requests {
+    ($($input:ty),* $(,)?) => {
+        $(impl LeasedRequest for $input {
+            fn leased(&self, payload: Value) -> LeasedInput<'_> {
+                LeasedInput {
+                    lease: &self.lease_id,
+                    panel: &self.panel_id,
+                    generation: &self.generation,
+                    sequence: self.input_sequence,
+                    payload,
+                }
+            }
+        })*
+    };
+}
+
+leased_requests!(
+    lomi_protocol::tools::terminal::TerminalInputInput,
+    lomi_protocol::tools::android::AndroidInputInput,
+);
+
 /// Why an ordered input was not acknowledged.
 pub enum InputFailure {
     /// Nothing reached the runtime: the sequence stays free, for this payload or another.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use lomi_broker::{
-    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, Opening,
+    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedRequest, Opening,
     PanelCall, PanelRecord, PanelRuntime, Placed, Runtimes, to_json,
 };
 use lomi_files::confine::confined_existing_dir;
@@ -279,13 +279,7 @@ impl TerminalPanels {
             .broker
             .lease_input(
                 caller,
-                LeasedInput {
-                    lease: &input.lease_id,
-                    panel: &input.panel_id,
-                    generation: &input.generation,
-                    sequence,
-                    payload,
-                },
+                input.leased(payload),
                 || async move {
                     let cursor = terminal.output_cursor();
                     // A program that stops reading fills the PTY; do not hold the lease forever.
