@@ -367,18 +367,13 @@ impl Broker {
     ) -> Result<OperationView, ToolError> {
         let workspace_id = self.retry_epoch_workspace(caller, &input.retry_epoch)?;
         check_title(&input.title)?;
-        let mutation = Mutation {
-            tool: Tool::ChatCreate,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
-            generation: None,
-            revision: None,
-            permit: Permit::Chat(workspace_id.clone()),
-        };
+        let mutation = Mutation::of(
+            Tool::ChatCreate,
+            (&input.retry_epoch, &input.request_key),
+            &input,
+            workspace_id.clone(),
+            Permit::Chat(workspace_id.clone()),
+        )?;
         let title = input.title;
         self.operate(
             caller,
@@ -421,16 +416,14 @@ impl Broker {
         let id = input.conversation_id.clone();
         let expected = input.expected_draft_revision;
         let mutation = Mutation {
-            tool: Tool::ChatDraftUpdate,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
-            generation: None,
             revision: Some(expected.to_string()),
-            permit: Permit::Draft(id.clone()),
+            ..Mutation::of(
+                Tool::ChatDraftUpdate,
+                (&input.retry_epoch, &input.request_key),
+                &input,
+                workspace_id.clone(),
+                Permit::Draft(id.clone()),
+            )?
         };
         let find = {
             let broker = self.clone();

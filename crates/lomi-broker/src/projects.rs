@@ -54,17 +54,21 @@ project_requests!(
 
 impl<'a> ProjectChange<'a> {
     /// The change a project tool's input asks for, compared by `revision` when it names one.
-    pub fn of(tool: Tool, input: &'a impl ProjectRequest, revision: Option<String>) -> Self {
+    pub fn of(
+        tool: Tool,
+        input: &'a impl ProjectRequest,
+        revision: Option<String>,
+    ) -> Result<Self, ToolError> {
         let (workspace, project, retry_epoch, request_key) = input.place();
-        ProjectChange {
+        Ok(ProjectChange {
             tool,
             workspace,
             project,
             retry_epoch,
             request_key,
-            payload: serde_json::to_value(input).unwrap_or(Value::Null),
+            payload: crate::to_json(input)?,
             revision,
-        }
+        })
     }
 }
 

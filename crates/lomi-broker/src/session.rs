@@ -198,16 +198,14 @@ impl Broker {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let mutation = Mutation {
-            tool: Tool::WorkspaceUpdate,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
-            generation: None,
             revision: Some(expected.to_string()),
-            permit: Permit::Workspace(workspace_id.clone()),
+            ..Mutation::of(
+                Tool::WorkspaceUpdate,
+                (&input.retry_epoch, &input.request_key),
+                &input,
+                workspace_id.clone(),
+                Permit::Workspace(workspace_id.clone()),
+            )?
         };
         let check_id = workspace_id.clone();
         let layout = match &input.change {
@@ -242,15 +240,7 @@ impl Broker {
                     Ok(workspace.view())
                 });
                 match applied {
-                    Ok(workspace) => {
-                        match serde_json::to_value(WorkspaceUpdateResult { workspace }) {
-                            Ok(value) => EffectOutcome::Succeeded(value),
-                            Err(e) => EffectOutcome::Unknown {
-                                effect: EffectState::Complete,
-                                message: e.to_string(),
-                            },
-                        }
-                    }
+                    Ok(workspace) => EffectOutcome::succeeded(&WorkspaceUpdateResult { workspace }),
                     Err(error) => EffectOutcome::Failed {
                         effect: EffectState::None,
                         error,

@@ -645,16 +645,14 @@ impl Broker {
         let section = input.section;
         let expected = input.expected_settings_revision;
         let mutation = Mutation {
-            tool: Tool::SettingsUpdate,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id,
-            project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
-            generation: None,
             revision: Some(format!("{section}:{expected}")),
-            permit: Permit::Settings,
+            ..Mutation::of(
+                Tool::SettingsUpdate,
+                (&input.retry_epoch, &input.request_key),
+                &input,
+                workspace_id,
+                Permit::Settings,
+            )?
         };
         let values = input.values;
         self.operate(
@@ -672,13 +670,7 @@ impl Broker {
                     apply(domain, section, &values, Changer::Agent)
                 });
                 match applied {
-                    Ok(updated) => match serde_json::to_value(updated) {
-                        Ok(value) => EffectOutcome::Succeeded(value),
-                        Err(e) => EffectOutcome::Unknown {
-                            effect: EffectState::Complete,
-                            message: e.to_string(),
-                        },
-                    },
+                    Ok(updated) => EffectOutcome::succeeded(&updated),
                     Err(error) => EffectOutcome::Failed {
                         effect: EffectState::None,
                         error,

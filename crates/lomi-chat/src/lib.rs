@@ -164,16 +164,14 @@ impl ChatSends {
             input.expected_draft_revision,
         );
         let mutation = Mutation {
-            tool: Tool::ChatSend,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            payload: serde_json::to_value(&input)
-                .map_err(|e| ToolError::internal(e.to_string()))?,
-            generation: None,
             revision: Some(format!("{expected}:{expected_draft}")),
-            permit: Permit::Conversation(id.clone()),
+            ..Mutation::of(
+                Tool::ChatSend,
+                (&input.retry_epoch, &input.request_key),
+                &input,
+                workspace_id.clone(),
+                Permit::Conversation(id.clone()),
+            )?
         };
         let find = {
             let sends = self.clone();

@@ -50,18 +50,9 @@ impl Drop for RawMode {
 }
 
 pub async fn run(data_dir: &Path, panel: PanelId) -> anyhow::Result<()> {
-    let path = lomi_mcp::local::socket_path(data_dir);
-    let stream = tokio::net::UnixStream::connect(&path)
-        .await
-        .with_context(|| {
-            format!(
-                "no Lomi is running for {} (start it with `lomi serve --headless`)",
-                data_dir.display()
-            )
-        })?;
+    let hello = Hello::Attach(AttachHello { panel_id: panel });
+    let stream = lomi_mcp::local::connect(data_dir, &hello).await?;
     let (read, mut write) = stream.into_split();
-    let hello = serde_json::to_string(&Hello::Attach(AttachHello { panel_id: panel }))?;
-    write.write_all(format!("{hello}\n").as_bytes()).await?;
     let mut from_lomi = BufReader::new(read);
     let mut first = String::new();
     from_lomi.read_line(&mut first).await?;

@@ -140,12 +140,12 @@ impl BrowserPanels {
                     bytes: capture.png.len() as u64,
                     sha256: capture.sha256.clone(),
                 };
-                let tool = (Tool::BrowserCapture, to_value(&input));
+                let tool = (Tool::BrowserCapture, to_json(&input)?);
                 let png = capture.png.clone();
                 let operation = self
-                    .save_into(caller, tool, &runtime, save, png, to_value(&saved))
+                    .save_into(caller, tool, &runtime, save, png, to_json(&saved)?)
                     .await?;
-                Some(to_value(&operation))
+                Some(to_json(&operation)?)
             }
             None => None,
         };
@@ -180,7 +180,7 @@ impl BrowserPanels {
                 Tool::BrowserCapture,
                 &input.panel_id,
                 (&save.retry_epoch, &save.request_key),
-                to_value(input),
+                to_json(input)?,
             )
             .await?
         else {
@@ -190,6 +190,7 @@ impl BrowserPanels {
             .result
             .clone()
             .and_then(|result| serde_json::from_value(result).ok());
+        let details = json!({ "operation": to_json(&operation)? });
         let not_shown = |why: &str| {
             ToolError::new(
                 ErrorCode::NotFound,
@@ -198,7 +199,7 @@ impl BrowserPanels {
                     operation.state
                 ),
             )
-            .with_details(json!({ "operation": to_value(&operation) }))
+            .with_details(details.clone())
         };
         let Some(saved) = saved else {
             return Err(not_shown("it saved no image to show again"));
@@ -237,7 +238,7 @@ impl BrowserPanels {
                 scale: None,
                 inline: capture.png.len() <= MAX_INLINE_IMAGE_BYTES as usize,
                 tab_id,
-                saved: Some(to_value(&operation)),
+                saved: Some(to_json(&operation)?),
             },
             if capture.png.len() <= MAX_INLINE_IMAGE_BYTES as usize {
                 capture.png
@@ -348,7 +349,7 @@ impl BrowserPanels {
             project: Some(&project),
             retry_epoch: &input.retry_epoch,
             request_key: &input.request_key,
-            payload: to_value(&input),
+            payload: to_json(&input)?,
             revision: None,
         };
         let panels = self.clone();
@@ -392,7 +393,7 @@ impl BrowserPanels {
                         tab_id: tab.id.clone(),
                         url: tab.current_url(),
                     };
-                    write_into(root, path, pdf, overwrite, to_value(&saved)).await
+                    write_into(root, path, pdf, overwrite, saved).await
                 },
             )
             .await
@@ -472,11 +473,11 @@ impl BrowserPanels {
                     bytes: total as u64,
                     sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes)),
                 };
-                let tool = (Tool::BrowserNetworkBody, to_value(&input));
+                let tool = (Tool::BrowserNetworkBody, to_json(&input)?);
                 let operation = self
-                    .save_into(caller, tool, &runtime, save, bytes, to_value(&done))
+                    .save_into(caller, tool, &runtime, save, bytes, to_json(&done)?)
                     .await?;
-                Some(to_value(&operation))
+                Some(to_json(&operation)?)
             }
             None => None,
         };
@@ -511,7 +512,7 @@ impl BrowserPanels {
                 Tool::BrowserNetworkBody,
                 &input.panel_id,
                 (&save.retry_epoch, &save.request_key),
-                to_value(input),
+                to_json(input)?,
             )
             .await?
         else {
@@ -522,7 +523,7 @@ impl BrowserPanels {
                 "this request was answered before by operation {prior} ({}), which saved the body to {}; its browser is gone, so the body cannot be shown again: read the saved file, or the operation with lomi_operation_get",
                 operation.state, save.path
             ))
-            .with_details(json!({ "operation": to_value(&operation) })),
+            .with_details(json!({ "operation": to_json(&operation)? })),
         ))
     }
 }

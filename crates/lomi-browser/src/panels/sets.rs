@@ -52,7 +52,7 @@ impl BrowserPanels {
         self.broker
             .operate_on_panel(
                 caller,
-                input.call(Tool::BrowserCaptureSet),
+                input.call(Tool::BrowserCaptureSet)?,
                 &self.runtimes,
                 move |runtime: &BrowserRuntime| {
                     let planned = targets
