@@ -2,32 +2,41 @@
 // socket), the overview stream and terminal streams over Tauri channels.
 
 import { Channel, invoke } from "@tauri-apps/api/core";
-import type { Effect } from "./effect";
 
-// Reply shapes generated from lomi-protocol's Rust types (src/generated/protocol.ts); the rest
-// of this file's shapes are still written by hand (see docs/decisions.md).
-export type { LayoutNode, OperationView, PanelView as Panel, WorkspaceView as Workspace } from "./generated/protocol";
-import type { PanelView as Panel, WorkspaceView as Workspace } from "./generated/protocol";
-
-export interface Pairing {
-  pairingId: string;
-  clientName: string;
-  verificationCode: string;
-  state: "pending" | "approved" | "denied" | "revoked";
-  grants: string[];
-  /** `oauth`: authorized through the client's sign-in flow; lasting, like `token`. */
-  credential: "session" | "token" | "oauth";
-  createdAt: string;
-  decidedAt: string | null;
-  lastActiveAt: string | null;
-  /** The tool families it sees; null: every family. */
-  families?: string[] | null;
-  /** The families its client asked for (OAuth scopes); null: it did not say. */
-  requestedFamilies?: string[] | null;
-}
+// Reply shapes generated from lomi-protocol's Rust types (src/generated/protocol.ts), under the
+// names the window's code uses; what is written by hand below is the window's own (the
+// overview's envelopes, the browser view stream) or a request.
+export type {
+  AppInfo,
+  AwaitingDecision as Decision,
+  Family,
+  FeedItem,
+  LayoutNode,
+  OperationView,
+  PairingSummary as Pairing,
+  PairingUsage,
+  PanelView as Panel,
+  PolicyEntry,
+  ReconcileReport,
+  StoreStatus,
+  WarningLevel,
+  WorkspaceView as Workspace,
+  WriteFailure,
+} from "./generated/protocol";
+import type {
+  AppInfo,
+  AwaitingDecision as Decision,
+  Family,
+  FeedItem,
+  PairingSummary as Pairing,
+  PanelView as Panel,
+  PolicyEntry,
+  StoreStatus,
+  WorkspaceView as Workspace,
+} from "./generated/protocol";
 
 /** The tool families a person can give a pairing, as the broker names them. */
-export const FAMILIES: { name: string; label: string }[] = [
+export const FAMILIES: { name: Family; label: string }[] = [
   { name: "workspace", label: "Workspace and settings" },
   { name: "terminal", label: "Terminals" },
   { name: "files", label: "Project files" },
@@ -37,31 +46,6 @@ export const FAMILIES: { name: string; label: string }[] = [
   { name: "android", label: "Android" },
   { name: "chat", label: "Chat" },
 ];
-
-export interface Decision {
-  operationId: string;
-  tool: string;
-  pairingId: string;
-  workspaceId: string;
-  projectId: string | null;
-  arguments: Record<string, unknown>;
-  /** What it will do, in the person's terms (the diff, the file, the command, the message). */
-  effect: Effect;
-  createdAt: string;
-}
-
-export interface FeedItem {
-  operationId: string;
-  tool: string;
-  state: string;
-  effectState: string;
-  workspaceId: string | null;
-  workspaceName: string | null;
-  pairingId: string;
-  clientName: string | null;
-  updatedAt: string;
-  errorCode: string | null;
-}
 
 /** A browser panel as the window shows it: its active tab's address and title and a JPEG of
  * the viewport; `note` says why there is no image, `ended` that the browser is gone. */
@@ -75,71 +59,8 @@ export interface BrowserView {
   ended?: boolean;
 }
 
-export interface PolicyEntry {
-  tool: string;
-  /** The tool in plain words ("Delete files"). */
-  label?: string;
-  family?: string | null;
-  /** Its family in plain words ("Project files"). */
-  familyLabel?: string;
-  confirm: boolean;
-}
-
-/** The store's warning level: 75 % of a cap (`warning`), 90 % (`critical`), at a cap (`full`). */
-export type WarningLevel = "none" | "warning" | "critical" | "full";
-
-/** One pairing's use of the store (`storeStatus.pairings`). */
-export interface PairingUsage {
-  pairingId: string;
-  liveRetryEpochs: number;
-  idleRetryEpochs: number;
-  endedRetryEpochs: number;
-  receipts: number;
-  unsettledReceipts: number;
-}
-
-/** The `storeStatus` reply (`lomi store status`). */
-export interface StoreStatus {
-  databasePath: string;
-  receipts: number;
-  receiptCap: number;
-  unsettledReceipts: number;
-  removableReceipts: number;
-  retryEpochs: number;
-  retryEpochCap: number;
-  expiredRetryEpochs: number;
-  oldestReceiptAt: string | null;
-  receiptsRemaining: number;
-  retryEpochsRemaining: number;
-  idleRetryEpochs: number;
-  retiredRetryEpochs: number;
-  historyReceipts: number;
-  warningLevel: WarningLevel;
-  pairings: PairingUsage[];
-  /** Set while the store's writes fail (a full disk, an I/O error): since when, and why. */
-  writeFailure: WriteFailure | null;
-}
-
-/** A time the store could not write at all; it lasts until a write commits again. */
-export interface WriteFailure {
-  since: string;
-  message: string;
-}
-
 /** Which retry epochs `storeReconcile` retires (`lomi store reconcile --retire …`). */
 export type Retire = { idle: Record<string, never> } | { pairing: { pairingId: string } } | { olderThan: { seconds: number } };
-
-/** The `storeReconcile` reply: what it did, or with `apply: false` what it would do now. */
-export interface ReconcileReport {
-  retired: { retryEpoch: string; pairingId: string; createdAt: string; receipts: number; unsettledReceipts: number }[];
-  retryEpochsRetired: number;
-  retryEpochsRemoved: number;
-  receiptsArchived: number;
-  eventsRemoved: number;
-  endedRetryEpochsKept: number;
-  warningLevel: WarningLevel;
-  receiptsRemaining: number;
-}
 
 /** A control reply: the same envelope as every Lomi answer. */
 export type Envelope<T> =
@@ -157,6 +78,9 @@ export interface Overview {
   policy: Envelope<PolicyEntry[]>;
   store: Envelope<StoreStatus>;
   settings?: Envelope<SettingsSections>;
+  /** How often Chat changed (a conversation, a draft, a message, a reply's text): the Chat
+   * tab reads its conversations again when this moves. */
+  chat?: number;
 }
 
 /** One settings section as `settingsGet` answers it: its revision and its fields. */
@@ -165,12 +89,6 @@ export type SettingsSectionView = { settingsRevision: string } & Record<string, 
 /** Every settings section by name (terminal, browser, editor, chat, providers, …). */
 export type SettingsSections = Record<string, SettingsSectionView>;
 
-export interface AppInfo {
-  url: string;
-  dataDir: string;
-  brokerInstanceId: string;
-  version: string;
-}
 
 /** The data of an envelope, or `fallback` when it is an error. */
 export function dataOr<T>(envelope: Envelope<T> | undefined, fallback: T): T {

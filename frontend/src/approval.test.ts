@@ -39,6 +39,8 @@ const pairing: Pairing = {
   createdAt: "2026-12-03T06:00:00Z",
   decidedAt: null,
   lastActiveAt: null,
+  families: null,
+  requestedFamilies: null,
 };
 
 function click(root: HTMLElement, selector: string): void {
@@ -137,6 +139,7 @@ describe("pairing approval dialog", () => {
   });
 });
 
+// A file deletion, with the effect the broker reads for it.
 const deletion: Decision = {
   operationId: "op_1",
   tool: "lomi_file_delete",

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { type ChatState, chatView as chatViewVNode, nextDraft, streaming } from "./chat";
 
 const chatView = mounted(chatViewVNode);
+const AT = "2026-12-03T06:00:00.000Z";
 
 const noop = {
   chooseWorkspace: () => {},
@@ -27,8 +28,8 @@ describe("the chat draft", () => {
       conversationId: "cv_1", workspaceId: "ws_1", title: "Plans", conversationRevision: "3", draftRevision: "3",
       messageCount: 2, draft: { text: "", draftRevision: "3" },
       messages: [
-        { seq: 1, role: "user" as const, text: "hi", state: "complete" as const },
-        { seq: 2, role: "assistant" as const, text: "Hel", state: "streaming" as const, model: "m" },
+        { seq: 1, role: "user" as const, text: "hi", state: "complete" as const, createdAt: AT, updatedAt: AT },
+        { seq: 2, role: "assistant" as const, text: "Hel", state: "streaming" as const, model: "m", createdAt: AT, updatedAt: AT },
       ],
     };
     const state: ChatState = {

@@ -8,29 +8,9 @@
 import type { Workspace } from "./api";
 import { h, type VNode } from "./dom";
 
-export interface ConversationSummary {
-  conversationId: string;
-  workspaceId: string;
-  title: string;
-  conversationRevision: string;
-  draftRevision: string;
-  messageCount: number;
-}
-
-export interface ChatMessage {
-  seq: number;
-  role: "user" | "assistant";
-  text: string;
-  state: "complete" | "streaming" | "cancelled" | "failed" | "interrupted";
-  provider?: string;
-  model?: string;
-}
-
-export interface ConversationView extends ConversationSummary {
-  draft: { text: string; draftRevision: string };
-  messages: ChatMessage[];
-  nextSeq?: number;
-}
+// The Chat replies are generated from the Rust types (src/generated/protocol.ts).
+export type { ChatMessage, ConversationSummary, ConversationView } from "./generated/protocol";
+import type { ChatMessage, ConversationSummary, ConversationView } from "./generated/protocol";
 
 /** What the Chat tab shows now. */
 export interface ChatState {

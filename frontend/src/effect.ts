@@ -4,58 +4,9 @@
 
 import { h, type VNode } from "./dom";
 
-export interface Fact {
-  label: string;
-  value: string;
-}
-
-/** The `effect` of a `decisionList` item: a sentence, then what exactly by `kind`. */
-export type Effect = { summary: string } & (
-  | {
-      kind: "fileWrite";
-      path: string;
-      creates: boolean;
-      diff: string | null;
-      truncated: boolean;
-      binary: boolean;
-      sizeBefore: number | null;
-      sizeAfter: number;
-      note: string | null;
-    }
-  | {
-      kind: "fileDelete";
-      path: string;
-      size: number | null;
-      firstLines: string | null;
-      truncated: boolean;
-      binary: boolean;
-      note: string | null;
-    }
-  | { kind: "move"; from: string; to: string }
-  | {
-      kind: "commit";
-      message: string;
-      files: string[];
-      stagedDiff: string | null;
-      truncated: boolean;
-      note: string | null;
-    }
-  | { kind: "git"; action: string; files: string[] }
-  | { kind: "typed"; into: string; text: string }
-  | { kind: "command"; on: string; command: string }
-  | { kind: "script"; script: string; truncated: boolean }
-  | { kind: "navigate"; url: string }
-  | {
-      kind: "chatSend";
-      message: string | null;
-      conversation: string | null;
-      provider: string | null;
-      model: string | null;
-      note: string | null;
-    }
-  | { kind: "device"; serial: string; model: string | null }
-  | { kind: "change"; facts: Fact[] }
-);
+// The effect and its facts are generated from the Rust types (src/generated/protocol.ts).
+export type { Effect, Fact } from "./generated/protocol";
+import type { Effect, Fact } from "./generated/protocol";
 
 /** One part of an effect: a unified diff, plain text, code (a command, a script, lines of a
  * file) shown as written, or label/value facts. */

@@ -3,6 +3,7 @@
 // requests `lomi git …` sends, which run the same Git code the agents' tools run.
 
 import { useEffect, useState } from "preact/hooks";
+import type { GitCommitted, GitDiffView } from "./generated/protocol";
 import type { Control, GitEntry, GitStatus } from "./project-api";
 
 export interface GitViewProps {
@@ -51,7 +52,7 @@ export interface DiffViewProps extends DiffSelection {
 export function DiffView({ workspaceId, projectId, control, path, staged, changes = 0 }: DiffViewProps) {
   const [diff, setDiff] = useState<string | null>(null);
   useEffect(() => {
-    control<{ diff: string; truncated: boolean }>({ gitDiff: { workspaceId, projectId, path, staged } })
+    control<GitDiffView>({ gitDiff: { workspaceId, projectId, path, staged } })
       .then((view) => setDiff(view.diff + (view.truncated ? "\n… (cut short)" : "")))
       .catch((e: Error) => setDiff(`(no diff: ${e.message})`));
   }, [workspaceId, projectId, path, staged, changes]);
@@ -137,7 +138,7 @@ export function GitView({ workspaceId, projectId, control, changes = 0, onSelect
   const commit = async () => {
     await act(
       { gitCommit: { workspaceId, projectId, message, expectedHeadRevision: status?.head ?? "" } },
-      (reply) => `Committed ${String((reply as { commit?: string }).commit ?? "").slice(0, 8)}: ${message.trim()}`,
+      (reply) => `Committed ${(reply as GitCommitted).commit.slice(0, 8)}: ${message.trim()}`,
       null,
     );
     setMessage("");

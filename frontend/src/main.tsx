@@ -24,7 +24,8 @@ import {
   watch,
 } from "./api";
 import { decisionDialog, pairingDialog } from "./approval";
-import { type ChatState, type ConversationSummary, type ConversationView, chatView, nextDraft, streaming } from "./chat";
+import { type ChatState, type ConversationSummary, type ConversationView, chatView, nextDraft } from "./chat";
+import type { ChatList, DraftUpdated } from "./generated/protocol";
 import { createElement, render as paint } from "preact";
 import { h, type VNode } from "./dom";
 import type { LayoutNode } from "./layout";
@@ -370,7 +371,7 @@ const chat: ChatState = {
 async function refreshChat(): Promise<void> {
   if (!chat.workspaceId) return;
   try {
-    const list = await control<{ conversations: ConversationSummary[] }>({ chatList: { workspaceId: chat.workspaceId } });
+    const list = await control<ChatList>({ chatList: { workspaceId: chat.workspaceId } });
     chat.conversations = list.conversations;
     if (chat.open) {
       const view = await control<ConversationView>({
@@ -383,6 +384,25 @@ async function refreshChat(): Promise<void> {
     chat.problem = (error as Error).message;
   }
   if (tab === "chat") render();
+}
+
+/** Reads Chat again after the change feed moved: one read at a time, and one more after it
+ * when the feed moved meanwhile. */
+let chatReading = false;
+let chatAgain = false;
+function followChat(): void {
+  if (chatReading) {
+    chatAgain = true;
+    return;
+  }
+  chatReading = true;
+  void refreshChat().finally(() => {
+    chatReading = false;
+    if (chatAgain) {
+      chatAgain = false;
+      followChat();
+    }
+  });
 }
 
 async function chatCall(what: string, request: Record<string, unknown>): Promise<unknown> {
@@ -401,7 +421,7 @@ async function saveDraft(): Promise<boolean> {
   if (!chat.open) return false;
   const saved = (await chatCall("Save draft", {
     chatDraft: { conversationId: chat.open.conversationId, text: chat.draft.text, expectedDraftRevision: chat.draft.from },
-  })) as { draftRevision: string } | null;
+  })) as DraftUpdated | null;
   if (!saved) {
     // Someone changed the draft meanwhile: keep the person's text, show the revision it is now
     // at, so a second Save overwrites deliberately.
@@ -452,14 +472,6 @@ const chatActions = {
   },
 };
 
-// The Chat tab reads again often while a reply streams in, and now and then otherwise.
-let chatTick = 0;
-window.setInterval(() => {
-  if (tab !== "chat") return;
-  chatTick += 1;
-  if (streaming(chat.open) || chatTick % 4 === 0) void refreshChat();
-}, 250);
-
 render();
 appInfo()
   .then((value) => {
@@ -474,6 +486,8 @@ watch((part) => {
   const status = storeStatus();
   if (status) notice.update(status.warningLevel);
   render();
+  // Chat follows the broker's change feed: a conversation, a draft or a reply's text moved.
+  if (part.chat !== undefined && tab === "chat") followChat();
 }).catch((error) => say(`Lomi: ${(error as Error).message}`, true));
 // Relative times ("5 s ago") move on even when nothing else changes (a render of the page
 // only: nothing is read from Lomi).

@@ -1,9 +1,10 @@
 import { render } from "preact";
 import { describe, expect, it, vi } from "vitest";
 import type { FeedItem } from "./api";
+import type { OperationState } from "./generated/protocol";
 import { Operations, type Receipt } from "./operations";
 
-const item = (id: string, state: string, workspace: string, pairing: string): FeedItem => ({
+const item = (id: string, state: OperationState, workspace: string, pairing: string): FeedItem => ({
   operationId: id,
   tool: "lomi_terminal_create",
   state,
@@ -67,11 +68,13 @@ describe("the operation view", () => {
       state: "outcome_unknown",
       effectState: "unknown",
       workspaceId: "ws_a",
+      projectId: null,
       requestKey: "k-3",
       retryEpoch: "re_1",
       createdAt: "2026-12-03T06:00:00Z",
       updatedAt: "2026-12-03T06:00:01Z",
       settledAt: "2026-12-03T06:00:01Z",
+      result: null,
       error: { code: "OUTCOME_UNKNOWN", message: "Lomi stopped while it ran" },
       recovery: "Read the terminal's screen.",
       timeline: [

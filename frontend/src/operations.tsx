@@ -4,6 +4,7 @@
 
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { FeedItem, OperationView } from "./api";
+import type { StateChange } from "./generated/protocol";
 import { ago } from "./dom";
 
 /** The receipt as `operationShow` answers it; `recovery` (an `outcome_unknown` one): what to
@@ -11,11 +12,7 @@ import { ago } from "./dom";
 export type Receipt = OperationView & { recovery?: string; timeline?: TimelineEntry[] };
 
 /** One state an operation went through (`operationShow`'s `timeline`, from the event feed). */
-export interface TimelineEntry {
-  state: string;
-  effectState: string;
-  at: string;
-}
+export type TimelineEntry = StateChange;
 
 export function feedFilter(items: FeedItem[], filter: { workspace: string; agent: string; state: string }): FeedItem[] {
   return items.filter(

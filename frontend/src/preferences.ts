@@ -112,13 +112,8 @@ export function saveRequest(section: string, values: Record<string, unknown>, re
   return { settingsSet: { section, values, expectedSettingsRevision: revision } };
 }
 
-export interface Provider {
-  name: string;
-  kind: "openai_compatible" | "anthropic";
-  baseUrl: string;
-  models: string[];
-  keyStored: boolean;
-}
+export type { Provider } from "./generated/protocol";
+import type { Provider } from "./generated/protocol";
 
 /** The request that adds or replaces a provider (models typed comma-separated). */
 export function providerRequest(name: string, kind: string, baseUrl: string, models: string, revision: string) {

@@ -9,16 +9,17 @@ import type { DocumentEvent } from "./document-sync";
 /** Sends one control request; throws its error (with `code`). */
 export type Control = <T = unknown>(request: Record<string, unknown>) => Promise<T>;
 
-export interface DocumentView {
-  documentId: string;
-  path: string;
-  bufferRevision: string;
-  diskRevision: string;
-  encoding: string;
-  lineEndings: string;
-  dirty: boolean;
-  text: string;
-}
+// Reply shapes generated from the Rust types (src/generated/protocol.ts). `DiskState` and
+// `PersonDocument` are still written by hand: their Rust types (tools/editor.rs) derive no
+// JSON Schema yet.
+export type {
+  DirEntryView as DirEntry,
+  DirListView as DirListing,
+  EditorDocumentView as DocumentView,
+  GitStatusEntry as GitEntry,
+  GitStatusView as GitStatus,
+} from "./generated/protocol";
+import type { EditorDocumentView as DocumentView } from "./generated/protocol";
 
 export type DiskState = "same" | "changed" | "deleted";
 
@@ -28,31 +29,6 @@ export interface PersonDocument {
   projectId: string;
   document: DocumentView;
   disk: DiskState;
-}
-
-export interface DirEntry {
-  name: string;
-  kind: "file" | "dir" | "symlink" | "other";
-  size: number;
-}
-
-export interface DirListing {
-  path: string;
-  entries: DirEntry[];
-}
-
-export interface GitEntry {
-  path: string;
-  /** unmodified, modified, added, deleted, renamed, copied, type_changed, unmerged, untracked */
-  index: string;
-  worktree: string;
-}
-
-export interface GitStatus {
-  head: string | null;
-  branch: string | null;
-  entries: GitEntry[];
-  clean: boolean;
 }
 
 /** A fresh id for one watch, so stopping it never stops a newer one. */

@@ -5,11 +5,9 @@
 // when neither side deleted it, and in a gap both inserted into, the edit applied first
 // comes first.
 
-export interface TextEdit {
-  start: number;
-  end: number;
-  text: string;
-}
+// `TextEdit` is generated from the Rust type (src/generated/protocol.ts).
+export type { TextEdit } from "./generated/protocol";
+import type { TextEdit } from "./generated/protocol";
 
 /** Code points of `text`. */
 export function length(text: string): number {

@@ -29,6 +29,8 @@ function pairing(id: string, state: Pairing["state"], extra: Partial<Pairing> = 
     createdAt: "2026-12-03T06:00:00Z",
     decidedAt: null,
     lastActiveAt: null,
+    families: null,
+    requestedFamilies: null,
     ...extra,
   };
 }

@@ -2,7 +2,7 @@
 // the confirmation policy per tool, the MCP endpoint with client configs to copy, and Storage
 // (storage.ts).
 
-import { FAMILIES, type Pairing, type PolicyEntry, type SettingsSections, type StoreStatus, type Workspace } from "./api";
+import { FAMILIES, type Family, type Pairing, type PolicyEntry, type SettingsSections, type StoreStatus, type Workspace } from "./api";
 import { ago, h, type VNode } from "./dom";
 import { preferencesSection } from "./preferences";
 import { type RetireChoice, storageSection } from "./storage";
@@ -72,7 +72,7 @@ export function portOf(url: string): string {
 /** The families a pairing sees, each a toggle while it is approved. */
 function familiesCell(pairing: Pairing, actions: SettingsActions): VNode {
   const all = pairing.families == null;
-  const sees = (name: string) => all || (pairing.families ?? []).includes(name);
+  const sees = (name: Family) => all || (pairing.families ?? []).includes(name);
   const editable = pairing.state === "approved" && actions.setFamilies !== undefined;
   return h(
     "div",

@@ -24,6 +24,7 @@ const writeFailureBanner = mounted(writeFailureBannerVNode);
 function status(extra: Partial<StoreStatus> = {}): StoreStatus {
   return {
     databasePath: "/home/p/.local/share/lomi/lomi.sqlite3",
+    schemaVersion: 4,
     receipts: 18,
     receiptCap: 20,
     unsettledReceipts: 0,
@@ -32,6 +33,10 @@ function status(extra: Partial<StoreStatus> = {}): StoreStatus {
     retryEpochCap: 20,
     expiredRetryEpochs: 0,
     oldestReceiptAt: null,
+    oldestRetryEpochAt: null,
+    receiptsByState: {},
+    eventsRetained: 0,
+    eventRetention: 10000,
     receiptsRemaining: 2,
     retryEpochsRemaining: 18,
     idleRetryEpochs: 0,
@@ -51,6 +56,7 @@ function report(extra: Partial<ReconcileReport> = {}): ReconcileReport {
   return {
     retired: [],
     retryEpochsRetired: 0,
+    tombstonesRemoved: 0,
     retryEpochsRemoved: 0,
     receiptsArchived: 0,
     eventsRemoved: 0,

@@ -2,6 +2,7 @@
 //! `lomi` command sends over the local socket), and terminal streams over Tauri channels.
 
 use lomi_mcp::control::{self, ControlRequest};
+use lomi_protocol::control::AppInfo;
 use lomi_protocol::tools::editor::DocumentEvent;
 use lomi_protocol::{DocumentId, PanelId, ProjectId, WorkspaceId};
 use serde_json::{Value, json};
@@ -27,13 +28,13 @@ pub async fn control(app: tauri::AppHandle, request: ControlRequest) -> Value {
 
 /// Where this Lomi listens and keeps its data (for the client configs in Settings).
 #[tauri::command]
-pub fn app_info(desktop: State<'_, Desktop>) -> Value {
-    json!({
-        "url": desktop.front.http_url,
-        "dataDir": desktop.data_dir,
-        "brokerInstanceId": desktop.broker().instance_id(),
-        "version": env!("CARGO_PKG_VERSION"),
-    })
+pub fn app_info(desktop: State<'_, Desktop>) -> AppInfo {
+    AppInfo {
+        url: desktop.front.http_url.clone(),
+        data_dir: desktop.data_dir.display().to_string(),
+        broker_instance_id: desktop.broker().instance_id().clone(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    }
 }
 
 /// Streams the window's overview (pairings, decisions, workspaces, feed): all of it once, then

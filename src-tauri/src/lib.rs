@@ -14,6 +14,8 @@ use anyhow::Context;
 use clap::Parser;
 use lomi_mcp::control::{ControlRequest, Front};
 use lomi_mcp::host::{Host, HostOptions};
+use lomi_protocol::Reply;
+use lomi_protocol::control::WindowShown;
 use tauri::menu::{Menu, MenuItem};
 use tauri::tray::TrayIconBuilder;
 use tauri::{Manager, RunEvent, WindowEvent};
@@ -105,19 +107,20 @@ fn start(args: Args) -> anyhow::Result<ExitCode> {
         &data_dir,
         &ControlRequest::ShowWindow {},
     )) {
-        if reply["status"] == "ok" {
-            println!(
-                "Lomi is already running for {}; its window was brought to the front.",
-                data_dir.display()
-            );
-            return Ok(ExitCode::SUCCESS);
-        }
+        let message = match serde_json::from_value::<Reply<WindowShown>>(reply) {
+            Ok(Reply::Ok { .. }) => {
+                println!(
+                    "Lomi is already running for {}; its window was brought to the front.",
+                    data_dir.display()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            Ok(Reply::Error { message, .. }) => message,
+            Err(_) => "it refused to show a window".to_owned(),
+        };
         anyhow::bail!(
-            "a Lomi without a window runs for {}: {}",
-            data_dir.display(),
-            reply["message"]
-                .as_str()
-                .unwrap_or("it refused to show a window")
+            "a Lomi without a window runs for {}: {message}",
+            data_dir.display()
         );
     }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use lomi_broker::{Broker, Changes};
 use lomi_mcp::control::{self, ControlRequest, Front};
+use lomi_protocol::control::{StoreStatus, WarningLevel, WriteFailure};
 use lomi_protocol::tools::session::PairingState;
 use serde_json::{Map, Value, json};
 use tauri::ipc::Channel;
@@ -45,8 +46,9 @@ pub fn agents_paired(broker: &Broker) -> bool {
 }
 
 /// One part of the overview: each is the same envelope the matching control request answers,
-/// except `panels` (workspace id → its `panelList`) and `captures` (Android panel id → its
-/// latest capture's sequence, which says when to fetch it).
+/// except `panels` (workspace id → its `panelList`), `captures` (Android panel id → its
+/// latest capture's sequence, which says when to fetch it) and `chat` (how often Chat changed:
+/// the window's Chat tab reads its conversations again when it moves).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Part {
     Workspaces,
@@ -57,10 +59,11 @@ enum Part {
     Feed,
     Policy,
     Settings,
+    Chat,
 }
 
 impl Part {
-    const ALL: [Part; 8] = [
+    const ALL: [Part; 9] = [
         Part::Workspaces,
         Part::Panels,
         Part::Captures,
@@ -69,6 +72,7 @@ impl Part {
         Part::Feed,
         Part::Policy,
         Part::Settings,
+        Part::Chat,
     ];
 
     fn key(self) -> &'static str {
@@ -81,6 +85,7 @@ impl Part {
             Part::Feed => "feed",
             Part::Policy => "policy",
             Part::Settings => "settings",
+            Part::Chat => "chat",
         }
     }
 
@@ -96,6 +101,7 @@ impl Part {
             Part::Panels | Part::Captures => domain || panels,
             Part::Pairings => domain || activity,
             Part::Decisions | Part::Feed => domain || operations,
+            Part::Chat => before.chat != now.chat,
         }
     }
 
@@ -135,6 +141,7 @@ impl Part {
             Part::Policy => ask(ControlRequest::PolicyList {}),
             // Settings → the sections with their revisions (never a provider key).
             Part::Settings => ask(ControlRequest::SettingsGet { section: None }),
+            Part::Chat => Value::from(broker.changes().borrow().chat),
         }
     }
 }
@@ -301,21 +308,18 @@ pub fn show_requests(app: AppHandle, mut requests: tokio::sync::mpsc::UnboundedR
     });
 }
 
-/// The store's `warningLevel`s (`storeStatus`), lowest first: 75 %, 90 % of a cap, at a cap.
-const STORE_LEVELS: [&str; 4] = ["none", "warning", "critical", "full"];
-
-/// The native notification for the store's level rising to `level` (the window shows the same
-/// notice, with a button to its Storage view); `None` for `none`.
-fn store_notice(level: &str, status: &Value) -> Option<(String, String)> {
+/// The native notification for the store's level rising to its `warningLevel` (the window
+/// shows the same notice, with a button to its Storage view); `None` for `none`.
+fn store_notice(status: &StoreStatus) -> Option<(String, String)> {
     let room = format!(
         "Room left: {} receipts, {} connections.",
-        status["receiptsRemaining"], status["retryEpochsRemaining"]
+        status.receipts_remaining, status.retry_epochs_remaining
     );
-    let title = match level {
-        "warning" => "Lomi's store is 75 % full",
-        "critical" => "Lomi's store is 90 % full",
-        "full" => "Lomi's store is full: agents' changes are refused",
-        _ => return None,
+    let title = match status.warning_level {
+        WarningLevel::Warning => "Lomi's store is 75 % full",
+        WarningLevel::Critical => "Lomi's store is 90 % full",
+        WarningLevel::Full => "Lomi's store is full: agents' changes are refused",
+        WarningLevel::None => return None,
     };
     Some((
         title.to_owned(),
@@ -325,11 +329,12 @@ fn store_notice(level: &str, status: &Value) -> Option<(String, String)> {
 
 /// The native notification for the store's writes starting to fail (the window shows the same
 /// notice until they succeed again).
-fn write_failure_notice(failure: &Value) -> (String, String) {
+fn write_failure_notice(failure: &WriteFailure) -> (String, String) {
     // The store's own advice (after the `;`) is said once, in words for the person.
-    let reason = failure["message"]
-        .as_str()
-        .and_then(|m| m.split(';').next())
+    let reason = failure
+        .message
+        .split(';')
+        .next()
         .unwrap_or("the store cannot write");
     (
         "Lomi cannot save: agents' changes are refused".to_owned(),
@@ -344,14 +349,11 @@ fn write_failure_notice(failure: &Value) -> (String, String) {
 /// are refused then, as they wait for a decision.
 pub fn notifications(app: AppHandle) {
     tauri::async_runtime::spawn(async move {
-        let (broker, front) = {
-            let desktop = app.state::<crate::Desktop>();
-            (desktop.broker().clone(), desktop.front.clone())
-        };
+        let broker = app.state::<crate::Desktop>().broker().clone();
         let mut feed = broker.changes();
         let mut before = *feed.borrow_and_update();
         let mut seen: HashSet<String> = HashSet::new();
-        let mut store_level = 0;
+        let mut store_level = WarningLevel::None;
         let mut writes_failing = false;
         let mut store_clock = StoreClock::new(Instant::now());
         let mut first = true;
@@ -385,23 +387,28 @@ pub fn notifications(app: AppHandle) {
             }
             if first || Instant::now() >= store_clock.due {
                 store_clock.read(Instant::now());
-                let status = control::handle(&broker, &front, ControlRequest::StoreStatus {});
-                let level = status["data"]["warningLevel"].as_str().unwrap_or("none");
-                let rank = STORE_LEVELS.iter().position(|l| *l == level).unwrap_or(0);
-                if rank > store_level
-                    && let Some(notice) = store_notice(level, &status["data"])
+                // Unreadable: no level and no failure to tell (the window's view says why).
+                let status = (broker.store().status(&broker.idle_rule()).ok())
+                    .map(|status| control::store_status(&status));
+                let level = status
+                    .as_ref()
+                    .map_or(WarningLevel::None, |s| s.warning_level);
+                if level > store_level
+                    && let Some(notice) = status.as_ref().and_then(store_notice)
                 {
-                    show |= level == "full";
+                    show |= level == WarningLevel::Full;
                     fresh.push(notice);
                 }
-                store_level = rank;
+                store_level = level;
                 // Writes failing (a full disk): once each time they start to fail.
-                let failure = &status["data"]["writeFailure"];
-                if failure.is_object() && !writes_failing {
+                let failure = status.as_ref().and_then(|s| s.write_failure.as_ref());
+                if let Some(failure) = failure
+                    && !writes_failing
+                {
                     show = true;
                     fresh.push(write_failure_notice(failure));
                 }
-                writes_failing = failure.is_object();
+                writes_failing = failure.is_some();
             }
             before = now;
             first = false;

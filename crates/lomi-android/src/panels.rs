@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use lomi_broker::{
-    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, PanelCall,
-    PanelRecord, PanelRuntime, Runtimes, persist,
+    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedRequest, Opening,
+    PanelCall, PanelRecord, PanelRuntime, Placed, Runtimes, persist, to_json,
 };
 use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::android::{
@@ -28,7 +28,6 @@ use lomi_protocol::{
     EffectState, ErrorCode, MAX_INLINE_IMAGE_BYTES, PairingId, PanelId, ToolError, WorkspaceId,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 mod device_tools;
 mod sets;
@@ -74,7 +73,7 @@ pub fn remembered_choices(data_dir: &Path) -> std::io::Result<BTreeMap<String, b
 }
 
 /// Forgets the person's decision for `serial`, so its next attach waits for them again; true
-/// if there was one. (A running Lomi reads the file at every attach.)
+/// if there was one. While Lomi runs, its broker does this (`AndroidPanels::forget_for_person`).
 pub fn forget_choice(data_dir: &Path, serial: &str) -> std::io::Result<bool> {
     let path = data_dir.join(DEVICE_CHOICES_FILE);
     let mut choices: DeviceChoices = persist::read_json(&path)?.unwrap_or_default();
@@ -118,6 +117,16 @@ impl PanelRuntime for Runtime {
     }
 }
 
+/// What an attach learnt of the device it reached, for its result.
+struct Reached {
+    info: DeviceInfo,
+    generation: String,
+    screen: Screen,
+    density: Option<u32>,
+    /// The panel that had the device now has it at another generation.
+    reattached: bool,
+}
+
 /// The latest capture an agent took of a panel, for the person's window.
 #[derive(Clone)]
 pub struct LatestCapture {
@@ -137,10 +146,6 @@ pub struct AndroidPanels {
     latest: Arc<Mutex<(u64, HashMap<PanelId, LatestCapture>)>>,
     /// Serialises writes of the choices file.
     choices: Arc<Mutex<()>>,
-}
-
-fn to_value<T: Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 fn random_hex(broker: &Broker) -> String {
@@ -272,6 +277,30 @@ impl AndroidPanels {
             })?
             .unwrap_or_default();
         Ok(choices.devices.get(serial).map(|choice| choice.allowed))
+    }
+
+    /// The person's remembered attach decisions, by adb serial (`lomi android choices`).
+    pub fn choices_for_person(&self) -> Result<BTreeMap<String, bool>, ToolError> {
+        let _writing = self.choices.lock().unwrap_or_else(PoisonError::into_inner);
+        remembered_choices(self.broker.data_dir()).map_err(|error| {
+            ToolError::new(
+                ErrorCode::StoreUnavailable,
+                format!("cannot read {DEVICE_CHOICES_FILE}: {error}"),
+            )
+        })
+    }
+
+    /// The person forgets their decision for `serial` (`lomi android forget`), under the same
+    /// lock as the decisions attaches remember, so neither write loses the other; true if
+    /// there was one.
+    pub fn forget_for_person(&self, serial: &str) -> Result<bool, ToolError> {
+        let _writing = self.choices.lock().unwrap_or_else(PoisonError::into_inner);
+        forget_choice(self.broker.data_dir(), serial).map_err(|error| {
+            ToolError::new(
+                ErrorCode::StoreUnavailable,
+                format!("cannot change {DEVICE_CHOICES_FILE}: {error}"),
+            )
+        })
     }
 
     fn remember(&self, serial: &str, allowed: bool) {
@@ -414,15 +443,11 @@ impl AndroidPanels {
             lomi_broker::check_name("title", title)?;
         }
         let workspace_id = input.workspace_id.clone();
-        let expected = input.expected_revision;
-        let change = LayoutChange {
-            call: ToolCall::of::<lomi_protocol::tools::android::AndroidAttachTool>(&input)?,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            expected,
-        };
+        let change = LayoutChange::of(
+            ToolCall::of::<lomi_protocol::tools::android::AndroidAttachTool>(&input)?,
+            &input,
+            None,
+        )?;
         let serial = input.serial.clone();
         if serial.is_empty() || serial.len() > 256 || serial.chars().any(char::is_control) {
             return Err(ToolError::invalid(
@@ -448,8 +473,9 @@ impl AndroidPanels {
         let title = input.title.clone();
         let listed_serial = serial.clone();
         let listed_workspace = workspace_id.clone();
-        self.broker
-            .change_layout(
+        self.runtimes
+            .open(
+                &self.broker,
                 caller,
                 change,
                 confirmation,
@@ -477,39 +503,54 @@ impl AndroidPanels {
                     Ok(())
                 },
                 move |(), context| async move {
-                    let attached = panels.attach_effect(
-                        &creator,
-                        workspace_id,
-                        expected,
-                        serial,
-                        tcp_address,
-                        title,
-                    );
+                    let attached = panels.attach_effect(workspace_id, serial, tcp_address, title);
                     // Cancelled while the device was reached: nothing was added to the
                     // workspace; `adb connect` may have added the device to adb's list.
-                    lomi_broker::unless_cancelled(&context.cancel, attached)
-                        .await
-                        .unwrap_or(EffectOutcome::Cancelled {
+                    let Some(attached) =
+                        lomi_broker::unless_cancelled(&context.cancel, attached).await
+                    else {
+                        return Err(EffectOutcome::Cancelled {
                             effect: if tcp_address.is_some() {
                                 EffectState::Partial
                             } else {
                                 EffectState::None
                             },
+                        });
+                    };
+                    let (opening, reached) = attached?;
+                    let done = move |broker: &Broker, placed: Placed| {
+                        let generation = reached.generation;
+                        let lease = broker.lease_acquire(&creator, &placed.panel_id, &generation)?;
+                        let (screen_width, screen_height) = reached.screen.reported();
+                        Ok(AndroidAttached {
+                            panel_id: placed.panel_id,
+                            serial: reached.info.serial,
+                            generation,
+                            lease_id: lease.lease_id,
+                            domain_revision: placed.revision,
+                            model: reached.info.model,
+                            api_level: reached.info.api_level,
+                            screen_width,
+                            screen_height,
+                            screen_density: reached.density,
+                            reattached: reached.reattached,
                         })
+                    };
+                    Ok((opening, done))
                 },
             )
             .await
     }
 
+    /// Reaches the device and makes its runtime, or renews the one of the panel that has
+    /// it in this workspace already.
     async fn attach_effect(
         &self,
-        creator: &PairingId,
         workspace_id: WorkspaceId,
-        expected: lomi_protocol::DomainRevision,
         serial: String,
         tcp_address: Option<SocketAddrV4>,
         title: Option<String>,
-    ) -> EffectOutcome {
+    ) -> Result<(Opening<Runtime>, Reached), EffectOutcome> {
         let server = self.server;
         let ready = blocking(move || {
             let info = ready_device(server, &serial, tcp_address)?;
@@ -532,7 +573,7 @@ impl AndroidPanels {
         let (info, device, generation, screen, density) = match ready {
             Ok(ready) => ready,
             Err(error) => {
-                return EffectOutcome::Failed {
+                return Err(EffectOutcome::Failed {
                     // `adb connect` may have added the device to the adb server's list.
                     effect: if tcp_address.is_some() {
                         EffectState::Partial
@@ -540,7 +581,7 @@ impl AndroidPanels {
                         EffectState::None
                     },
                     error: ToolError::new(error.code(), error.to_string()),
-                };
+                });
             }
         };
         let generation = generation.to_string();
@@ -552,7 +593,7 @@ impl AndroidPanels {
                 runtime.workspace_id == workspace_id && runtime.device.serial() == info.serial
             })
             .map(|(id, runtime)| (id.clone(), runtime.generation.clone()));
-        let (panel_id, domain_revision, reattached) = match existing {
+        let (opening, reattached) = match existing {
             Some((panel_id, previous)) => {
                 let reattached = previous.as_deref() != Some(generation.as_str());
                 if let Some(runtime) = self.runtimes.lock().get_mut(&panel_id) {
@@ -566,7 +607,7 @@ impl AndroidPanels {
                 }
                 self.broker
                     .panel_set_generation(&panel_id, Some(generation.clone()));
-                (panel_id, expected, reattached)
+                (Opening::Kept(panel_id), reattached)
             }
             None => {
                 let title = title.unwrap_or_else(|| match &info.model {
@@ -589,42 +630,17 @@ impl AndroidPanels {
                     density,
                     snapshot: None,
                 };
-                match self
-                    .broker
-                    .place_panel(&self.runtimes, expected, record, runtime)
-                {
-                    Ok((panel_id, revision)) => (panel_id, revision, false),
-                    Err(error) => {
-                        return EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error,
-                        };
-                    }
-                }
+                (Opening::New(record, runtime), false)
             }
         };
-        let lease = match self.broker.lease_acquire(creator, &panel_id, &generation) {
-            Ok(lease) => lease,
-            Err(error) => {
-                return EffectOutcome::Failed {
-                    effect: EffectState::Complete,
-                    error,
-                };
-            }
-        };
-        EffectOutcome::Succeeded(to_value(&AndroidAttached {
-            panel_id,
-            serial: info.serial,
+        let reached = Reached {
+            info,
             generation,
-            lease_id: lease.lease_id,
-            domain_revision,
-            model: info.model,
-            api_level: info.api_level,
-            screen_width: screen.reported().0,
-            screen_height: screen.reported().1,
-            screen_density: density,
+            screen,
+            density,
             reattached,
-        }))
+        };
+        Ok((opening, reached))
     }
 
     /// `lomi_android_detach`: forgets the panel's device connection and removes the panel
@@ -636,11 +652,9 @@ impl AndroidPanels {
     ) -> Result<OperationView, ToolError> {
         // The device connection is only forgotten once the panel is gone.
         let keeping = |_: Runtime| async {
-            |panel_id, revision| {
-                to_value(&AndroidDetached {
-                    panel_id,
-                    domain_revision: revision,
-                })
+            |panel_id, revision| AndroidDetached {
+                panel_id,
+                domain_revision: revision,
             }
         };
         (self.runtimes)
@@ -751,12 +765,12 @@ impl AndroidPanels {
                 })
                 .await;
                 match launched {
-                    Ok(am_output) => EffectOutcome::Succeeded(to_value(&AndroidLaunched {
+                    Ok(am_output) => EffectOutcome::succeeded(&AndroidLaunched {
                         panel_id,
                         generation,
                         delivered: true,
                         am_output,
-                    })),
+                    }),
                     Err(error) => {
                         panels.note_failure(&panel_id, &generation, &error);
                         failed_outcome(&error)
@@ -811,12 +825,12 @@ impl AndroidPanels {
                         let text = String::from_utf8_lossy(&output);
                         let (kept, cut) =
                             lomi_protocol::json_escaped_prefix(&text, max_bytes as usize);
-                        EffectOutcome::Succeeded(to_value(&AndroidShellResult {
+                        EffectOutcome::succeeded(&AndroidShellResult {
                             panel_id,
                             bytes: output.len() as u64,
                             output: kept.to_owned(),
                             truncated: truncated || cut,
-                        }))
+                        })
                     }
                     Err(error) => {
                         panels.note_failure(&panel_id, &generation, &error);
@@ -859,35 +873,23 @@ impl AndroidPanels {
                 ..
             } => {}
         }
-        let payload = to_value(&input.action);
+        let payload = to_json(&input.action)?;
         let sequence = input.input_sequence;
         let panels = self.clone();
         let panel_id = input.panel_id.clone();
         let generation = input.generation.clone();
         let action = input.action.clone();
-        let (answer, duplicate) = self
+        let (mut accepted, duplicate): (AndroidInputAccepted, bool) = self
             .broker
-            .lease_input(
-                caller,
-                LeasedInput {
-                    lease: &input.lease_id,
-                    panel: &input.panel_id,
-                    generation: &input.generation,
-                    sequence,
-                    payload,
-                },
-                || async move {
-                    let dispatched = panels.dispatch(&panel_id, &generation, action).await?;
-                    Ok(to_value(&AndroidInputAccepted {
-                        input_sequence: sequence.to_string(),
-                        duplicate: false,
-                        dispatched,
-                    }))
-                },
-            )
+            .lease_input(caller, input.leased(payload), || async move {
+                let dispatched = panels.dispatch(&panel_id, &generation, action).await?;
+                Ok(AndroidInputAccepted {
+                    input_sequence: sequence.to_string(),
+                    duplicate: false,
+                    dispatched,
+                })
+            })
             .await?;
-        let mut accepted: AndroidInputAccepted =
-            serde_json::from_value(answer).map_err(|e| ToolError::internal(e.to_string()))?;
         accepted.duplicate = duplicate;
         Ok(accepted)
     }

@@ -15,6 +15,9 @@ pub enum Area {
     Operations,
     /// An agent's call: its pairing's last activity.
     Activity,
+    /// Chat: a conversation created or renamed, a draft changed, a message sent, a reply's
+    /// text growing or settling.
+    Chat,
 }
 
 /// How often each area has changed since this broker started. Compare two values to learn
@@ -25,6 +28,7 @@ pub struct Changes {
     pub panels: u64,
     pub operations: u64,
     pub activity: u64,
+    pub chat: u64,
 }
 
 impl Changes {
@@ -34,6 +38,7 @@ impl Changes {
             Area::Panels => &mut self.panels,
             Area::Operations => &mut self.operations,
             Area::Activity => &mut self.activity,
+            Area::Chat => &mut self.chat,
         }
     }
 }
@@ -69,7 +74,8 @@ mod tests {
                 domain: 0,
                 panels: 1,
                 operations: 2,
-                activity: 0
+                activity: 0,
+                chat: 0
             }
         );
     }

@@ -2,7 +2,6 @@
 //! bounded by bytes, and the agent's create and draft update as operations compared by the
 //! draft's revision. The provider send itself is `lomi-chat`'s, over these.
 
-use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::chat::{
     ChatCreateInput, ChatDraftUpdateInput, ChatGetInput, ChatList, ChatListInput, ChatMessage,
     ConversationCreated, ConversationSummary, ConversationView, Draft, DraftUpdated,
@@ -16,7 +15,7 @@ use lomi_protocol::{
 use lomi_store::{ConversationRecord, MessageRecord, NewReply, Stale};
 
 use crate::engine::{Confirmation, EffectOutcome, Mutation, Permit};
-use crate::{Broker, store_error, waiting_on_disk};
+use crate::{Area, Broker, store_error, waiting_on_disk};
 
 /// Longest draft, in bytes.
 pub const MAX_DRAFT_BYTES: usize = 256 * 1024;
@@ -267,6 +266,7 @@ impl Broker {
         let id = ConversationId::from_random(self.random_bytes());
         let record = waiting_on_disk(|| self.store().chat_create(&id, workspace, title))
             .map_err(store_error)?;
+        self.note_change(Area::Chat);
         Ok(summary(&record))
     }
 
@@ -280,6 +280,7 @@ impl Broker {
         self.conversation_record(id)?;
         let record =
             waiting_on_disk(|| self.store().chat_rename(id, title)).map_err(store_error)?;
+        self.note_change(Area::Chat);
         Ok(summary(&record))
     }
 
@@ -304,10 +305,13 @@ impl Broker {
         match waiting_on_disk(|| self.store().chat_set_draft(id, expected.map(|e| e.0), text))
             .map_err(store_error)?
         {
-            Ok(record) => Ok(DraftUpdated {
-                conversation_id: record.conversation_id,
-                draft_revision: DraftRevision(record.draft_revision),
-            }),
+            Ok(record) => {
+                self.note_change(Area::Chat);
+                Ok(DraftUpdated {
+                    conversation_id: record.conversation_id,
+                    draft_revision: DraftRevision(record.draft_revision),
+                })
+            }
             Err(Stale(current)) => Err(stale(&current, "this draft update")),
         }
     }
@@ -319,7 +323,10 @@ impl Broker {
         reply: &NewReply,
     ) -> Result<(ConversationRecord, u64), ToolError> {
         match waiting_on_disk(|| self.store().chat_begin_reply(reply)).map_err(store_error)? {
-            Ok(done) => Ok(done),
+            Ok(done) => {
+                self.note_change(Area::Chat);
+                Ok(done)
+            }
             Err(Stale(current)) => Err(stale(&current, "this send")),
         }
     }
@@ -331,7 +338,9 @@ impl Broker {
         seq: u64,
         text: &str,
     ) -> Result<(), ToolError> {
-        waiting_on_disk(|| self.store().chat_reply_text(id, seq, text)).map_err(store_error)
+        waiting_on_disk(|| self.store().chat_reply_text(id, seq, text)).map_err(store_error)?;
+        self.note_change(Area::Chat);
+        Ok(())
     }
 
     /// Settles a reply; answers the conversation after it.
@@ -343,8 +352,11 @@ impl Broker {
         text: &str,
         tokens: (Option<u64>, Option<u64>),
     ) -> Result<ConversationRecord, ToolError> {
-        waiting_on_disk(|| self.store().chat_settle_reply(id, seq, state, text, tokens))
-            .map_err(store_error)
+        let record =
+            waiting_on_disk(|| self.store().chat_settle_reply(id, seq, state, text, tokens))
+                .map_err(store_error)?;
+        self.note_change(Area::Chat);
+        Ok(record)
     }
 
     /// `lomi_chat_create`: a conversation in the retry epoch's workspace.
@@ -355,16 +367,12 @@ impl Broker {
     ) -> Result<OperationView, ToolError> {
         let workspace_id = self.retry_epoch_workspace(caller, &input.retry_epoch)?;
         check_title(&input.title)?;
-        let mutation = Mutation {
-            call: ToolCall::of::<lomi_protocol::tools::chat::ChatCreateTool>(&input)?,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            generation: None,
-            revision: None,
-            permit: Permit::Chat(workspace_id.clone()),
-        };
+        let mutation = Mutation::of::<lomi_protocol::tools::chat::ChatCreateTool>(
+            (&input.retry_epoch, &input.request_key),
+            &input,
+            workspace_id.clone(),
+            Permit::Chat(workspace_id.clone()),
+        )?;
         let title = input.title;
         self.operate(
             caller,
@@ -377,6 +385,9 @@ impl Broker {
                 let id = ConversationId::from_random(broker.random_bytes());
                 let created =
                     waiting_on_disk(|| broker.store().chat_create(&id, &workspace_id, &title));
+                if created.is_ok() {
+                    broker.note_change(Area::Chat);
+                }
                 match created {
                     Ok(record) => EffectOutcome::succeeded(&ConversationCreated {
                         conversation_id: record.conversation_id,
@@ -404,14 +415,13 @@ impl Broker {
         let id = input.conversation_id.clone();
         let expected = input.expected_draft_revision;
         let mutation = Mutation {
-            call: ToolCall::of::<lomi_protocol::tools::chat::ChatDraftUpdateTool>(&input)?,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            generation: None,
             revision: Some(expected.to_string()),
-            permit: Permit::Draft(id.clone()),
+            ..Mutation::of::<lomi_protocol::tools::chat::ChatDraftUpdateTool>(
+                (&input.retry_epoch, &input.request_key),
+                &input,
+                workspace_id.clone(),
+                Permit::Draft(id.clone()),
+            )?
         };
         let find = {
             let broker = self.clone();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 
-use lomi_protocol::definition::ToolCall;
+use lomi_protocol::definition::{ToolCall, ToolDef};
 use lomi_protocol::tools::operations::{OperationError, OperationView};
 use lomi_protocol::{
     ConversationId, Effect, EffectState, ErrorCode, OperationId, OperationState, PairingId,
@@ -37,6 +37,33 @@ pub struct Mutation {
     pub revision: Option<String>,
     /// Mutations with the same permit run one at a time (waiting ones read `queued`).
     pub permit: Permit,
+}
+
+impl Mutation {
+    /// A mutation keyed by a tool input's retry epoch and request key, with the whole input
+    /// as its payload, acting in `workspace_id` and waiting for `permit`; it names no project,
+    /// runtime generation or revision until the caller sets them.
+    pub fn of<D>(
+        (retry_epoch, request_key): (&RetryEpoch, &RequestKey),
+        input: &D::Input,
+        workspace_id: WorkspaceId,
+        permit: Permit,
+    ) -> Result<Mutation, ToolError>
+    where
+        D: ToolDef,
+        D::Input: serde::Serialize,
+    {
+        Ok(Mutation {
+            call: ToolCall::of::<D>(input)?,
+            retry_epoch: retry_epoch.clone(),
+            request_key: request_key.clone(),
+            workspace_id,
+            project_id: None,
+            generation: None,
+            revision: None,
+            permit,
+        })
+    }
 }
 
 /// What a mutation holds while its effect runs: changes to one workspace's layout, one
@@ -94,15 +121,25 @@ pub enum EffectOutcome {
 impl EffectOutcome {
     /// Succeeded with `value` as the typed result; a value that cannot be written as JSON
     /// (which the tools' result types never are) leaves the effect complete but unknown.
-    pub fn succeeded<T: serde::Serialize>(value: &T) -> EffectOutcome {
-        match serde_json::to_value(value) {
+    pub fn succeeded<T: serde::Serialize + ?Sized>(value: &T) -> EffectOutcome {
+        match to_json(value) {
             Ok(value) => EffectOutcome::Succeeded(value),
-            Err(e) => EffectOutcome::Unknown {
+            Err(error) => EffectOutcome::Unknown {
                 effect: EffectState::Complete,
-                message: e.to_string(),
+                message: error.message,
             },
         }
     }
+}
+
+/// One of Lomi's own values (a tool's input, result or progress) as JSON. Their types always
+/// can be (derived, with string keys); if one could not, that is an error to answer, never a
+/// `null` in its place: a `null` payload would give different requests one fingerprint (a
+/// retry of another request answered as this one), a `null` result an operation that says it
+/// succeeded and lost what it did.
+pub fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Value, ToolError> {
+    serde_json::to_value(value)
+        .map_err(|e| ToolError::internal(format!("Lomi could not write a value as JSON: {e}")))
 }
 
 /// Whether an operation waits for the person before it runs.
@@ -152,14 +189,24 @@ pub struct ProgressNote {
 impl EffectContext {
     /// Reports progress: `so_far` (the tool's result type, listing what is done) is the
     /// operation's `result` while it runs, and a [`ProgressNote`] goes to whoever listens.
-    /// In memory only: a restart forgets it, like the operation's live state.
-    pub fn progress(&self, done: u64, total: u64, message: String, so_far: Value) {
+    /// In memory only: a restart forgets it, like the operation's live state. A `so_far` that
+    /// cannot be written as JSON (see [`to_json`]) leaves the last one shown, not `null`.
+    pub fn progress<T: serde::Serialize + ?Sized>(
+        &self,
+        done: u64,
+        total: u64,
+        message: String,
+        so_far: &T,
+    ) {
+        let so_far = to_json(so_far);
         let note = {
             let mut live = self.broker.live();
             let Some(operation) = live.get_mut(&self.operation_id) else {
                 return;
             };
-            operation.progress = Some(so_far);
+            if let Ok(so_far) = so_far {
+                operation.progress = Some(so_far);
+            }
             let (pairing, tool, request_key) = operation.owner.clone();
             ProgressNote {
                 operation_id: self.operation_id.clone(),
@@ -199,21 +246,7 @@ pub(crate) struct LiveOperation {
     pub(crate) progress: Option<Value>,
 }
 
-/// An operation waiting for the person's decision, with exactly what it will do.
-#[derive(Clone, Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AwaitingDecision {
-    pub operation_id: OperationId,
-    pub tool: Tool,
-    pub pairing_id: PairingId,
-    pub workspace_id: WorkspaceId,
-    pub project_id: Option<ProjectId>,
-    /// The tool's whole input, as the agent sent it.
-    pub arguments: Value,
-    /// What it will do, in the person's terms (`Broker::effect`), read when it started waiting.
-    pub effect: Effect,
-    pub created_at: lomi_protocol::Timestamp,
-}
+pub use lomi_protocol::control::AwaitingDecision;
 
 impl Broker {
     /// Runs one mutation in the engine's order, the same for every tool: the prior receipt

@@ -39,14 +39,16 @@ pub use chat::{
 pub use effect::{Asked, OpenDocument, Peek, Sight, Staged};
 pub use engine::{
     AwaitingDecision, Confirmation, EffectContext, EffectOutcome, Mutation, Permit, ProgressNote,
-    Remember, off_thread, unless_cancelled,
+    Remember, off_thread, to_json, unless_cancelled,
 };
 pub use entropy::{Entropy, OsEntropy, SeededEntropy, secret_hash};
 pub use lomi_store::{ManualClock, SystemClock};
 pub use pairings::{CreatedPairing, MAX_PENDING_PAIRINGS, PENDING_LIFETIME, PairingSummary};
-pub use panels::{InputFailure, LeasedInput, PanelRecord};
+pub use panels::{InputFailure, LeasedInput, LeasedRequest, PanelRecord};
 pub use projects::{ProjectChange, ProjectRequest};
-pub use runtimes::{LayoutChange, PanelCall, PanelRuntime, Runtimes};
+pub use runtimes::{
+    LayoutChange, LayoutRequest, Opening, PanelCall, PanelRuntime, Placed, Runtimes,
+};
 pub use settings::{Changer, Settings, check_provider_name};
 pub use tokio_util::sync::CancellationToken;
 

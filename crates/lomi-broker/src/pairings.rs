@@ -11,28 +11,8 @@ use crate::Broker;
 use crate::domain::{Credential, Domain, Pairing, check_name};
 use crate::entropy::{bearer_token, secret_hash, verification_code};
 
-/// A pairing as the person sees it in a list.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PairingSummary {
-    pub pairing_id: PairingId,
-    pub client_name: String,
-    pub verification_code: String,
-    pub state: PairingState,
-    pub grants: Vec<WorkspaceId>,
-    /// `session` (ends with its MCP session), `token` (survives reconnects and restarts) or
-    /// `oauth` (authorized through Lomi's OAuth flow; survives too, its client refreshes).
-    pub credential: &'static str,
-    pub created_at: Timestamp,
-    /// When the person approved, denied or revoked it.
-    pub decided_at: Option<Timestamp>,
-    /// The last call this pairing made on this broker instance (not kept across restarts).
-    pub last_active_at: Option<Timestamp>,
-    /// The tool families it sees; null is every family.
-    pub families: Option<BTreeSet<Family>>,
-    /// The families its client asked for, if it said (the approval starts from them).
-    pub requested_families: Option<BTreeSet<Family>>,
-}
+use lomi_protocol::control::PairingCredential;
+pub use lomi_protocol::control::PairingSummary;
 
 /// At most this many pairings wait for the person's decision at once.
 pub const MAX_PENDING_PAIRINGS: usize = 32;
@@ -275,9 +255,9 @@ impl Broker {
                 state: p.state,
                 grants: p.grants.clone(),
                 credential: match (&p.credential, p.is_durable()) {
-                    (Credential::OAuth(_), true) => "oauth",
-                    (_, true) => "token",
-                    (_, false) => "session",
+                    (Credential::OAuth(_), true) => PairingCredential::Oauth,
+                    (_, true) => PairingCredential::Token,
+                    (_, false) => PairingCredential::Session,
                 },
                 created_at: p.created_at,
                 decided_at: p.decided_at,

@@ -56,6 +56,35 @@ pub struct LeasedInput<'a> {
     pub payload: Value,
 }
 
+/// An input of a tool that sends ordered input under a lease: it names the lease, the panel,
+/// the runtime generation and its sequence number, with the same field names on every such
+/// tool.
+pub trait LeasedRequest {
+    /// The input as `lease_input` checks it, with `payload` (what is sent) for its fingerprint.
+    fn leased(&self, payload: Value) -> LeasedInput<'_>;
+}
+
+macro_rules! leased_requests {
+    ($($input:ty),* $(,)?) => {
+        $(impl LeasedRequest for $input {
+            fn leased(&self, payload: Value) -> LeasedInput<'_> {
+                LeasedInput {
+                    lease: &self.lease_id,
+                    panel: &self.panel_id,
+                    generation: &self.generation,
+                    sequence: self.input_sequence,
+                    payload,
+                }
+            }
+        })*
+    };
+}
+
+leased_requests!(
+    lomi_protocol::tools::terminal::TerminalInputInput,
+    lomi_protocol::tools::android::AndroidInputInput,
+);
+
 /// Why an ordered input was not acknowledged.
 pub enum InputFailure {
     /// Nothing reached the runtime: the sequence stays free, for this payload or another.
@@ -392,16 +421,17 @@ impl Broker {
     /// and its answer is remembered so that the same sequence with the same payload gets that
     /// answer again instead of a second send. That includes a send that failed part-way
     /// ([`InputFailure::Unknown`]): its repeat is acknowledged with the same error, never
-    /// written again.
-    pub async fn lease_input<F, Fut>(
+    /// written again. The answer is `send`'s acknowledgement and whether it is a repeat's.
+    pub async fn lease_input<A, F, Fut>(
         &self,
         caller: &PairingId,
         input: LeasedInput<'_>,
         send: F,
-    ) -> Result<(Value, bool), ToolError>
+    ) -> Result<(A, bool), ToolError>
     where
+        A: serde::Serialize + serde::de::DeserializeOwned,
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Value, InputFailure>>,
+        Fut: Future<Output = Result<A, InputFailure>>,
     {
         let LeasedInput {
             lease,
@@ -423,7 +453,11 @@ impl Broker {
             check_live(held, lease, &record, generation)?;
             if sequence <= held.last_sequence {
                 return match held.history.get(&sequence) {
-                    Some((seen, Ok(answer))) if *seen == fingerprint => Ok((answer.clone(), true)),
+                    Some((seen, Ok(answer))) if *seen == fingerprint => {
+                        let answer = serde_json::from_value(answer.clone())
+                            .map_err(|e| ToolError::internal(e.to_string()))?;
+                        Ok((answer, true))
+                    }
                     Some((seen, Err(error))) if *seen == fingerprint => Err(error.clone()),
                     Some(_) => Err(ToolError::new(
                         ErrorCode::SequenceConflict,
@@ -450,15 +484,19 @@ impl Broker {
             }
             held.last_sequence
         };
-        let answer = match send().await {
-            Ok(answer) => Ok(answer),
+        let (answer, kept) = match send().await {
+            // Kept as JSON, the one shape every lease's history holds.
+            Ok(answer) => match crate::to_json(&answer) {
+                Ok(kept) => (Ok(answer), Ok(kept)),
+                Err(error) => (Err(error.clone()), Err(error)),
+            },
             Err(InputFailure::NotSent(error)) => return Err(error),
-            Err(InputFailure::Unknown(error)) => Err(error),
+            Err(InputFailure::Unknown(error)) => (Err(error.clone()), Err(error)),
         };
         let mut panels = self.panels();
         if let Some(held) = panels.leases.get_mut(lease) {
             held.last_sequence = last + 1;
-            held.history.insert(sequence, (fingerprint, answer.clone()));
+            held.history.insert(sequence, (fingerprint, kept));
             while held.history.len() > SEQUENCE_MEMORY {
                 held.history.pop_first();
             }

@@ -1,6 +1,6 @@
 //! What the runtime crates (terminal, browser, Android) share about their panels: where a
-//! panel's runtime is kept and found, how a tool adds a panel, and how a tool acts on one live
-//! runtime. Each crate gives only its runtime, its checks and its effect; the order and the
+//! panel's runtime is kept and found, how a tool adds a panel ([`Runtimes::open`]) or removes
+//! one ([`Runtimes::close`]), and how a tool acts on one live runtime. Each crate gives only its runtime, its checks and its effect; the order and the
 //! checks every panel tool needs are written here once.
 
 use std::collections::HashMap;
@@ -14,7 +14,6 @@ use lomi_protocol::{
     DomainRevision, EffectState, ErrorCode, LeaseId, PairingId, PanelId, ProjectId, RequestKey,
     RetryEpoch, ToolError, WorkspaceId,
 };
-use serde_json::Value;
 
 use crate::{Broker, Confirmation, EffectContext, EffectOutcome, Mutation, PanelRecord, Permit};
 
@@ -23,6 +22,31 @@ pub trait PanelRuntime: Clone + Send + Sync + 'static {
     /// The runtime generation this runtime is now, or why it takes no work (it ended, its
     /// device was lost) as the error to answer, saying what to do about it.
     fn live_generation(&self, panel: &PanelId) -> Result<String, ToolError>;
+
+    /// Starts following a runtime [`Runtimes::open`] has made a panel (its progress, its
+    /// end); by default nothing.
+    fn watch(&self, _broker: &Broker, _panel: &PanelId) {}
+
+    /// Ends a runtime [`Runtimes::open`] started but could not add (the layout refused its
+    /// panel), answering what of the effect that leaves; by default nothing ran (`none`).
+    fn abandon(self) -> impl Future<Output = EffectState> + Send {
+        std::future::ready(EffectState::None)
+    }
+}
+
+/// What a [`Runtimes::open`] effect started.
+pub enum Opening<R> {
+    /// A new runtime, to be added as a new panel with this record.
+    New(PanelRecord, R),
+    /// A runtime the workspace already has this panel for (Android attach of a device it
+    /// has, its connection renewed): nothing is added.
+    Kept(PanelId),
+}
+
+/// Where [`Runtimes::open`] put the panel: its id, and the workspace's revision after.
+pub struct Placed {
+    pub panel_id: PanelId,
+    pub revision: DomainRevision,
 }
 
 /// The live runtimes of one kind of panel, by panel.
@@ -89,6 +113,76 @@ impl<R: PanelRuntime> Runtimes<R> {
         Ok((record, runtime))
     }
 
+    /// A tool that starts a runtime and adds its panel at the end of its workspace's layout
+    /// (terminal and browser create, Android attach), as one [`Broker::change_layout`]. In
+    /// the effect `start` starts the runtime from what `find` gave and answers it with how
+    /// to make the result, or the outcome that ends the operation there. The panel is then
+    /// placed: the runtime made findable, the layout changed at the change's revision; if
+    /// the layout refuses it, the runtime is ended ([`PanelRuntime::abandon`]) and the
+    /// operation fails. A placed runtime is watched ([`PanelRuntime::watch`]); `done` makes
+    /// the result (taking the creator's lease, say), and its error fails the operation with
+    /// the panel added (effect `complete`).
+    pub async fn open<Found, Find, Start, Starting, Done, Opened>(
+        &self,
+        broker: &Broker,
+        caller: &PairingId,
+        change: LayoutChange,
+        confirmation: Confirmation,
+        find: Find,
+        start: Start,
+    ) -> Result<OperationView, ToolError>
+    where
+        Found: Send + 'static,
+        Find: Future<Output = Result<Found, ToolError>>,
+        Start: FnOnce(Found, EffectContext) -> Starting + Send + 'static,
+        Starting: Future<Output = Result<(Opening<R>, Done), EffectOutcome>> + Send + 'static,
+        Done: FnOnce(&Broker, Placed) -> Result<Opened, ToolError> + Send + 'static,
+        Opened: serde::Serialize,
+    {
+        let runtimes = self.clone();
+        let expected = change.expected;
+        broker
+            .change_layout(
+                caller,
+                change,
+                confirmation,
+                find,
+                move |found, context| async move {
+                    let broker = context.broker.clone();
+                    let (opening, done) = match start(found, context).await {
+                        Ok(started) => started,
+                        Err(outcome) => return outcome,
+                    };
+                    let placed = match opening {
+                        Opening::New(record, runtime) => {
+                            match broker.place_panel(&runtimes, expected, record, runtime.clone()) {
+                                Ok((panel_id, revision)) => {
+                                    runtime.watch(&broker, &panel_id);
+                                    Placed { panel_id, revision }
+                                }
+                                Err(error) => {
+                                    let effect = runtime.abandon().await;
+                                    return EffectOutcome::Failed { effect, error };
+                                }
+                            }
+                        }
+                        Opening::Kept(panel_id) => Placed {
+                            panel_id,
+                            revision: expected,
+                        },
+                    };
+                    match done(&broker, placed) {
+                        Ok(opened) => EffectOutcome::succeeded(&opened),
+                        Err(error) => EffectOutcome::Failed {
+                            effect: EffectState::Complete,
+                            error,
+                        },
+                    }
+                },
+            )
+            .await
+    }
+
     /// A tool that ends a panel's runtime and removes the panel from its workspace (terminal
     /// and browser close, Android detach), as one operation compared by the workspace's
     /// revision and keyed by its input alone, so a retry after the panel is gone still finds
@@ -96,7 +190,7 @@ impl<R: PanelRuntime> Runtimes<R> {
     /// `effect_if_kept` is `none`) and answers how to make the result from the panel's id and
     /// the new revision once the panel is removed. The runtime is dropped once its panel is
     /// gone, or once it ended (`effect_if_kept` is `partial`) even if the panel stays.
-    pub async fn close<End, Ended, Done>(
+    pub async fn close<End, Ended, Done, Closed>(
         &self,
         broker: &Broker,
         caller: &PairingId,
@@ -108,16 +202,10 @@ impl<R: PanelRuntime> Runtimes<R> {
     where
         End: FnOnce(R) -> Ended + Send + 'static,
         Ended: Future<Output = Done> + Send + 'static,
-        Done: FnOnce(PanelId, DomainRevision) -> Value + Send + 'static,
+        Done: FnOnce(PanelId, DomainRevision) -> Closed + Send + 'static,
+        Closed: serde::Serialize,
     {
-        let change = LayoutChange {
-            call,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: input.workspace_id.clone(),
-            project_id: None,
-            expected: input.expected_revision,
-        };
+        let change = LayoutChange::of(call, input, None)?;
         let (workspace, panel, expected) = (
             input.workspace_id.clone(),
             input.panel_id.clone(),
@@ -147,7 +235,7 @@ impl<R: PanelRuntime> Runtimes<R> {
                         runtimes.remove(&panel);
                     }
                     match removed {
-                        Ok(revision) => EffectOutcome::Succeeded(done(panel, revision)),
+                        Ok(revision) => EffectOutcome::succeeded(&done(panel, revision)),
                         Err(error) => EffectOutcome::Failed {
                             effect: effect_if_kept,
                             error,
@@ -195,9 +283,9 @@ fn kind_phrase(kind: PanelKind) -> &'static str {
     }
 }
 
-/// A tool that changes a workspace, compared by its revision: one that adds a panel (terminal
-/// and browser create, Android attach), removes one ([`Runtimes::close`]) or closes its
-/// documents (workspace close).
+/// A tool that changes a workspace, compared by its revision: one that adds a panel
+/// ([`Runtimes::open`]), removes one ([`Runtimes::close`]) or closes its documents (workspace
+/// close).
 pub struct LayoutChange {
     /// The tool, its whole input (for the receipt's fingerprint) and its preview.
     pub call: ToolCall,
@@ -206,6 +294,49 @@ pub struct LayoutChange {
     pub workspace_id: WorkspaceId,
     pub project_id: Option<ProjectId>,
     pub expected: DomainRevision,
+}
+
+/// An input of a tool that changes a workspace's layout: it names the workspace, the revision
+/// it expects and its request identity, with the same field names on every such tool.
+pub trait LayoutRequest: serde::Serialize {
+    fn place(&self) -> (&WorkspaceId, DomainRevision, &RetryEpoch, &RequestKey);
+}
+
+macro_rules! layout_requests {
+    ($($input:ty),* $(,)?) => {
+        $(impl LayoutRequest for $input {
+            fn place(&self) -> (&WorkspaceId, DomainRevision, &RetryEpoch, &RequestKey) {
+                (&self.workspace_id, self.expected_revision, &self.retry_epoch, &self.request_key)
+            }
+        })*
+    };
+}
+
+layout_requests!(
+    lomi_protocol::tools::terminal::TerminalCreateInput,
+    lomi_protocol::tools::browser::BrowserCreateInput,
+    lomi_protocol::tools::android::AndroidAttachInput,
+    lomi_protocol::tools::editor::WorkspaceCloseInput,
+    PanelCloseInput,
+);
+
+impl LayoutChange {
+    /// The change a layout tool's input asks for, keyed in `project_id` when it names one.
+    pub fn of(
+        call: ToolCall,
+        input: &impl LayoutRequest,
+        project_id: Option<ProjectId>,
+    ) -> Result<LayoutChange, ToolError> {
+        let (workspace_id, expected, retry_epoch, request_key) = input.place();
+        Ok(LayoutChange {
+            call,
+            retry_epoch: retry_epoch.clone(),
+            request_key: request_key.clone(),
+            workspace_id: workspace_id.clone(),
+            project_id,
+            expected,
+        })
+    }
 }
 
 /// A tool that acts on one live runtime of a panel (terminal interrupt, browser actions and
@@ -224,8 +355,7 @@ pub struct PanelCall<'a> {
 impl Broker {
     /// Runs a [`LayoutChange`] as one operation under the workspace's permit: the revision is
     /// checked after `find` and again at dispatch, so nothing else changed the layout the
-    /// effect changes. An effect that adds a panel starts its runtime and adds it with
-    /// [`Broker::place_panel`].
+    /// effect changes.
     pub async fn change_layout<L, Find, Run, Fut>(
         &self,
         caller: &PairingId,
@@ -269,11 +399,10 @@ impl Broker {
         .await
     }
 
-    /// In a [`change_layout`](Broker::change_layout) effect: gives a started runtime its panel id,
-    /// makes it findable, and adds the panel at the end of its workspace's layout at
-    /// `expected`. If the layout refuses it, the runtime is taken out again and the error
-    /// returned: ending the runtime is the caller's.
-    pub fn place_panel<R: PanelRuntime>(
+    /// In a [`Runtimes::open`] effect: gives a started runtime its panel id, makes it
+    /// findable, and adds the panel at the end of its workspace's layout at `expected`. If the
+    /// layout refuses it, the runtime is taken out again and the error returned.
+    fn place_panel<R: PanelRuntime>(
         &self,
         runtimes: &Runtimes<R>,
         expected: DomainRevision,

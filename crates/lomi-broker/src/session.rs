@@ -2,7 +2,6 @@
 //! the workspace mutation, receipts, cancellation, the event feed, store status, and the
 //! person's own workspace and operation commands.
 
-use lomi_protocol::definition::ToolCall;
 use std::path::{Path, PathBuf};
 
 use lomi_protocol::tools::layout::{LayoutNode, MAX_LAYOUT_DEPTH};
@@ -199,14 +198,13 @@ impl Broker {
         let workspace_id = input.workspace_id.clone();
         let expected = input.expected_revision;
         let mutation = Mutation {
-            call: ToolCall::of::<lomi_protocol::tools::session::WorkspaceUpdateTool>(&input)?,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            generation: None,
             revision: Some(expected.to_string()),
-            permit: Permit::Workspace(workspace_id.clone()),
+            ..Mutation::of::<lomi_protocol::tools::session::WorkspaceUpdateTool>(
+                (&input.retry_epoch, &input.request_key),
+                &input,
+                workspace_id.clone(),
+                Permit::Workspace(workspace_id.clone()),
+            )?
         };
         let check_id = workspace_id.clone();
         let layout = match &input.change {
@@ -241,15 +239,7 @@ impl Broker {
                     Ok(workspace.view())
                 });
                 match applied {
-                    Ok(workspace) => {
-                        match serde_json::to_value(WorkspaceUpdateResult { workspace }) {
-                            Ok(value) => EffectOutcome::Succeeded(value),
-                            Err(e) => EffectOutcome::Unknown {
-                                effect: EffectState::Complete,
-                                message: e.to_string(),
-                            },
-                        }
-                    }
+                    Ok(workspace) => EffectOutcome::succeeded(&WorkspaceUpdateResult { workspace }),
                     Err(error) => EffectOutcome::Failed {
                         effect: EffectState::None,
                         error,

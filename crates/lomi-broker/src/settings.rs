@@ -3,7 +3,6 @@
 //! policy), so a setting has one home and one atomic save; agents change only the terminal,
 //! browser, editor and chat sections, through the operation engine.
 
-use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::settings::{
     BrowserSettings, ChatSettings, ConfirmationsSettings, EditorSettings, NetworkSettings,
@@ -646,14 +645,13 @@ impl Broker {
         let section = input.section;
         let expected = input.expected_settings_revision;
         let mutation = Mutation {
-            call: ToolCall::of::<lomi_protocol::tools::settings::SettingsUpdateTool>(&input)?,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id,
-            project_id: None,
-            generation: None,
             revision: Some(format!("{section}:{expected}")),
-            permit: Permit::Settings,
+            ..Mutation::of::<lomi_protocol::tools::settings::SettingsUpdateTool>(
+                (&input.retry_epoch, &input.request_key),
+                &input,
+                workspace_id,
+                Permit::Settings,
+            )?
         };
         let values = input.values;
         self.operate(
@@ -671,13 +669,7 @@ impl Broker {
                     apply(domain, section, &values, Changer::Agent)
                 });
                 match applied {
-                    Ok(updated) => match serde_json::to_value(updated) {
-                        Ok(value) => EffectOutcome::Succeeded(value),
-                        Err(e) => EffectOutcome::Unknown {
-                            effect: EffectState::Complete,
-                            message: e.to_string(),
-                        },
-                    },
+                    Ok(updated) => EffectOutcome::succeeded(&updated),
                     Err(error) => EffectOutcome::Failed {
                         effect: EffectState::None,
                         error,

@@ -1260,9 +1260,15 @@ async fn an_approval_for_one_session_ends_with_it_and_calls_are_remembered() {
     let listed = summary(&once).expect("listed");
     assert_eq!(
         (listed.state, listed.credential),
-        (PairingState::Approved, "session")
+        (
+            PairingState::Approved,
+            lomi_protocol::control::PairingCredential::Session
+        )
     );
-    assert_eq!(summary(&lasting).expect("listed").credential, "token");
+    assert_eq!(
+        summary(&lasting).expect("listed").credential,
+        lomi_protocol::control::PairingCredential::Token
+    );
     assert_eq!(
         broker.authorize(&once).expect("authorized"),
         vec![workspace.clone()]
@@ -2078,5 +2084,45 @@ async fn a_layout_is_compared_and_swapped_both_ways_and_moves_the_change_feed() 
     assert_eq!(
         current(&broker).1,
         Some(layout(serde_json::json!({"tabs": {"panels": ["pn_two"]}})))
+    );
+}
+
+/// Chat's writes move the change feed's `chat` (the window's Chat tab follows it instead of
+/// reading on a timer); a refused draft update changes nothing and moves nothing.
+#[tokio::test]
+async fn chat_writes_move_the_change_feeds_chat() {
+    let setup = setup();
+    let broker = setup.start(1);
+    let workspace = setup.workspace(&broker, "Chat");
+    let mut feed = broker.changes();
+    let mut seen = feed.borrow_and_update().chat;
+    let mut moved = |what: &str| {
+        let now = feed.borrow_and_update().chat;
+        let did = now > seen;
+        seen = now;
+        assert!(did, "{what} did not move the feed's chat");
+    };
+    let created = broker
+        .chat_create_for_person(&workspace, "Plans")
+        .expect("the person's conversation");
+    moved("a new conversation");
+    broker
+        .chat_rename_for_person(&created.conversation_id, "Trip")
+        .expect("renamed");
+    moved("a rename");
+    broker
+        .chat_draft_for_person(&created.conversation_id, None, "Pack light")
+        .expect("the draft");
+    moved("a draft");
+    let stale = broker.chat_draft_for_person(
+        &created.conversation_id,
+        Some(created.draft_revision),
+        "late",
+    );
+    expect_error("a stale draft", stale, ErrorCode::RevisionMismatch);
+    assert_eq!(
+        feed.borrow_and_update().chat,
+        seen,
+        "a refused draft moved the feed"
     );
 }

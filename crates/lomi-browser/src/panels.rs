@@ -10,8 +10,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::prelude::BASE64_STANDARD;
 use lomi_broker::{
-    Broker, CancellationToken, Confirmation, EffectOutcome, LayoutChange, PanelCall, PanelRecord,
-    PanelRuntime, ProjectChange, Runtimes,
+    Broker, CancellationToken, Confirmation, EffectOutcome, LayoutChange, Opening, PanelCall,
+    PanelRecord, PanelRuntime, Placed, ProjectChange, Runtimes, to_json,
 };
 use lomi_files::confine::write_into;
 use lomi_protocol::definition::ToolCall;
@@ -120,10 +120,24 @@ impl PanelRuntime for BrowserRuntime {
             None => Ok(self.browser.generation().to_owned()),
         }
     }
-}
 
-fn to_value<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
+    /// Notices a browser that ends without being closed: its panel keeps its place but has
+    /// no runtime generation until it is closed.
+    fn watch(&self, broker: &Broker, panel: &PanelId) {
+        let (broker, panel, browser) = (broker.clone(), panel.clone(), self.browser.clone());
+        tokio::spawn(async move {
+            if let Exit::Crashed(why) = browser.exited().await {
+                tracing::warn!("the browser of panel {panel} ended: {why}");
+                broker.panel_set_generation(&panel, None);
+            }
+        });
+    }
+
+    /// The browser ran: closed, it leaves the effect partial.
+    async fn abandon(self) -> EffectState {
+        self.browser.close().await;
+        EffectState::Partial
+    }
 }
 
 /// What an agent does about a browser that is gone.
@@ -226,13 +240,13 @@ fn settle(
     navigated: Option<ActionNavigation>,
 ) -> EffectOutcome {
     match result {
-        Ok(done) => EffectOutcome::Succeeded(to_value(&ActionDone {
+        Ok(done) => EffectOutcome::succeeded(&ActionDone {
             action: action.to_owned(),
             tab_id: tab.id.clone(),
             element: done.element,
             observed: done.observed,
             navigated,
-        })),
+        }),
         Err(ActionError::Refused(error)) => EffectOutcome::Failed {
             effect: EffectState::None,
             error: tool_error(error),
@@ -536,15 +550,11 @@ impl BrowserPanels {
             self.broker
                 .key_project(caller, &input.workspace_id, input.project_id.as_ref())?;
         let workspace_id = input.workspace_id.clone();
-        let expected = input.expected_revision;
-        let change = LayoutChange {
-            call: ToolCall::of::<lomi_protocol::tools::browser::BrowserCreateTool>(&input)?,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: Some(project_id.clone()),
-            expected,
-        };
+        let change = LayoutChange::of(
+            ToolCall::of::<lomi_protocol::tools::browser::BrowserCreateTool>(&input)?,
+            &input,
+            Some(project_id.clone()),
+        )?;
         let panels = self.clone();
         let title = input.title.clone();
         let options = BrowserOptions {
@@ -553,8 +563,9 @@ impl BrowserPanels {
             ..self.options.clone()
         };
         let anchor = project_id.clone();
-        self.broker
-            .change_layout(
+        self.runtimes
+            .open(
+                &self.broker,
                 caller,
                 change,
                 Confirmation::Policy,
@@ -572,10 +583,10 @@ impl BrowserPanels {
                     if let Some(dir) = &profile
                         && let Some(holder) = panels.profile_holder(dir)
                     {
-                        return EffectOutcome::Failed {
+                        return Err(EffectOutcome::Failed {
                             effect: EffectState::None,
                             error: profile_in_use(&workspace_id, &holder),
-                        };
+                        });
                     }
                     let options = BrowserOptions {
                         profile: profile.clone(),
@@ -590,30 +601,30 @@ impl BrowserPanels {
                     )
                     .await
                     else {
-                        return EffectOutcome::Cancelled {
+                        return Err(EffectOutcome::Cancelled {
                             effect: EffectState::None,
-                        };
+                        });
                     };
                     let browser = match launched {
                         Ok(browser) => browser,
                         Err(error) => {
-                            return EffectOutcome::Failed {
+                            return Err(EffectOutcome::Failed {
                                 effect: EffectState::None,
                                 error: ToolError::new(
                                     ErrorCode::RuntimeUnavailable,
                                     format!("the browser did not start: {error}"),
                                 ),
-                            };
+                            });
                         }
                     };
                     let tab_id = match browser.active_tab() {
                         Ok(tab) => tab.id,
                         Err(error) => {
                             browser.close().await;
-                            return EffectOutcome::Failed {
+                            return Err(EffectOutcome::Failed {
                                 effect: EffectState::Partial,
                                 error: tool_error(error),
-                            };
+                            });
                         }
                     };
                     let record = PanelRecord {
@@ -623,51 +634,27 @@ impl BrowserPanels {
                         project_id: Some(project_id.clone()),
                         generation: Some(generation.clone()),
                     };
+                    let pid = browser.pid();
                     let runtime = BrowserRuntime {
-                        browser: browser.clone(),
+                        browser,
                         workspace_id,
                         project_id,
                         root,
                         profile,
                     };
-                    let (panel_id, revision) = match context.broker.place_panel(
-                        &panels.runtimes,
-                        expected,
-                        record,
-                        runtime,
-                    ) {
-                        Ok(placed) => placed,
-                        Err(error) => {
-                            browser.close().await;
-                            return EffectOutcome::Failed {
-                                effect: EffectState::Partial,
-                                error,
-                            };
-                        }
+                    let done = move |_: &Broker, placed: Placed| {
+                        Ok(BrowserCreated {
+                            panel_id: placed.panel_id,
+                            browser_generation: generation,
+                            tab_id,
+                            domain_revision: placed.revision,
+                            pid,
+                        })
                     };
-                    panels.watch(panel_id.clone(), browser.clone());
-                    EffectOutcome::Succeeded(to_value(&BrowserCreated {
-                        panel_id,
-                        browser_generation: generation,
-                        tab_id,
-                        domain_revision: revision,
-                        pid: browser.pid(),
-                    }))
+                    Ok((Opening::New(record, runtime), done))
                 },
             )
             .await
-    }
-
-    /// Notices a browser that ends without being closed: its panel keeps its place but has
-    /// no runtime generation until it is closed.
-    fn watch(&self, panel: PanelId, browser: Browser) {
-        let broker = self.broker.clone();
-        tokio::spawn(async move {
-            if let Exit::Crashed(why) = browser.exited().await {
-                tracing::warn!("the browser of panel {panel} ended: {why}");
-                broker.panel_set_generation(&panel, None);
-            }
-        });
     }
 
     /// A browser operation on the active tab (none: nothing happens), in the engine's panel
@@ -827,16 +814,14 @@ impl BrowserPanels {
                     };
                 };
                 match navigated {
-                    Ok((committed, status, reached)) => {
-                        EffectOutcome::Succeeded(to_value(&Navigated {
-                            navigation_id: committed.navigation_id,
-                            tab_id: tab.id.clone(),
-                            url: committed.url,
-                            status,
-                            reached: reached.to_owned(),
-                            same_document: committed.same_document,
-                        }))
-                    }
+                    Ok((committed, status, reached)) => EffectOutcome::succeeded(&Navigated {
+                        navigation_id: committed.navigation_id,
+                        tab_id: tab.id.clone(),
+                        url: committed.url,
+                        status,
+                        reached: reached.to_owned(),
+                        same_document: committed.same_document,
+                    }),
                     Err(error) => settle(Err(error), "navigation", &tab, None),
                 }
             },
@@ -1105,10 +1090,10 @@ impl BrowserPanels {
                     }
                 };
                 match done {
-                    Ok(tab_id) => EffectOutcome::Succeeded(to_value(&TabsChanged {
+                    Ok(tab_id) => EffectOutcome::succeeded(&TabsChanged {
                         tab_id,
                         tabs: browser.tab_views().await,
-                    })),
+                    }),
                     Err(error @ (BrowserError::Invalid(_) | BrowserError::Stale(_))) => {
                         EffectOutcome::Failed {
                             effect: EffectState::None,
@@ -1205,13 +1190,11 @@ impl BrowserPanels {
             |_| Ok(()),
             move |tab, (), _cancel| async move {
                 match tab.evaluate(&expression).await {
-                    Ok((value, kind, exception)) => {
-                        EffectOutcome::Succeeded(to_value(&Evaluated {
-                            value,
-                            kind,
-                            exception,
-                        }))
-                    }
+                    Ok((value, kind, exception)) => EffectOutcome::succeeded(&Evaluated {
+                        value,
+                        kind,
+                        exception,
+                    }),
                     Err(error) => settle(Err(error), "evaluation", &tab, None),
                 }
             },
@@ -1328,7 +1311,7 @@ impl BrowserPanels {
                         message: format!("the emulation was sent but the page disagrees ({mismatch}): {observed}"),
                     };
                 }
-                EffectOutcome::Succeeded(to_value(&Emulated {
+                EffectOutcome::succeeded(&Emulated {
                     viewport: Viewport {
                         width: now.width,
                         height: now.height,
@@ -1339,7 +1322,7 @@ impl BrowserPanels {
                     color_scheme: now.color_scheme,
                     tab_id: tab.id.clone(),
                     observed,
-                }))
+                })
             },
         )
         .await
@@ -1354,11 +1337,9 @@ impl BrowserPanels {
         // The browser has ended by then, whether or not the panel can be removed.
         let ending = |runtime: BrowserRuntime| async move {
             runtime.browser.close().await;
-            |panel_id, revision| {
-                to_value(&BrowserClosed {
-                    panel_id,
-                    domain_revision: revision,
-                })
+            |panel_id, revision| BrowserClosed {
+                panel_id,
+                domain_revision: revision,
             }
         };
         (self.runtimes)

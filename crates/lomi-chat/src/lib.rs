@@ -6,7 +6,6 @@
 pub mod providers;
 mod serve;
 
-use lomi_protocol::definition::ToolCall;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -55,15 +54,7 @@ struct Target {
 }
 
 /// What the person's send answers: the reply is streaming.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PersonSend {
-    pub conversation_id: ConversationId,
-    pub reply_seq: u64,
-    pub conversation_revision: ConversationRevision,
-    pub provider: String,
-    pub model: String,
-}
+pub use lomi_protocol::control::ChatSendStarted as PersonSend;
 
 impl ChatSends {
     pub fn new(broker: Broker, keys: KeySource) -> Self {
@@ -174,14 +165,13 @@ impl ChatSends {
             input.expected_draft_revision,
         );
         let mutation = Mutation {
-            call: ToolCall::of::<lomi_protocol::tools::chat::ChatSendTool>(&input)?,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            generation: None,
             revision: Some(format!("{expected}:{expected_draft}")),
-            permit: Permit::Conversation(id.clone()),
+            ..Mutation::of::<lomi_protocol::tools::chat::ChatSendTool>(
+                (&input.retry_epoch, &input.request_key),
+                &input,
+                workspace_id.clone(),
+                Permit::Conversation(id.clone()),
+            )?
         };
         let find = {
             let sends = self.clone();

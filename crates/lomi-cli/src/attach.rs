@@ -7,7 +7,8 @@ use std::path::Path;
 
 use anyhow::Context;
 use lomi_mcp::local::{AttachHello, Hello};
-use lomi_protocol::PanelId;
+use lomi_protocol::control::TerminalAttached;
+use lomi_protocol::{PanelId, Reply};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// Ctrl-] ends the attach without sending anything to the terminal.
@@ -49,33 +50,21 @@ impl Drop for RawMode {
 }
 
 pub async fn run(data_dir: &Path, panel: PanelId) -> anyhow::Result<()> {
-    let path = lomi_mcp::local::socket_path(data_dir);
-    let stream = tokio::net::UnixStream::connect(&path)
-        .await
-        .with_context(|| {
-            format!(
-                "no Lomi is running for {} (start it with `lomi serve --headless`)",
-                data_dir.display()
-            )
-        })?;
+    let hello = Hello::Attach(AttachHello { panel_id: panel });
+    let stream = lomi_mcp::local::connect(data_dir, &hello).await?;
     let (read, mut write) = stream.into_split();
-    let hello = serde_json::to_string(&Hello::Attach(AttachHello { panel_id: panel }))?;
-    write.write_all(format!("{hello}\n").as_bytes()).await?;
     let mut from_lomi = BufReader::new(read);
     let mut first = String::new();
     from_lomi.read_line(&mut first).await?;
-    let reply: serde_json::Value =
+    let reply: Reply<TerminalAttached> =
         serde_json::from_str(first.trim_end()).context("Lomi's answer")?;
-    if reply["status"] != "ok" {
-        anyhow::bail!(
-            "{}: {}",
-            reply["code"].as_str().unwrap_or("ERROR"),
-            reply["message"].as_str().unwrap_or("cannot attach")
-        );
-    }
+    let attached = match reply {
+        Reply::Ok { data, .. } => data,
+        Reply::Error { code, message, .. } => anyhow::bail!("{code}: {message}"),
+    };
     eprintln!(
         "attached to {} (Ctrl-] detaches; typing takes the panel over from agents)\r",
-        reply["data"]["panelId"]
+        attached.panel_id
     );
     let _raw = RawMode::enter()?;
     let mut stdout = tokio::io::stdout();

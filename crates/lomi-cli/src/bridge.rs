@@ -123,21 +123,12 @@ fn first_line(error: &dyn std::fmt::Display) -> String {
 
 /// Relays stdio to the broker until either side closes.
 pub async fn relay(data_dir: &Path, client_name: String, secret: String) -> anyhow::Result<()> {
-    let path = lomi_mcp::local::socket_path(data_dir);
-    let stream = tokio::net::UnixStream::connect(&path)
-        .await
-        .with_context(|| {
-            format!(
-                "no Lomi is running for {} (start it with `lomi serve --headless`)",
-                data_dir.display()
-            )
-        })?;
-    let (mut from_broker, mut to_broker) = stream.into_split();
-    let hello = serde_json::to_string(&Hello::Mcp(McpHello {
+    let hello = Hello::Mcp(McpHello {
         client_name,
         secret,
-    }))?;
-    to_broker.write_all(format!("{hello}\n").as_bytes()).await?;
+    });
+    let stream = lomi_mcp::local::connect(data_dir, &hello).await?;
+    let (mut from_broker, mut to_broker) = stream.into_split();
     let done = Arc::new(tokio::sync::Notify::new());
     let upstream = async {
         let mut stdin = tokio::io::stdin();

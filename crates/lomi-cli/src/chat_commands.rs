@@ -9,8 +9,13 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Subcommand;
 use lomi_mcp::control::ControlRequest;
+use lomi_protocol::control::{ChatCancelled, ChatSendStarted};
+use lomi_protocol::tools::chat::{
+    ChatList, ChatRole, ConversationSummary, ConversationView, DraftUpdated, MessageState,
+};
 use lomi_protocol::{ConversationId, DraftRevision, WorkspaceId};
-use serde_json::Value;
+
+use crate::person::{render, wire_name};
 
 /// How often `send` looks at the reply while it arrives.
 const FOLLOW_EVERY: Duration = Duration::from_millis(200);
@@ -75,62 +80,45 @@ pub enum ChatCommand {
     Cancel { conversation_id: ConversationId },
 }
 
-fn text(value: &Value) -> &str {
-    value.as_str().unwrap_or("")
-}
-
-fn render_list(list: &Value) {
-    for c in list["conversations"].as_array().into_iter().flatten() {
+fn render_list(list: &ChatList) {
+    for c in &list.conversations {
         println!(
             "{}  {}  ({} messages, revision {}, draft revision {})",
-            text(&c["conversationId"]),
-            text(&c["title"]),
-            c["messageCount"],
-            text(&c["conversationRevision"]),
-            text(&c["draftRevision"])
+            c.conversation_id, c.title, c.message_count, c.conversation_revision, c.draft_revision
         );
     }
 }
 
-fn render_conversation(view: &Value) {
-    println!(
-        "{}  {}  (revision {})",
-        text(&view["conversationId"]),
-        text(&view["title"]),
-        text(&view["conversationRevision"])
-    );
-    for m in view["messages"].as_array().into_iter().flatten() {
-        let by = match (text(&m["role"]), m["model"].as_str()) {
-            ("assistant", Some(model)) => format!("assistant ({model})"),
-            (role, _) => role.to_owned(),
+fn render_conversation(view: &ConversationView) {
+    render_summary(&view.summary);
+    for m in &view.messages {
+        let by = match (m.role, &m.model) {
+            (ChatRole::Assistant, Some(model)) => format!("assistant ({model})"),
+            (role, _) => wire_name(&role),
         };
-        let state = match text(&m["state"]) {
-            "complete" => String::new(),
-            other => format!(" [{other}]"),
+        let state = match m.state {
+            MessageState::Complete => String::new(),
+            other => format!(" [{}]", wire_name(&other)),
         };
-        println!("\n#{} {by}{state}:\n{}", m["seq"], text(&m["text"]));
+        println!("\n#{} {by}{state}:\n{}", m.seq, m.text);
     }
     println!(
         "\ndraft (revision {}): {}",
-        text(&view["draft"]["draftRevision"]),
-        text(&view["draft"]["text"])
+        view.draft.draft_revision, view.draft.text
     );
 }
 
-fn render_summary(c: &Value) {
+fn render_summary(c: &ConversationSummary) {
     println!(
         "{}  {}  (revision {})",
-        text(&c["conversationId"]),
-        text(&c["title"]),
-        text(&c["conversationRevision"])
+        c.conversation_id, c.title, c.conversation_revision
     );
 }
 
-fn render_draft(d: &Value) {
+fn render_draft(d: &DraftUpdated) {
     println!(
         "{}: draft at revision {}",
-        text(&d["conversationId"]),
-        text(&d["draftRevision"])
+        d.conversation_id, d.draft_revision
     );
 }
 
@@ -145,7 +133,7 @@ async fn send(
 ) -> anyhow::Result<()> {
     let expected = match draft {
         Some(text) => {
-            let current = ask(
+            let current: ConversationView = ask(
                 data_dir,
                 &ControlRequest::ChatGet {
                     conversation_id: conversation_id.clone(),
@@ -154,27 +142,20 @@ async fn send(
                 },
             )
             .await?;
-            let revision: u64 = text_of(&current["draft"]["draftRevision"])
-                .parse()
-                .context("the draft's revision")?;
-            let updated = ask(
+            let updated: DraftUpdated = ask(
                 data_dir,
                 &ControlRequest::ChatDraft {
                     conversation_id: conversation_id.clone(),
                     text,
-                    expected_draft_revision: Some(DraftRevision(revision)),
+                    expected_draft_revision: Some(current.draft.draft_revision),
                 },
             )
             .await?;
-            Some(DraftRevision(
-                text_of(&updated["draftRevision"])
-                    .parse()
-                    .context("the draft's revision")?,
-            ))
+            Some(updated.draft_revision)
         }
         None => None,
     };
-    let sent = ask(
+    let sent: ChatSendStarted = ask(
         data_dir,
         &ControlRequest::ChatSend {
             conversation_id: conversation_id.clone(),
@@ -184,18 +165,14 @@ async fn send(
         },
     )
     .await?;
-    let seq = sent["replySeq"].as_u64().context("the reply's seq")?;
-    eprintln!(
-        "sent to {} ({}); reply #{seq}:",
-        text(&sent["provider"]),
-        text(&sent["model"])
-    );
+    let seq = sent.reply_seq;
+    eprintln!("sent to {} ({}); reply #{seq}:", sent.provider, sent.model);
     if !follow {
         return Ok(());
     }
     let mut shown = 0;
     loop {
-        let view = ask(
+        let view: ConversationView = ask(
             data_dir,
             &ControlRequest::ChatGet {
                 conversation_id: conversation_id.clone(),
@@ -204,34 +181,35 @@ async fn send(
             },
         )
         .await?;
-        let reply = &view["messages"][0];
-        let now = text(&reply["text"]);
+        let reply = view.messages.first().context("the reply is missing")?;
+        let now = reply.text.as_str();
         if now.len() > shown && now.is_char_boundary(shown) {
             crate::print_out(&now[shown..])?;
             shown = now.len();
         }
-        match text(&reply["state"]) {
-            "streaming" => tokio::time::sleep(FOLLOW_EVERY).await,
-            "complete" => {
+        match reply.state {
+            MessageState::Streaming => tokio::time::sleep(FOLLOW_EVERY).await,
+            MessageState::Complete => {
                 println!();
                 return Ok(());
             }
-            other => anyhow::bail!("the reply ended {other}; what arrived is kept"),
+            other => anyhow::bail!(
+                "the reply ended {}; what arrived is kept",
+                wire_name(&other)
+            ),
         }
     }
-}
-
-fn text_of(value: &Value) -> &str {
-    value.as_str().unwrap_or_default()
 }
 
 /// Runs a chat command against the running Lomi.
 pub fn run(data_dir: &Path, command: ChatCommand) -> anyhow::Result<()> {
     let runtime = crate::runtime()?;
     let (request, json, render): (ControlRequest, bool, crate::Render) = match command {
-        ChatCommand::List { workspace_id, json } => {
-            (ControlRequest::ChatList { workspace_id }, json, render_list)
-        }
+        ChatCommand::List { workspace_id, json } => (
+            ControlRequest::ChatList { workspace_id },
+            json,
+            render(render_list),
+        ),
         ChatCommand::Show {
             conversation_id,
             after,
@@ -243,7 +221,7 @@ pub fn run(data_dir: &Path, command: ChatCommand) -> anyhow::Result<()> {
                 max_bytes: Some(512 * 1024),
             },
             json,
-            render_conversation,
+            render(render_conversation),
         ),
         ChatCommand::Create {
             workspace_id,
@@ -255,7 +233,7 @@ pub fn run(data_dir: &Path, command: ChatCommand) -> anyhow::Result<()> {
                 title,
             },
             json,
-            render_summary,
+            render(render_summary),
         ),
         ChatCommand::Rename {
             conversation_id,
@@ -267,7 +245,7 @@ pub fn run(data_dir: &Path, command: ChatCommand) -> anyhow::Result<()> {
                 title,
             },
             json,
-            render_summary,
+            render(render_summary),
         ),
         ChatCommand::Draft {
             conversation_id,
@@ -281,12 +259,12 @@ pub fn run(data_dir: &Path, command: ChatCommand) -> anyhow::Result<()> {
                 expected_draft_revision: expected_revision.map(DraftRevision),
             },
             json,
-            render_draft,
+            render(render_draft),
         ),
         ChatCommand::Cancel { conversation_id } => (
             ControlRequest::ChatCancel { conversation_id },
             false,
-            |_| println!("cancelled"),
+            render(|_: &ChatCancelled| println!("cancelled")),
         ),
         ChatCommand::Send {
             conversation_id,

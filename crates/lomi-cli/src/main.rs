@@ -337,7 +337,7 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
     }
 }
 
-type Render = fn(&serde_json::Value);
+use person::{Render, render};
 
 fn person_request(command: Command) -> (ControlRequest, bool, Render) {
     match command {
@@ -351,18 +351,18 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                 (
                     ControlRequest::WorkspaceAdd { name, project },
                     json,
-                    person::render_workspace,
+                    render(person::render_workspace),
                 )
             }
             WorkspaceCommand::List { json } => (
                 ControlRequest::WorkspaceList {},
                 json,
-                person::render_workspaces,
+                render(person::render_workspaces),
             ),
             WorkspaceCommand::Remove { workspace_id, json } => (
                 ControlRequest::WorkspaceRemove { workspace_id },
                 json,
-                person::render_workspace_change,
+                render(person::render_workspace_removed),
             ),
             WorkspaceCommand::AddProject {
                 workspace_id,
@@ -376,7 +376,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                         project,
                     },
                     json,
-                    person::render_workspace_change,
+                    render(person::render_project_added),
                 )
             }
             WorkspaceCommand::RemoveProject {
@@ -389,14 +389,14 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                     project_id,
                 },
                 json,
-                person::render_workspace_change,
+                render(person::render_project_removed),
             ),
         },
         Command::Pairing { command } => match command {
             PairingCommand::List { json } => (
                 ControlRequest::PairingList {},
                 json,
-                person::render_pairings,
+                render(person::render_pairings),
             ),
             PairingCommand::Approve {
                 pairing_id,
@@ -412,7 +412,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                     families: person::chosen_families(families),
                 },
                 json,
-                person::render_decision,
+                render(person::render_pairing_approved),
             ),
             PairingCommand::Families {
                 pairing_id,
@@ -429,17 +429,17 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                     },
                 },
                 json,
-                person::render_families,
+                render(person::render_families),
             ),
             PairingCommand::Deny { pairing_id, json } => (
                 ControlRequest::PairingDeny { pairing_id },
                 json,
-                person::render_decision,
+                render(person::render_pairing_decided),
             ),
             PairingCommand::Revoke { pairing_id, json } => (
                 ControlRequest::PairingRevoke { pairing_id },
                 json,
-                person::render_decision,
+                render(person::render_pairing_decided),
             ),
             PairingCommand::Create {
                 name,
@@ -453,7 +453,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                     families: person::chosen_families(families),
                 },
                 json,
-                person::render_created,
+                render(person::render_created),
             ),
         },
         Command::Decide {
@@ -466,37 +466,43 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                 approve: matches!(decision, Decision::Approve),
             },
             json,
-            person::render_decision,
+            render(person::render_decided),
         ),
         Command::Decisions { json } => (
             ControlRequest::DecisionList {},
             json,
-            person::render_decisions,
+            render(person::render_decisions),
         ),
         Command::Operation { command } => match command {
             OperationCommand::List { limit, json, .. } => (
                 ControlRequest::OperationList { limit },
                 json,
-                person::render_operations,
+                render(person::render_operations),
             ),
             OperationCommand::Show { operation_id, json } => (
                 ControlRequest::OperationShow { operation_id },
                 json,
-                person::render_operation,
+                render(person::render_operation),
             ),
             // Handled in `run`; never reaches here.
-            OperationCommand::Export { .. } => {
-                (ControlRequest::Status {}, false, person::render_operation)
-            }
+            OperationCommand::Export { .. } => (
+                ControlRequest::Status {},
+                false,
+                render(person::render_operation),
+            ),
         },
-        Command::Policy { json } => (ControlRequest::PolicyList {}, json, person::render_policy),
+        Command::Policy { json } => (
+            ControlRequest::PolicyList {},
+            json,
+            render(person::render_policy),
+        ),
         Command::Confirm { tool, off } => (
             ControlRequest::Confirm {
                 tool,
                 confirm: !off,
             },
             false,
-            person::render_operation,
+            render(person::render_operation),
         ),
         Command::Browser {
             command:
@@ -514,7 +520,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
                 delete,
             },
             json,
-            render_browser_profile,
+            render(render_browser_profile),
         ),
         Command::Serve { .. }
         | Command::Catalog
@@ -526,20 +532,23 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
         | Command::Git { .. }
         | Command::Document { .. }
         | Command::Mcp { .. }
-        | Command::Terminal { .. } => (ControlRequest::Status {}, false, person::render_operation),
+        | Command::Terminal { .. } => (
+            ControlRequest::Status {},
+            false,
+            render(person::render_operation),
+        ),
     }
 }
 
-fn render_browser_profile(v: &serde_json::Value) {
-    let workspace = v["workspaceId"].as_str().unwrap_or_default();
-    let path = v["path"].as_str().unwrap_or_default();
-    if v["persistent"] == true {
+fn render_browser_profile(v: &lomi_protocol::control::BrowserProfile) {
+    let (workspace, path) = (&v.workspace_id, &v.path);
+    if v.persistent {
         println!("{workspace}: browser panels keep a persistent profile in {path}");
     } else {
         println!("{workspace}: each browser panel gets a fresh profile");
-        if v["deleted"] == true {
+        if v.deleted {
             println!("removed {path}");
-        } else if v["exists"] == true {
+        } else if v.exists {
             println!("the kept profile is still in {path} (`--fresh --delete` removes it)");
         }
     }

@@ -3,9 +3,19 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use clap::Subcommand;
 use lomi_mcp::control::ControlRequest;
-use lomi_protocol::{Effect, EffectDetail, Family, OperationId, PairingId, ProjectId, WorkspaceId};
+use lomi_protocol::control::{
+    AwaitingDecision, Decided, PairingApproved, PairingCreated, PairingDecided, PairingFamilies,
+    PairingSummary, PolicyEntry, ProjectAdded, ProjectRemoved, WorkspaceRemoved,
+};
+use lomi_protocol::tools::operations::OperationView;
+use lomi_protocol::tools::session::{PairingState, WorkspaceView};
+use lomi_protocol::{
+    Effect, EffectDetail, Family, OperationId, PairingId, ProjectId, Reply, WorkspaceId,
+};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 #[derive(Debug, Subcommand)]
@@ -160,122 +170,132 @@ pub enum Decision {
     Deny,
 }
 
-/// Sends `request` to the running Lomi; its data, or the envelope's error as one line.
-pub async fn ask(data_dir: &Path, request: &ControlRequest) -> anyhow::Result<Value> {
+/// Sends `request` to the running Lomi; its data as sent, or the envelope's error as one line.
+pub async fn ask_data(data_dir: &Path, request: &ControlRequest) -> anyhow::Result<Value> {
     let reply = lomi_mcp::local::request(data_dir, request).await?;
-    if reply["status"] == "ok" {
-        Ok(reply["data"].clone())
-    } else {
-        let code = reply["code"].as_str().unwrap_or("ERROR");
-        let message = reply["message"].as_str().unwrap_or("unknown error");
-        anyhow::bail!("{code}: {message}")
+    match serde_json::from_value::<Reply<Value>>(reply).context("Lomi's reply")? {
+        Reply::Ok { data, .. } => Ok(data),
+        Reply::Error { code, message, .. } => anyhow::bail!("{code}: {message}"),
     }
 }
 
-/// Sends `request` and prints the answer; an error envelope becomes one line and exit 1.
+/// Sends `request` to the running Lomi; its data as the reply's type.
+pub async fn ask<T: DeserializeOwned>(
+    data_dir: &Path,
+    request: &ControlRequest,
+) -> anyhow::Result<T> {
+    decode(ask_data(data_dir, request).await?)
+}
+
+/// A reply's data as its type.
+pub fn decode<T: DeserializeOwned>(data: Value) -> anyhow::Result<T> {
+    serde_json::from_value(data).context("Lomi's reply is not what this lomi expects")
+}
+
+/// How a command prints a reply's data: decoded into the reply's type, then shown.
+pub type Render = Box<dyn FnOnce(Value) -> anyhow::Result<()>>;
+
+/// Prints a reply of type `T` with `show`.
+pub fn render<T: DeserializeOwned>(show: impl FnOnce(&T) + 'static) -> Render {
+    Box::new(move |data| {
+        show(&decode::<T>(data)?);
+        Ok(())
+    })
+}
+
+/// Sends `request` and prints the answer (as sent with `json`); an error envelope becomes one
+/// line and exit 1.
 pub async fn send(
     data_dir: &Path,
     request: ControlRequest,
     json: bool,
-    render: fn(&Value),
+    render: Render,
 ) -> anyhow::Result<()> {
-    let data = ask(data_dir, &request).await?;
+    let data = ask_data(data_dir, &request).await?;
     if json {
-        crate::print_out(&serde_json::to_string_pretty(&data)?)?;
+        crate::print_out(&serde_json::to_string_pretty(&data)?)
     } else {
-        render(&data);
+        render(data)
     }
-    Ok(())
 }
 
-fn text(value: &Value) -> &str {
-    value.as_str().unwrap_or("")
+/// Ids and names joined for a line, or `none`.
+fn listed<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+    items
+        .into_iter()
+        .map(|item| item.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-pub fn render_workspace(w: &Value) {
+pub fn render_workspace(w: &WorkspaceView) {
     println!(
         "{}  {}  (revision {})",
-        text(&w["workspaceId"]),
-        text(&w["name"]),
-        text(&w["domainRevision"])
+        w.workspace_id, w.name, w.domain_revision
     );
-    for p in w["projects"].as_array().into_iter().flatten() {
-        println!(
-            "    project {}  {}",
-            text(&p["projectId"]),
-            text(&p["root"])
-        );
+    for p in &w.projects {
+        println!("    project {}  {}", p.project_id, p.root);
     }
 }
 
-/// What a removal or an added project left: the answer names what changed.
-pub fn render_workspace_change(v: &Value) {
-    let workspace = text(&v["workspaceId"]);
-    if let Some(project) = v.get("project") {
-        println!(
-            "workspace {workspace}: project {} added  {}",
-            text(&project["projectId"]),
-            text(&project["root"])
-        );
-    } else if let Some(project) = v.get("projectId") {
-        println!("workspace {workspace}: project {} removed", text(project));
-    } else {
-        println!("workspace {workspace} removed");
-    }
+pub fn render_project_added(v: &ProjectAdded) {
+    println!(
+        "workspace {}: project {} added  {}",
+        v.workspace_id, v.project.project_id, v.project.root
+    );
 }
 
-pub fn render_workspaces(list: &Value) {
-    let items = list.as_array().cloned().unwrap_or_default();
-    if items.is_empty() {
+pub fn render_project_removed(v: &ProjectRemoved) {
+    println!(
+        "workspace {}: project {} removed",
+        v.workspace_id, v.project_id
+    );
+}
+
+pub fn render_workspace_removed(v: &WorkspaceRemoved) {
+    println!("workspace {} removed", v.workspace_id);
+}
+
+pub fn render_workspaces(list: &Vec<WorkspaceView>) {
+    if list.is_empty() {
         println!("no workspaces; add one with `lomi workspace add --name NAME --project PATH`");
     }
-    for w in &items {
+    for w in list {
         render_workspace(w);
     }
 }
 
-pub fn render_pairings(list: &Value) {
-    let items = list.as_array().cloned().unwrap_or_default();
-    if items.is_empty() {
+/// An enum's value as the wire names it (a pairing state, a message role).
+pub fn wire_name<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(name)) => name,
+        _ => String::new(),
+    }
+}
+
+pub fn render_pairings(list: &Vec<PairingSummary>) {
+    if list.is_empty() {
         println!("no pairings");
     }
-    for p in &items {
-        let grants: Vec<&str> = p["grants"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let families = match p["families"].as_array() {
-            None if p["state"] == "pending" => match p["requestedFamilies"].as_array() {
-                Some(asked) => format!(
-                    "asks for {}",
-                    asked
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                None => "all".to_owned(),
-            },
-            None => "all".to_owned(),
-            Some(list) => list
-                .iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(", "),
+    for p in list {
+        let families = match (&p.families, &p.requested_families) {
+            (None, Some(asked)) if p.state == PairingState::Pending => {
+                format!("asks for {}", listed(asked.iter().map(|f| f.name())))
+            }
+            (None, _) => "all".to_owned(),
+            (Some(list), _) => listed(list.iter().map(|f| f.name())),
         };
         println!(
             "{}  {:<8}  code {}  \"{}\"  ({})  grants: {}  tools: {}",
-            text(&p["pairingId"]),
-            text(&p["state"]),
-            text(&p["verificationCode"]),
-            text(&p["clientName"]),
-            text(&p["credential"]),
-            if grants.is_empty() {
+            p.pairing_id,
+            wire_name(&p.state),
+            p.verification_code,
+            p.client_name,
+            wire_name(&p.credential),
+            if p.grants.is_empty() {
                 "none".to_owned()
             } else {
-                grants.join(", ")
+                listed(&p.grants)
             },
             if families.is_empty() {
                 "session tools only".to_owned()
@@ -288,20 +308,14 @@ pub fn render_pairings(list: &Value) {
 
 /// Each waiting operation: its id, tool and client, then what it will do (its effect: the
 /// diff, the file, the command, the message), then its exact arguments.
-pub fn render_decisions(v: &Value) {
-    for d in v.as_array().into_iter().flatten() {
+pub fn render_decisions(list: &Vec<AwaitingDecision>) {
+    for d in list {
         println!(
             "{}  {}  (pairing {}, workspace {})",
-            text(&d["operationId"]),
-            text(&d["tool"]),
-            text(&d["pairingId"]),
-            text(&d["workspaceId"])
+            d.operation_id, d.tool, d.pairing_id, d.workspace_id
         );
-        match serde_json::from_value::<Effect>(d["effect"].clone()) {
-            Ok(effect) => print!("{}", effect_text(&effect)),
-            Err(error) => println!("    (what it will do cannot be shown: {error})"),
-        }
-        println!("    arguments: {}", d["arguments"]);
+        print!("{}", effect_text(&d.effect));
+        println!("    arguments: {}", d.arguments);
     }
 }
 
@@ -427,54 +441,46 @@ pub fn effect_text(effect: &Effect) -> String {
 }
 
 /// Every mutating tool, grouped by family in plain words, ticked when it waits for you.
-pub fn render_policy(v: &Value) {
+pub fn render_policy(list: &Vec<PolicyEntry>) {
     let mut family = "";
-    for t in v.as_array().into_iter().flatten() {
-        let label = text(&t["familyLabel"]);
-        if label != family {
-            println!("{label}");
-            family = label;
+    for t in list {
+        if t.family_label != family {
+            println!("{}", t.family_label);
+            family = &t.family_label;
         }
         println!(
             "  [{}] {:<44} {}",
-            if t["confirm"] == true { "x" } else { " " },
-            text(&t["label"]),
-            text(&t["tool"])
+            if t.confirm { "x" } else { " " },
+            t.label,
+            t.tool
         );
     }
 }
 
-pub fn render_decision(v: &Value) {
-    let subject = v
-        .get("pairingId")
-        .or_else(|| v.get("operationId"))
-        .map(text)
-        .unwrap_or("");
-    let state = v
-        .get("state")
-        .or_else(|| v.get("decision"))
-        .map(text)
-        .unwrap_or("done");
-    println!("{subject}: {state}");
+pub fn render_pairing_decided(v: &PairingDecided) {
+    println!("{}: {}", v.pairing_id, wire_name(&v.state));
 }
 
-pub fn render_families(v: &Value) {
-    let families = match v["families"].as_array() {
+pub fn render_pairing_approved(v: &PairingApproved) {
+    println!("{}: {}", v.pairing_id, wire_name(&v.state));
+}
+
+pub fn render_decided(v: &Decided) {
+    println!("{}: {}", v.operation_id, wire_name(&v.decision));
+}
+
+pub fn render_families(v: &PairingFamilies) {
+    let families = match &v.families {
         None => "every tool family".to_owned(),
         Some(list) if list.is_empty() => "the session tools only".to_owned(),
-        Some(list) => list
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join(", "),
+        Some(list) => listed(list.iter().map(|f| f.name())),
     };
-    println!("{}: sees {families}", text(&v["pairingId"]));
+    println!("{}: sees {families}", v.pairing_id);
 }
 
-pub fn render_created(v: &Value) {
-    let url = text(&v["url"]);
-    let token = text(&v["token"]);
-    println!("pairing {} created and approved", text(&v["pairingId"]));
+pub fn render_created(v: &PairingCreated) {
+    let (url, token) = (&v.url, &v.token);
+    println!("pairing {} created and approved", v.pairing_id);
     println!("bearer token (shown once; keep it secret): {token}");
     println!();
     println!("Claude Code:");
@@ -492,24 +498,24 @@ pub fn render_created(v: &Value) {
     );
 }
 
-pub fn render_operations(list: &Value) {
-    let items = list.as_array().cloned().unwrap_or_default();
-    if items.is_empty() {
+pub fn render_operations(list: &Vec<OperationView>) {
+    if list.is_empty() {
         println!("no operations");
     }
-    for op in &items {
+    for op in list {
         println!(
             "{}  {:<15}  effect {:<8}  {}  key {}  at {}",
-            text(&op["operationId"]),
-            text(&op["state"]),
-            text(&op["effectState"]),
-            text(&op["tool"]),
-            text(&op["requestKey"]),
-            text(&op["createdAt"])
+            op.operation_id,
+            op.state.as_str(),
+            op.effect_state.as_str(),
+            op.tool,
+            op.request_key,
+            op.created_at
         );
     }
 }
 
+/// A receipt in full, as JSON (`lomi operation show`, `lomi confirm`).
 pub fn render_operation(op: &Value) {
     println!("{}", serde_json::to_string_pretty(op).unwrap_or_default());
 }

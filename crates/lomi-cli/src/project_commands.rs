@@ -6,8 +6,12 @@ use std::path::Path;
 
 use clap::{Args, Subcommand};
 use lomi_mcp::control::ControlRequest;
+use lomi_protocol::tools::editor::{EditorSaved, PersonDocument, PersonEdited};
+use lomi_protocol::tools::files::DirListView;
+use lomi_protocol::tools::git::{GitCommitted, GitDiffView, GitStaged, GitStatusView};
 use lomi_protocol::{DocumentId, ProjectId, WorkspaceId};
-use serde_json::Value;
+
+use crate::person::{render, wire_name};
 
 /// Which project: the workspace's only one, or the one named.
 #[derive(Debug, Args)]
@@ -101,48 +105,38 @@ pub enum DocumentCommand {
     },
 }
 
-fn text(value: &Value) -> &str {
-    value.as_str().unwrap_or("")
-}
-
-fn render_listing(v: &Value) {
-    for entry in v["entries"].as_array().into_iter().flatten() {
-        let slash = if entry["kind"] == "dir" { "/" } else { "" };
-        println!("{}{slash}", text(&entry["name"]));
+fn render_listing(v: &DirListView) {
+    for entry in &v.entries {
+        let slash = if entry.kind == "dir" { "/" } else { "" };
+        println!("{}{slash}", entry.name);
     }
 }
 
-fn render_status(v: &Value) {
+fn render_status(v: &GitStatusView) {
     println!(
         "{} at {}",
-        v["branch"].as_str().unwrap_or("(detached)"),
-        v["head"].as_str().unwrap_or("(no commit yet)")
+        v.branch.as_deref().unwrap_or("(detached)"),
+        v.head.as_deref().unwrap_or("(no commit yet)")
     );
-    for entry in v["entries"].as_array().into_iter().flatten() {
+    for entry in &v.entries {
         println!(
             "  staged: {:<12} not staged: {:<12} {}",
-            text(&entry["index"]),
-            text(&entry["worktree"]),
-            text(&entry["path"])
+            entry.index, entry.worktree, entry.path
         );
     }
 }
 
-fn render_document(v: &Value) {
-    let document = &v["document"];
+fn render_document(v: &PersonDocument) {
+    let document = &v.document;
     println!(
         "{}  {}  revision {}{}  disk: {}",
-        text(&document["documentId"]),
-        text(&document["path"]),
-        text(&document["bufferRevision"]),
-        if document["dirty"] == true {
-            " (unsaved)"
-        } else {
-            ""
-        },
-        text(&v["disk"])
+        document.document_id,
+        document.path,
+        document.buffer_revision,
+        if document.dirty { " (unsaved)" } else { "" },
+        wire_name(&v.disk)
     );
-    print!("{}", text(&document["text"]));
+    print!("{}", document.text);
 }
 
 pub fn run_files(data_dir: &Path, command: FilesCommand) -> anyhow::Result<()> {
@@ -155,7 +149,7 @@ pub fn run_files(data_dir: &Path, command: FilesCommand) -> anyhow::Result<()> {
             path,
         },
         project.json,
-        render_listing,
+        render(render_listing),
     )
 }
 
@@ -167,7 +161,7 @@ pub fn run_git(data_dir: &Path, command: GitCommand) -> anyhow::Result<()> {
                 project_id: project.project,
             },
             project.json,
-            render_status,
+            render(render_status),
         ),
         GitCommand::Diff {
             project,
@@ -181,7 +175,7 @@ pub fn run_git(data_dir: &Path, command: GitCommand) -> anyhow::Result<()> {
                 staged,
             },
             project.json,
-            |v| print!("{}", text(&v["diff"])),
+            render(|v: &GitDiffView| print!("{}", v.diff)),
         ),
         GitCommand::Stage { project, paths } => (
             ControlRequest::GitStage {
@@ -190,7 +184,7 @@ pub fn run_git(data_dir: &Path, command: GitCommand) -> anyhow::Result<()> {
                 paths,
             },
             project.json,
-            |_| println!("staged"),
+            render(|_: &GitStaged| println!("staged")),
         ),
         GitCommand::Unstage { project, paths } => (
             ControlRequest::GitUnstage {
@@ -199,7 +193,7 @@ pub fn run_git(data_dir: &Path, command: GitCommand) -> anyhow::Result<()> {
                 paths,
             },
             project.json,
-            |_| println!("unstaged"),
+            render(|_: &GitStaged| println!("unstaged")),
         ),
         GitCommand::Commit {
             project,
@@ -213,7 +207,7 @@ pub fn run_git(data_dir: &Path, command: GitCommand) -> anyhow::Result<()> {
                 expected_head_revision: expected_head,
             },
             project.json,
-            |v| println!("committed {}", text(&v["commit"])),
+            render(|v: &GitCommitted| println!("committed {}", v.commit)),
         ),
     };
     send(data_dir, request, json, render)
@@ -228,12 +222,12 @@ pub fn run_document(data_dir: &Path, command: DocumentCommand) -> anyhow::Result
                 path,
             },
             project.json,
-            render_document,
+            render(render_document),
         ),
         DocumentCommand::Show { document_id, json } => (
             ControlRequest::DocumentGet { document_id },
             json,
-            render_document,
+            render(render_document),
         ),
         DocumentCommand::Save {
             document_id,
@@ -247,13 +241,13 @@ pub fn run_document(data_dir: &Path, command: DocumentCommand) -> anyhow::Result
                 overwrite,
             },
             json,
-            |v| println!("saved {} ({} bytes)", text(&v["path"]), v["size"]),
+            render(|v: &EditorSaved| println!("saved {} ({} bytes)", v.path, v.size)),
         ),
-        DocumentCommand::Reload { document_id, json } => {
-            (ControlRequest::DocumentReload { document_id }, json, |v| {
-                println!("reloaded at revision {}", text(&v["bufferRevision"]))
-            })
-        }
+        DocumentCommand::Reload { document_id, json } => (
+            ControlRequest::DocumentReload { document_id },
+            json,
+            render(|v: &PersonEdited| println!("reloaded at revision {}", v.buffer_revision)),
+        ),
     };
     send(data_dir, request, json, render)
 }

@@ -8,8 +8,10 @@ use std::path::Path;
 use anyhow::Context;
 use clap::Subcommand;
 use lomi_mcp::control::ControlRequest;
-use lomi_protocol::tools::settings::SettingsSection;
+use lomi_protocol::tools::settings::{SettingsSection, SettingsUpdated, SettingsView};
 use serde_json::{Map, Value};
+
+use crate::person::render;
 
 #[derive(Debug, Subcommand)]
 pub enum SettingsCommand {
@@ -67,7 +69,7 @@ fn request(command: SettingsCommand) -> anyhow::Result<(ControlRequest, bool, cr
             (
                 ControlRequest::SettingsGet { section },
                 json,
-                render_settings,
+                render(render_settings),
             )
         }
         SettingsCommand::Set {
@@ -88,7 +90,7 @@ fn request(command: SettingsCommand) -> anyhow::Result<(ControlRequest, bool, cr
                         .map(lomi_protocol::SettingsRevision),
                 },
                 json,
-                render_updated,
+                render(render_updated),
             )
         }
         SettingsCommand::ProviderKey { name, remove, json } => {
@@ -109,33 +111,39 @@ fn request(command: SettingsCommand) -> anyhow::Result<(ControlRequest, bool, cr
             (
                 ControlRequest::ProviderKey { name, key },
                 json,
-                render_updated,
+                render(render_updated),
             )
         }
     })
 }
 
 /// Prints each section as `section (revision N)` and its fields, one per line.
-fn render_settings(view: &Value) {
-    let Some(sections) = view.as_object() else {
+fn render_settings(view: &SettingsView) {
+    let Ok(Value::Object(sections)) = serde_json::to_value(view) else {
         return;
     };
     for (name, section) in sections {
-        let revision = section["settingsRevision"].as_str().unwrap_or("?");
+        let Value::Object(mut fields) = section else {
+            continue;
+        };
+        let revision = match fields.remove("settingsRevision") {
+            Some(Value::String(revision)) => revision,
+            _ => "?".to_owned(),
+        };
         println!("{name} (revision {revision})");
-        for (field, value) in section.as_object().into_iter().flatten() {
-            if field != "settingsRevision" {
-                println!("  {field}: {value}");
-            }
+        for (field, value) in fields {
+            println!("  {field}: {value}");
         }
     }
 }
 
-fn render_updated(updated: &Value) {
-    let section = updated["section"].as_str().unwrap_or("?");
-    let revision = updated["settingsRevision"].as_str().unwrap_or("?");
-    println!("{section} is at revision {revision}");
-    for (field, value) in updated["values"].as_object().into_iter().flatten() {
+fn render_updated(updated: &SettingsUpdated) {
+    println!(
+        "{} is at revision {}",
+        crate::person::wire_name(&updated.section),
+        updated.settings_revision
+    );
+    for (field, value) in &updated.values {
         println!("  {field}: {value}");
     }
 }

@@ -11,10 +11,13 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Subcommand;
 use lomi_mcp::control::{
-    ControlRequest, Retire, archived_json, maintenance, reconcile_json, store_status_json,
+    ControlRequest, Retire, archived_receipt, maintenance, reconcile_report, store_status,
 };
+use lomi_protocol::Timestamp;
+use lomi_protocol::control::{ArchivedReceipt, ReconcileReport, StoreStatus, WarningLevel};
 use lomi_store::{IdleRule, Store, StoreOptions, SystemClock};
-use serde_json::Value;
+
+use crate::person::wire_name;
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
@@ -69,40 +72,64 @@ impl Access<'_> {
         Ok(Access::Direct(store))
     }
 
-    pub(crate) fn ask(&self, request: ControlRequest) -> anyhow::Result<Value> {
+    /// The store's counts, caps and warning level.
+    pub(crate) fn status(&self) -> anyhow::Result<StoreStatus> {
         match self {
-            Access::Broker(dir, runtime) => runtime.block_on(crate::person::ask(dir, &request)),
+            Access::Broker(dir, runtime) => {
+                runtime.block_on(crate::person::ask(dir, &ControlRequest::StoreStatus {}))
+            }
             // No broker runs, so no epoch belongs to a running instance: all are idle.
-            Access::Direct(store) => Ok(match request {
-                ControlRequest::StoreStatus {} => {
-                    store_status_json(&store.status(&IdleRule::new(None))?)
-                }
+            Access::Direct(store) => Ok(store_status(&store.status(&IdleRule::new(None))?)),
+        }
+    }
+
+    /// The reconcile `request` asks for: done with `apply`, previewed without.
+    pub(crate) fn reconcile(&self, request: ControlRequest) -> anyhow::Result<ReconcileReport> {
+        match (self, request) {
+            (Access::Broker(dir, runtime), request) => {
+                runtime.block_on(crate::person::ask(dir, &request))
+            }
+            (
+                Access::Direct(store),
                 ControlRequest::StoreReconcile {
                     apply,
                     retire,
                     idle_for_seconds,
-                } => {
-                    let run = maintenance(IdleRule::new(None), retire.as_ref(), idle_for_seconds);
-                    let report = if apply {
-                        store.reconcile(&run)?
-                    } else {
-                        store.reconcile_preview(&run)?
-                    };
-                    let mut reply = reconcile_json(&report);
-                    let status = store.status(&IdleRule::new(None))?;
-                    reply["warningLevel"] = status.warning.as_str().into();
-                    reply["receiptsRemaining"] = status.receipts_remaining.into();
-                    reply
-                }
-                ControlRequest::OperationHistory { limit, after_seq } => {
-                    let page = match after_seq {
-                        Some(after) => store.history_after(after, limit)?,
-                        None => store.history_list(limit, 0)?,
-                    };
-                    Value::Array(page.iter().map(archived_json).collect())
-                }
-                other => anyhow::bail!("not a store request: {other:?}"),
-            }),
+                },
+            ) => {
+                let run = maintenance(IdleRule::new(None), retire.as_ref(), idle_for_seconds);
+                let report = if apply {
+                    store.reconcile(&run)?
+                } else {
+                    store.reconcile_preview(&run)?
+                };
+                Ok(reconcile_report(
+                    &report,
+                    &store.status(&IdleRule::new(None))?,
+                ))
+            }
+            (Access::Direct(_), other) => anyhow::bail!("not a reconcile request: {other:?}"),
+        }
+    }
+
+    /// A page of the history: newest first, or oldest first after `after_seq`.
+    pub(crate) fn history(
+        &self,
+        limit: usize,
+        after_seq: Option<i64>,
+    ) -> anyhow::Result<Vec<ArchivedReceipt>> {
+        match self {
+            Access::Broker(dir, runtime) => runtime.block_on(crate::person::ask(
+                dir,
+                &ControlRequest::OperationHistory { limit, after_seq },
+            )),
+            Access::Direct(store) => {
+                let page = match after_seq {
+                    Some(after) => store.history_after(after, limit)?,
+                    None => store.history_list(limit, 0)?,
+                };
+                Ok(page.iter().map(archived_receipt).collect())
+            }
         }
     }
 }
@@ -149,7 +176,7 @@ fn parse_retire(words: &[String]) -> anyhow::Result<Retire> {
 pub fn run(data_dir: &Path, command: StoreCommand) -> anyhow::Result<()> {
     match command {
         StoreCommand::Status { json } => {
-            let status = Access::open(data_dir)?.ask(ControlRequest::StoreStatus {})?;
+            let status = Access::open(data_dir)?.status()?;
             if json {
                 crate::print_out(&serde_json::to_string_pretty(&status)?)
             } else {
@@ -171,8 +198,8 @@ pub fn run(data_dir: &Path, command: StoreCommand) -> anyhow::Result<()> {
                 retire: retire.clone(),
                 idle_for_seconds,
             };
-            let preview = access.ask(request(false))?;
-            if nothing_to_do(&preview) {
+            let preview = access.reconcile(request(false))?;
+            if preview.is_empty() {
                 if !json && retire == Some(Retire::Idle {}) {
                     println!(
                         "no retry epoch is idle (idle: no unsettled operation and nothing new for {idle_for}, or issued by an earlier Lomi run); \
@@ -184,7 +211,7 @@ pub fn run(data_dir: &Path, command: StoreCommand) -> anyhow::Result<()> {
             if !yes {
                 confirm(&preview)?;
             }
-            let done = access.ask(request(true))?;
+            let done = access.reconcile(request(true))?;
             report(&done, json, "done")
         }
     }
@@ -192,28 +219,24 @@ pub fn run(data_dir: &Path, command: StoreCommand) -> anyhow::Result<()> {
 
 /// `lomi operation list --history`.
 pub fn history_list(data_dir: &Path, limit: usize, json: bool) -> anyhow::Result<()> {
-    let page = Access::open(data_dir)?.ask(ControlRequest::OperationHistory {
-        limit,
-        after_seq: None,
-    })?;
+    let items = Access::open(data_dir)?.history(limit, None)?;
     if json {
-        return crate::print_out(&serde_json::to_string_pretty(&page)?);
+        return crate::print_out(&serde_json::to_string_pretty(&items)?);
     }
-    let items = page.as_array().cloned().unwrap_or_default();
     if items.is_empty() {
         println!("the history is empty");
     }
     for op in &items {
         println!(
             "{}  {:<15}  effect {:<8}  {}  key {}  at {}  ({} {})",
-            text(&op["operationId"]),
-            text(&op["state"]),
-            text(&op["effectState"]),
-            text(&op["tool"]),
-            text(&op["requestKey"]),
-            text(&op["createdAt"]),
-            text(&op["archivedBecause"]),
-            text(&op["archivedAt"])
+            op.operation_id,
+            op.state.as_str(),
+            op.effect_state.as_str(),
+            op.tool,
+            op.request_key,
+            op.created_at,
+            wire_name(&op.archived_because),
+            op.archived_at
         );
     }
     Ok(())
@@ -233,14 +256,10 @@ pub fn history_export(data_dir: &Path, file: Option<&Path>) -> anyhow::Result<()
     let mut after = 0;
     let mut written = 0;
     loop {
-        let page = access.ask(ControlRequest::OperationHistory {
-            limit: PAGE,
-            after_seq: Some(after),
-        })?;
-        let items = page.as_array().cloned().unwrap_or_default();
+        let items = access.history(PAGE, Some(after))?;
         for item in &items {
             writeln!(out, "{}", serde_json::to_string(item)?)?;
-            after = item["historySeq"].as_i64().unwrap_or(after);
+            after = item.history_seq;
         }
         written += items.len();
         if items.len() < PAGE {
@@ -254,33 +273,15 @@ pub fn history_export(data_dir: &Path, file: Option<&Path>) -> anyhow::Result<()
     Ok(())
 }
 
-fn count(value: &Value, field: &str) -> u64 {
-    value[field].as_u64().unwrap_or(0)
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".to_owned(),
-        other => other.to_string(),
-    }
-}
-
-fn nothing_to_do(report: &Value) -> bool {
-    [
-        "retryEpochsRetired",
-        "receiptsArchived",
-        "retryEpochsRemoved",
-        "tombstonesRemoved",
-    ]
-    .iter()
-    .all(|field| count(report, field) == 0)
+/// A time, or `-` for none.
+fn time(at: Option<Timestamp>) -> String {
+    at.map_or("-".to_owned(), |at| at.to_string())
 }
 
 /// What the run will do, in a person's words.
-fn describe(report: &Value) -> String {
+fn describe(report: &ReconcileReport) -> String {
     let mut lines = Vec::new();
-    let retired = report["retired"].as_array().cloned().unwrap_or_default();
+    let retired = &report.retired;
     if !retired.is_empty() {
         lines.push(format!(
             "retire {} retry epoch(s); agents using them must call lomi_connect again:",
@@ -289,11 +290,11 @@ fn describe(report: &Value) -> String {
         for epoch in retired.iter().take(20) {
             lines.push(format!(
                 "  {}  pairing {}  since {}  {} receipts ({} unsettled, they stay)",
-                text(&epoch["retryEpoch"]),
-                text(&epoch["pairingId"]),
-                text(&epoch["createdAt"]),
-                count(epoch, "receipts"),
-                count(epoch, "unsettledReceipts")
+                epoch.retry_epoch,
+                epoch.pairing_id,
+                epoch.created_at,
+                epoch.receipts,
+                epoch.unsettled_receipts
             ));
         }
         if retired.len() > 20 {
@@ -303,16 +304,16 @@ fn describe(report: &Value) -> String {
     lines.push(format!(
         "move {} settled receipts to the history (`lomi operation list --history`), drop {} events, \
          remove {} ended retry epochs ({} kept: their receipts are unsettled), {} old tombstones",
-        count(report, "receiptsArchived"),
-        count(report, "eventsRemoved"),
-        count(report, "retryEpochsRemoved"),
-        count(report, "endedRetryEpochsKept"),
-        count(report, "tombstonesRemoved")
+        report.receipts_archived,
+        report.events_removed,
+        report.retry_epochs_removed,
+        report.ended_retry_epochs_kept,
+        report.tombstones_removed
     ));
     lines.join("\n")
 }
 
-fn confirm(preview: &Value) -> anyhow::Result<()> {
+fn confirm(preview: &ReconcileReport) -> anyhow::Result<()> {
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
         anyhow::bail!(
@@ -331,40 +332,37 @@ fn confirm(preview: &Value) -> anyhow::Result<()> {
     }
 }
 
-fn report(report: &Value, json: bool, what: &str) -> anyhow::Result<()> {
+fn report(report: &ReconcileReport, json: bool, what: &str) -> anyhow::Result<()> {
     if json {
         return crate::print_out(&serde_json::to_string_pretty(report)?);
     }
-    if nothing_to_do(report) {
+    if report.is_empty() {
         println!("{what}");
     } else {
         println!("{what}:\n{}", describe(report));
     }
     println!(
         "room left: {} receipts (level {})",
-        count(report, "receiptsRemaining"),
-        text(&report["warningLevel"])
+        report.receipts_remaining,
+        report.warning_level.as_str()
     );
     Ok(())
 }
 
-fn print_status(status: &Value) {
-    println!("store:         {}", text(&status["databasePath"]));
-    println!("schema:        version {}", status["schemaVersion"]);
+fn print_status(status: &StoreStatus) {
+    println!("store:         {}", status.database_path);
+    println!("schema:        version {}", status.schema_version);
     println!(
         "receipts:      {} of {} ({} left; {} unsettled, {} movable to the history), oldest {}",
-        status["receipts"],
-        status["receiptCap"],
-        status["receiptsRemaining"],
-        status["unsettledReceipts"],
-        status["removableReceipts"],
-        text(&status["oldestReceiptAt"])
+        status.receipts,
+        status.receipt_cap,
+        status.receipts_remaining,
+        status.unsettled_receipts,
+        status.removable_receipts,
+        time(status.oldest_receipt_at)
     );
-    let states: Vec<String> = status["receiptsByState"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
+    let states: Vec<String> = (status.receipts_by_state.iter())
+        .filter(|(_, n)| **n > 0)
         .map(|(state, n)| format!("{state} {n}"))
         .collect();
     if !states.is_empty() {
@@ -372,32 +370,32 @@ fn print_status(status: &Value) {
     }
     println!(
         "retry epochs:  {} of {} ({} left; {} expired, {} idle, {} retired), oldest {}",
-        status["retryEpochs"],
-        status["retryEpochCap"],
-        status["retryEpochsRemaining"],
-        status["expiredRetryEpochs"],
-        status["idleRetryEpochs"],
-        status["retiredRetryEpochs"],
-        text(&status["oldestRetryEpochAt"])
+        status.retry_epochs,
+        status.retry_epoch_cap,
+        status.retry_epochs_remaining,
+        status.expired_retry_epochs,
+        status.idle_retry_epochs,
+        status.retired_retry_epochs,
+        time(status.oldest_retry_epoch_at)
     );
-    println!("history:       {} receipts", status["historyReceipts"]);
-    println!("events:        {} retained", status["eventsRetained"]);
-    let level = text(&status["warningLevel"]);
-    println!("warning level: {level}");
-    if level != "none" {
+    println!("history:       {} receipts", status.history_receipts);
+    println!("events:        {} retained", status.events_retained);
+    let level = status.warning_level;
+    println!("warning level: {}", level.as_str());
+    if level != WarningLevel::None {
         println!(
             "  free room with `lomi store reconcile --retire idle` (asks before it changes anything)"
         );
     }
-    for pairing in status["pairings"].as_array().into_iter().flatten() {
+    for pairing in &status.pairings {
         println!(
             "pairing {}: {} live retry epochs ({} idle, {} ended but held), {} receipts ({} unsettled)",
-            text(&pairing["pairingId"]),
-            count(pairing, "liveRetryEpochs"),
-            count(pairing, "idleRetryEpochs"),
-            count(pairing, "endedRetryEpochs"),
-            count(pairing, "receipts"),
-            count(pairing, "unsettledReceipts")
+            pairing.pairing_id,
+            pairing.live_retry_epochs,
+            pairing.idle_retry_epochs,
+            pairing.ended_retry_epochs,
+            pairing.receipts,
+            pairing.unsettled_receipts
         );
     }
 }

@@ -232,11 +232,19 @@ impl CaptureFolder {
     /// written), or failed with that same list in its details.
     pub fn settle(&self, halt: Option<Halt>) -> EffectOutcome {
         let manifest = self.write_manifest();
-        let result = serde_json::to_value(&self.result).unwrap_or_default();
         let effect = if manifest.is_ok() || self.result.captures.iter().any(|c| c.written) {
             EffectState::Partial
         } else {
             EffectState::None
+        };
+        let result = match lomi_broker::to_json(&self.result) {
+            Ok(result) => result,
+            Err(error) => {
+                return EffectOutcome::Unknown {
+                    effect,
+                    message: error.message,
+                };
+            }
         };
         match (halt, manifest) {
             (None, Ok(())) => EffectOutcome::Succeeded(result),
@@ -281,7 +289,7 @@ impl Writing {
             0,
             u64::from(so_far.total),
             format!("capturing {} targets", so_far.total),
-            serde_json::to_value(&so_far).unwrap_or_default(),
+            &so_far,
         );
         Writing {
             so_far,
@@ -301,7 +309,7 @@ impl Writing {
                 u64::from(result.done),
                 u64::from(result.total),
                 format!("captured {last}"),
-                serde_json::to_value(result).unwrap_or_default(),
+                result,
             );
         }
     }

@@ -38,21 +38,13 @@ fn open_root(root: &Path) -> Result<OwnedFd, String> {
 }
 
 fn beneath(dir: &OwnedFd, rel: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    let mut last = Errno::AGAIN;
-    for _ in 0..8 {
-        match rustix::fs::openat2(
-            dir.as_fd(),
-            rel,
-            flags | OFlags::CLOEXEC,
-            Mode::empty(),
-            resolve,
-        ) {
-            Err(Errno::AGAIN) => last = Errno::AGAIN,
-            other => return other,
-        }
-    }
-    Err(last)
+    crate::root::open_beneath(
+        dir.as_fd(),
+        rel,
+        flags,
+        Mode::empty(),
+        ResolveFlags::empty(),
+    )
 }
 
 fn why(rel: &str, errno: Errno) -> String {
@@ -289,10 +281,10 @@ pub async fn write_into(
     path: String,
     bytes: Vec<u8>,
     overwrite: bool,
-    result: serde_json::Value,
+    result: impl serde::Serialize + Send,
 ) -> lomi_broker::EffectOutcome {
     match lomi_broker::off_thread(move || write_confined(&root, &path, &bytes, overwrite)).await {
-        Ok(()) => lomi_broker::EffectOutcome::Succeeded(result),
+        Ok(()) => lomi_broker::EffectOutcome::succeeded(&result),
         Err(why) => lomi_broker::EffectOutcome::Failed {
             effect: lomi_protocol::EffectState::None,
             error: lomi_protocol::ToolError::invalid(why),

@@ -1,7 +1,7 @@
 //! The editor tools over the broker: open, edit and close are session bookkeeping on the shared
 //! [`Documents`]; save and workspace close are operations through the broker's engine.
 
-use lomi_broker::{Broker, Confirmation, EffectOutcome, LayoutChange, ProjectChange};
+use lomi_broker::{Broker, Confirmation, EffectOutcome, LayoutChange, ProjectChange, to_json};
 use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::editor::{
     DocumentAction, DocumentFailure, EditorCloseInput, EditorClosed, EditorDocumentView,
@@ -13,7 +13,6 @@ use lomi_protocol::{DocumentId, EffectState, PairingId, ProjectId, ToolError, Wo
 
 use crate::FilesError;
 use crate::documents::{Document, Documents, SaveError, parse_revision};
-use crate::tools::to_value;
 
 /// The editor tools of one broker.
 #[derive(Clone)]
@@ -155,13 +154,13 @@ impl ProjectEditor {
                 move |_root, path, _context| async move {
                     let saving = id.clone();
                     match lomi_broker::off_thread(move || documents.save(&saving, expected)).await {
-                        Ok(written) => EffectOutcome::Succeeded(to_value(&EditorSaved {
+                        Ok(written) => EffectOutcome::succeeded(&EditorSaved {
                             document_id: id,
                             path,
                             buffer_revision: expected.to_string(),
                             disk_revision: written.disk_revision,
                             size: written.size,
-                        })),
+                        }),
                         Err(error) => match save_failure(&error) {
                             (effect, true) => EffectOutcome::Unknown {
                                 effect,
@@ -286,15 +285,11 @@ impl ProjectEditor {
             )));
         }
         let workspace_id = input.workspace_id.clone();
-        let expected = input.expected_revision;
-        let change = LayoutChange {
-            call: ToolCall::of::<lomi_protocol::tools::editor::WorkspaceCloseTool>(&input)?,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: None,
-            expected,
-        };
+        let change = LayoutChange::of(
+            ToolCall::of::<lomi_protocol::tools::editor::WorkspaceCloseTool>(&input)?,
+            &input,
+            None,
+        )?;
         let documents = self.documents.clone();
         self.broker
             .change_layout(
@@ -398,18 +393,21 @@ fn close_documents(
             .map(|f| format!("{} ({})", f.path, f.message))
             .collect();
         let saved = result.saved.len();
-        return EffectOutcome::Failed {
-            effect,
-            error: ToolError::new(
-                first.code,
-                format!(
-                    "not closed: {} document(s) could not be saved: {}; {saved} saved",
-                    result.failed.len(),
-                    names.join("; ")
-                ),
-            )
-            .with_details(to_value(&result)),
+        let error = ToolError::new(
+            first.code,
+            format!(
+                "not closed: {} document(s) could not be saved: {}; {saved} saved",
+                result.failed.len(),
+                names.join("; ")
+            ),
+        );
+        // The message names every failure; the details add the whole result when it can be
+        // written (see `to_json`).
+        let error = match to_json(&result) {
+            Ok(details) => error.with_details(details),
+            Err(_) => error,
         };
+        return EffectOutcome::Failed { effect, error };
     }
     for (id, _) in &open {
         // Whatever is dropped at this moment is listed: the edits named for discard, and an
@@ -423,5 +421,5 @@ fn close_documents(
         }
     }
     result.closed = true;
-    EffectOutcome::Succeeded(to_value(&result))
+    EffectOutcome::succeeded(&result)
 }

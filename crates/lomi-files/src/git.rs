@@ -2,16 +2,16 @@
 //! commit and branch are operations under the project's permit. Git runs without a shell, with
 //! every argument its own argv entry, literal pathspecs after `--`, and no prompts.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use lomi_broker::ProjectChange;
 use lomi_broker::{Broker, EffectOutcome};
 use lomi_protocol::definition::Serve;
 use lomi_protocol::tools::git::{
     GitBranchInput, GitBranched, GitCommitInput, GitCommitted, GitDiffInput, GitDiffView,
-    GitLogEntry, GitLogInput, GitLogTool, GitLogView, GitStageInput, GitStaged, GitStatusInput,
-    GitStatusView,
+    GitStageInput, GitStaged, GitStatusInput, GitStatusView,
 };
+use lomi_protocol::tools::git::{GitLogEntry, GitLogInput, GitLogTool, GitLogView};
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::{EffectState, PairingId, ProjectId, ToolError, WorkspaceId};
 use serde_json::Value;
@@ -19,6 +19,8 @@ use serde_json::Value;
 pub(crate) mod repository;
 
 use repository::{GitError, MAX_MESSAGE_BYTES, Repository, branch_name, git_path};
+
+use crate::tools::{ProjectEffect, mutate};
 
 const DEFAULT_DIFF_BYTES: u32 = 256 * 1024;
 const MAX_DIFF_BYTES: u32 = 4 * 1024 * 1024;
@@ -34,10 +36,6 @@ const COMMIT_UNDO: &str =
 #[derive(Clone)]
 pub struct ProjectGit {
     broker: Broker,
-}
-
-fn to_value<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 /// `lomi_git_log`: the project's most recent commits from HEAD, newest first.
@@ -206,7 +204,8 @@ impl ProjectGit {
             .map(|p| git_path(p))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| e.to_tool_error())?;
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of::<lomi_protocol::tools::git::GitStageTool>(&input, None)?,
             Change::Stage { paths },
@@ -228,7 +227,8 @@ impl ProjectGit {
             expected_head: input.expected_head_revision.clone(),
         };
         let revision = Some(input.expected_head_revision.clone());
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of::<lomi_protocol::tools::git::GitCommitTool>(&input, revision)?,
             change,
@@ -248,30 +248,13 @@ impl ProjectGit {
             create: input.create,
             allow_uncommitted: input.allow_uncommitted.unwrap_or(false),
         };
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of::<lomi_protocol::tools::git::GitBranchTool>(&input, None)?,
             change,
         )
         .await
-    }
-
-    /// One Git mutation through the engine, under the project's permit (shared with the file
-    /// tools), so Lomi's own changes to the project never interleave with it.
-    async fn mutate(
-        &self,
-        caller: &PairingId,
-        request: ProjectChange<'_>,
-        change: Change,
-    ) -> Result<OperationView, ToolError> {
-        self.broker
-            .change_project(
-                caller,
-                request,
-                async { Ok(()) },
-                move |root, (), _context| async move { apply(&root, change).await },
-            )
-            .await
     }
 }
 
@@ -452,27 +435,35 @@ fn refused(error: GitError) -> EffectOutcome {
     }
 }
 
+impl ProjectEffect for Change {
+    async fn apply(self, root: PathBuf) -> EffectOutcome {
+        apply(&root, self).await
+    }
+}
+
 async fn apply(root: &Path, change: Change) -> EffectOutcome {
     let repository = match Repository::open(root).await {
         Ok(repository) => repository,
         Err(error) => return refused(error),
     };
-    let done = match change {
-        Change::Stage { paths } => stage(&repository, paths).await.map(|v| to_value(&v)),
+    match change {
+        Change::Stage { paths } => settled(stage(&repository, paths).await),
         Change::Commit {
             message,
             expected_head,
-        } => return commit(&repository, &message, &expected_head, AGENT).await,
+        } => commit(&repository, &message, &expected_head, AGENT).await,
         Change::Branch {
             name,
             create,
             allow_uncommitted,
-        } => branch(&repository, &name, create, allow_uncommitted)
-            .await
-            .map(|v| to_value(&v)),
-    };
+        } => settled(branch(&repository, &name, create, allow_uncommitted).await),
+    }
+}
+
+/// A Git change that happened (its typed result) or was refused.
+fn settled<T: serde::Serialize>(done: Result<T, GitError>) -> EffectOutcome {
     match done {
-        Ok(result) => EffectOutcome::Succeeded(result),
+        Ok(result) => EffectOutcome::succeeded(&result),
         Err(error) => refused(error),
     }
 }
@@ -534,11 +525,11 @@ async fn commit(
         (Ok(output), Ok(after)) if output.success && after != before && !after.is_empty() => {
             // The parent is read back, not assumed: it is what Git really recorded.
             match repository.head_parent().await {
-                Ok(parent) => EffectOutcome::Succeeded(to_value(&GitCommitted {
+                Ok(parent) => EffectOutcome::succeeded(&GitCommitted {
                     commit: after,
                     parent,
                     undo: COMMIT_UNDO.to_owned(),
-                })),
+                }),
                 Err(error) => EffectOutcome::Unknown {
                     effect: EffectState::Unknown,
                     message: format!("committed {after}, but its parent cannot be read: {error:?}"),

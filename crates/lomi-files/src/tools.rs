@@ -12,7 +12,6 @@ use lomi_protocol::tools::files::{
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::settings::LineEndings;
 use lomi_protocol::{EffectState, PairingId, ProjectId, ToolError, WorkspaceId};
-use serde_json::Value;
 
 use crate::{Encoding, Expected, FilesError, ProjectRoot};
 
@@ -25,10 +24,6 @@ const MAX_LIST: u32 = 1000;
 #[derive(Clone)]
 pub struct ProjectFiles {
     broker: Broker,
-}
-
-pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 /// Exactly one of `text` or `base64`, as bytes.
@@ -231,7 +226,8 @@ impl ProjectFiles {
             folder: Folder::default(),
         };
         let revision = Some(input.expected_disk_revision.clone());
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of::<lomi_protocol::tools::files::FileWriteTool>(&input, revision)?,
             change,
@@ -259,7 +255,8 @@ impl ProjectFiles {
                 expected_revision: input.expected_parent_revision.clone(),
             },
         };
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of::<lomi_protocol::tools::files::FileCreateTool>(&input, None)?,
             change,
@@ -282,7 +279,8 @@ impl ProjectFiles {
             },
         };
         let revision = input.expected_disk_revision.clone();
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of::<lomi_protocol::tools::files::FileRenameTool>(&input, revision)?,
             change,
@@ -304,7 +302,8 @@ impl ProjectFiles {
             },
         };
         let revision = input.expected_parent_revision.clone();
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of::<lomi_protocol::tools::files::DirCreateTool>(&input, revision)?,
             change,
@@ -322,47 +321,66 @@ impl ProjectFiles {
             expected: input.expected_revision.clone(),
         };
         let revision = Some(input.expected_revision.clone());
-        self.mutate(
+        mutate(
+            &self.broker,
             caller,
             ProjectChange::of::<lomi_protocol::tools::files::FileDeleteTool>(&input, revision)?,
             change,
         )
         .await
     }
+}
 
-    /// One file mutation through the engine. The runtime's own revision check happens at
-    /// dispatch, under the project's permit, so two writers with the same expected revision
-    /// cannot both win.
-    async fn mutate(
-        &self,
-        caller: &PairingId,
-        request: ProjectChange<'_>,
-        change: Change,
-    ) -> Result<OperationView, ToolError> {
-        self.broker
-            .change_project(
-                caller,
-                request,
-                async { Ok(()) },
-                move |root, (), _context| async move {
-                    match lomi_broker::off_thread(move || apply(&root, change)).await {
-                        Ok(changed) => EffectOutcome::Succeeded(to_value(&changed)),
-                        Err(FilesError::Io(message)) => EffectOutcome::Unknown {
-                            effect: EffectState::Unknown,
-                            message: format!("the file system failed mid-change: {message}"),
-                        },
-                        Err(e) => EffectOutcome::Failed {
-                            effect: EffectState::None,
-                            error: e.into(),
-                        },
-                    }
-                },
-            )
-            .await
+/// What a file change made: the tools' result types.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Applied {
+    File(FileChanged),
+    Dir(DirCreated),
+}
+
+/// What a file or Git tool does to its project, run in its operation's effect with the
+/// project's root.
+pub(crate) trait ProjectEffect: Send + 'static {
+    fn apply(self, root: PathBuf) -> impl Future<Output = EffectOutcome> + Send;
+}
+
+/// One file or Git mutation through the engine, under the project's permit: the runtime's own
+/// check (a disk revision, the head) happens at dispatch, so two writers with the same expected
+/// revision cannot both win, and Lomi's file and Git changes to a project never interleave.
+pub(crate) async fn mutate(
+    broker: &Broker,
+    caller: &PairingId,
+    request: ProjectChange<'_>,
+    change: impl ProjectEffect,
+) -> Result<OperationView, ToolError> {
+    broker
+        .change_project(
+            caller,
+            request,
+            async { Ok(()) },
+            move |root, (), _context| change.apply(root),
+        )
+        .await
+}
+
+impl ProjectEffect for Change {
+    async fn apply(self, root: PathBuf) -> EffectOutcome {
+        match lomi_broker::off_thread(move || apply(&root, self)).await {
+            Ok(changed) => EffectOutcome::succeeded(&changed),
+            Err(FilesError::Io(message)) => EffectOutcome::Unknown {
+                effect: EffectState::Unknown,
+                message: format!("the file system failed mid-change: {message}"),
+            },
+            Err(e) => EffectOutcome::Failed {
+                effect: EffectState::None,
+                error: e.into(),
+            },
+        }
     }
 }
 
-fn apply(root: &std::path::Path, change: Change) -> Result<Value, FilesError> {
+fn apply(root: &std::path::Path, change: Change) -> Result<Applied, FilesError> {
     let root = ProjectRoot::open(root)?;
     let changed = match change {
         Change::Write {
@@ -383,7 +401,7 @@ fn apply(root: &std::path::Path, change: Change) -> Result<Value, FilesError> {
             folder.prepare(&root, &path)?;
             root.create_dir(&path, false)?;
             let listed = root.list(&path, 0, 0)?;
-            return Ok(to_value(&DirCreated {
+            return Ok(Applied::Dir(DirCreated {
                 path,
                 directory_revision: listed.directory_revision,
             }));
@@ -414,7 +432,7 @@ fn apply(root: &std::path::Path, change: Change) -> Result<Value, FilesError> {
             }
         }
     };
-    Ok(to_value(&changed))
+    Ok(Applied::File(changed))
 }
 
 /// `bytes` with every line feed not already after a carriage return made CRLF.

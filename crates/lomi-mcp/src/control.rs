@@ -6,16 +6,24 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use lomi_broker::Broker;
+use lomi_protocol::control::{
+    AndroidChoiceForgotten, ArchiveReason, ArchivedReceipt, BrokerStatus, BrowserProfile,
+    ChatCancelled, ConfirmationSet, Decided, Decision, DocumentClosed, FeedItem, OperationShown,
+    PairingApproved, PairingCreated, PairingDecided, PairingFamilies, PairingUsage, PolicyEntry,
+    ProjectAdded, ProjectRemoved, ReconcileReport, RetiredEpoch, ShownReceipt, StateChange,
+    StoreStatus, WarningLevel, WindowShown, WorkspaceRemoved, WriteFailure,
+};
 use lomi_protocol::tools::chat::ChatGetInput;
 use lomi_protocol::tools::editor::TextEdit;
 use lomi_protocol::tools::layout::LayoutNode;
+use lomi_protocol::tools::session::PairingState;
 use lomi_protocol::tools::settings::SettingsSection;
 use lomi_protocol::{
     ConversationId, DocumentId, DomainRevision, DraftRevision, ErrorCode, Family, OperationId,
-    PairingId, ProjectId, Reply, SettingsRevision, Tool, ToolError, WorkspaceId,
+    OperationState, PairingId, ProjectId, Reply, SettingsRevision, Tool, ToolError, WorkspaceId,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 /// What answers control requests besides the broker: where the MCP endpoint is, and the
@@ -260,6 +268,14 @@ pub enum ControlRequest {
         #[serde(default)]
         path: String,
     },
+    /// The person's remembered Android attach decisions, by adb serial (`lomi android
+    /// choices`; true: allowed).
+    AndroidChoices {},
+    /// Forgets the person's decision for a device, so its next attach waits for them again
+    /// (`lomi android forget`).
+    AndroidForget {
+        serial: String,
+    },
     /// The project's Git status (`lomi git status`).
     GitStatus {
         workspace_id: WorkspaceId,
@@ -315,11 +331,16 @@ pub async fn answer(lomi: &crate::Lomi, front: &Front, request: ControlRequest) 
                 model.as_deref(),
             )
             .await
-            .map(|sent| json!(sent)),
+            .and_then(data),
         ControlRequest::ChatCancel { conversation_id } => lomi
             .chat
             .cancel_for_person(&conversation_id)
-            .map(|()| json!({"conversationId": conversation_id, "cancelled": true})),
+            .and_then(|()| {
+                data(ChatCancelled {
+                    conversation_id,
+                    cancelled: true,
+                })
+            }),
         ControlRequest::DocumentOpen {
             workspace_id,
             project_id,
@@ -327,11 +348,11 @@ pub async fn answer(lomi: &crate::Lomi, front: &Front, request: ControlRequest) 
         } => (lomi.editor)
             .open_for_person(&workspace_id, project_id.as_ref(), path)
             .await
-            .map(|document| json!(document)),
+            .and_then(data),
         ControlRequest::DocumentGet { document_id } => (lomi.editor)
             .document_for_person(&document_id)
             .await
-            .map(|document| json!(document)),
+            .and_then(data),
         ControlRequest::DocumentEdit {
             document_id,
             expected_buffer_revision,
@@ -344,7 +365,7 @@ pub async fn answer(lomi: &crate::Lomi, front: &Front, request: ControlRequest) 
                 &edits,
                 session.as_deref(),
             )
-            .map(|edited| json!(edited)),
+            .and_then(data),
         ControlRequest::DocumentSave {
             document_id,
             expected_buffer_revision,
@@ -352,31 +373,36 @@ pub async fn answer(lomi: &crate::Lomi, front: &Front, request: ControlRequest) 
         } => (lomi.editor)
             .save_for_person(&document_id, &expected_buffer_revision, overwrite)
             .await
-            .map(|saved| json!(saved)),
+            .and_then(data),
         ControlRequest::DocumentReload { document_id } => (lomi.editor)
             .reload_for_person(&document_id)
             .await
-            .map(|reloaded| json!(reloaded)),
+            .and_then(data),
         ControlRequest::DocumentClose {
             document_id,
             discard,
         } => (lomi.editor.documents())
             .close(&document_id, discard)
-            .map(|discarded| json!({"documentId": document_id, "discarded": discarded})),
+            .and_then(|discarded| {
+                data(DocumentClosed {
+                    document_id,
+                    discarded,
+                })
+            }),
         ControlRequest::FileList {
             workspace_id,
             project_id,
             path,
         } => (lomi.files)
             .list_for_person(&workspace_id, project_id.as_ref(), &path)
-            .map(|listing| json!(listing)),
+            .and_then(data),
         ControlRequest::GitStatus {
             workspace_id,
             project_id,
         } => (lomi.git)
             .status_for_person(&workspace_id, project_id.as_ref())
             .await
-            .map(|status| json!(status)),
+            .and_then(data),
         ControlRequest::GitDiff {
             workspace_id,
             project_id,
@@ -385,7 +411,7 @@ pub async fn answer(lomi: &crate::Lomi, front: &Front, request: ControlRequest) 
         } => (lomi.git)
             .diff_for_person(&workspace_id, project_id.as_ref(), &path, staged)
             .await
-            .map(|diff| json!(diff)),
+            .and_then(data),
         ControlRequest::GitStage {
             workspace_id,
             project_id,
@@ -393,7 +419,7 @@ pub async fn answer(lomi: &crate::Lomi, front: &Front, request: ControlRequest) 
         } => (lomi.git)
             .stage_for_person(&workspace_id, project_id.as_ref(), &paths, true)
             .await
-            .map(|staged| json!(staged)),
+            .and_then(data),
         ControlRequest::GitUnstage {
             workspace_id,
             project_id,
@@ -401,7 +427,7 @@ pub async fn answer(lomi: &crate::Lomi, front: &Front, request: ControlRequest) 
         } => (lomi.git)
             .stage_for_person(&workspace_id, project_id.as_ref(), &paths, false)
             .await
-            .map(|unstaged| json!(unstaged)),
+            .and_then(data),
         ControlRequest::GitCommit {
             workspace_id,
             project_id,
@@ -417,6 +443,9 @@ pub async fn answer(lomi: &crate::Lomi, front: &Front, request: ControlRequest) 
                 )
                 .await
         }
+        ControlRequest::AndroidChoices {} => lomi.android.choices_for_person().and_then(data),
+        ControlRequest::AndroidForget { serial } => (lomi.android.forget_for_person(&serial))
+            .and_then(|forgotten| data(AndroidChoiceForgotten { serial, forgotten })),
         request => return handle(&lomi.broker, front, request),
     };
     Reply::from_result(result).to_value()
@@ -437,9 +466,7 @@ fn provider_key(broker: &Broker, name: &str, key: Option<String>) -> Result<Valu
     }
     let stored = key.is_some();
     crate::provider_keys::save(broker.data_dir(), name, key)?;
-    broker
-        .provider_key_noted(name, stored)
-        .map(|updated| json!(updated))
+    broker.provider_key_noted(name, stored).and_then(data)
 }
 
 /// Which retry epochs the person retires (`--retire idle|pairing ID|older-than D|epoch ID`).
@@ -487,224 +514,361 @@ pub fn maintenance(
     }
 }
 
-/// One archived receipt as JSON: everything the live receipt held, its trail, and when and
-/// why it moved. One line of `lomi operation export --history`.
-pub fn archived_json(archived: &lomi_store::ArchivedReceipt) -> Value {
+/// One archived receipt: everything the live receipt held, its trail, and when and why it
+/// moved. One line of `lomi operation export --history`.
+pub fn archived_receipt(archived: &lomi_store::ArchivedReceipt) -> ArchivedReceipt {
     let r = &archived.receipt;
-    json!({
-        "historySeq": archived.seq,
-        "operationId": r.operation_id,
-        "pairingId": r.key.pairing_id,
-        "retryEpoch": r.key.retry_epoch,
-        "projectId": r.key.project_id,
-        "tool": r.key.tool.0,
-        "requestKey": r.key.request_key,
-        "workspaceId": r.workspace_id,
-        "fingerprint": r.fingerprint,
-        "state": r.state,
-        "effectState": r.effect_state,
-        "createdAt": r.created_at,
-        "updatedAt": r.updated_at,
-        "settledAt": r.settled_at,
-        "result": r.result,
-        "errorCode": r.error_code,
-        "errorMessage": r.error_message,
-        "trail": archived.trail.iter().map(|step| json!({
-            "state": step.state,
-            "effectState": step.effect_state,
-            "at": step.at,
-        })).collect::<Vec<_>>(),
-        "archivedAt": archived.archived_at,
-        "archivedBecause": archived.archived_because.as_str(),
-    })
+    ArchivedReceipt {
+        history_seq: archived.seq,
+        operation_id: r.operation_id.clone(),
+        pairing_id: r.key.pairing_id.clone(),
+        retry_epoch: r.key.retry_epoch.clone(),
+        project_id: r.key.project_id.clone(),
+        tool: r.key.tool.0.clone(),
+        request_key: r.key.request_key.clone(),
+        workspace_id: r.workspace_id.clone(),
+        fingerprint: r.fingerprint.clone(),
+        state: r.state,
+        effect_state: r.effect_state,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        settled_at: r.settled_at,
+        result: r.result.clone(),
+        error_code: r.error_code.clone(),
+        error_message: r.error_message.clone(),
+        trail: (archived.trail.iter())
+            .map(|step| StateChange {
+                state: step.state,
+                effect_state: step.effect_state,
+                at: step.at,
+            })
+            .collect(),
+        archived_at: archived.archived_at,
+        archived_because: match archived.archived_because {
+            lomi_store::ArchiveReason::Retired => ArchiveReason::Retired,
+            lomi_store::ArchiveReason::Expired => ArchiveReason::Expired,
+        },
+    }
 }
 
-/// `lomi store status` as JSON, the same whether the broker or the command opened the store.
-pub fn store_status_json(status: &lomi_store::StoreStatus) -> Value {
-    let by_state: serde_json::Map<String, Value> = status
-        .receipts_by_state
-        .iter()
-        .map(|c| (c.state.as_str().to_owned(), json!(c.count)))
-        .collect();
-    json!({
-        "databasePath": status.database_path,
-        "schemaVersion": status.schema_version,
-        "receipts": status.receipts,
-        "receiptCap": status.receipt_cap,
-        "unsettledReceipts": status.unsettled_receipts,
-        "receiptsByState": by_state,
-        "removableReceipts": status.removable_receipts,
-        "retryEpochs": status.retry_epochs,
-        "retryEpochCap": status.retry_epoch_cap,
-        "expiredRetryEpochs": status.expired_retry_epochs,
-        "oldestReceiptAt": status.oldest_receipt_at,
-        "oldestRetryEpochAt": status.oldest_retry_epoch_at,
-        "eventsRetained": status.events_retained,
-        "eventRetention": status.event_retention,
-        "receiptsRemaining": status.receipts_remaining,
-        "retryEpochsRemaining": status.retry_epochs_remaining,
-        "idleRetryEpochs": status.idle_retry_epochs,
-        "retiredRetryEpochs": status.retired_retry_epochs,
-        "historyReceipts": status.history_receipts,
-        "warningLevel": status.warning.as_str(),
-        "writeFailure": status.write_failure.as_ref().map(|f| json!({
-            "since": f.since,
-            "message": f.message,
-        })),
-        "pairings": status.pairings.iter().map(|p| json!({
-            "pairingId": p.pairing_id,
-            "liveRetryEpochs": p.live_retry_epochs,
-            "idleRetryEpochs": p.idle_retry_epochs,
-            "endedRetryEpochs": p.ended_retry_epochs,
-            "receipts": p.receipts,
-            "unsettledReceipts": p.unsettled_receipts,
-        })).collect::<Vec<_>>(),
-    })
+/// The store's warning level as the wire names it.
+fn warning_level(level: lomi_store::WarningLevel) -> WarningLevel {
+    match level {
+        lomi_store::WarningLevel::None => WarningLevel::None,
+        lomi_store::WarningLevel::Warning => WarningLevel::Warning,
+        lomi_store::WarningLevel::Critical => WarningLevel::Critical,
+        lomi_store::WarningLevel::Full => WarningLevel::Full,
+    }
 }
 
-/// What reconcile did (or would do), as JSON.
-pub fn reconcile_json(report: &lomi_store::ReconcileReport) -> Value {
-    json!({
-        "retired": report.retired.iter().map(|e| json!({
-            "retryEpoch": e.retry_epoch,
-            "pairingId": e.pairing_id,
-            "createdAt": e.created_at,
-            "receipts": e.receipts,
-            "unsettledReceipts": e.unsettled_receipts,
-        })).collect::<Vec<_>>(),
-        "retryEpochsRetired": report.retired.len(),
-        "tombstonesRemoved": report.tombstones_removed,
-        "retryEpochsRemoved": report.retry_epochs_removed,
-        "receiptsArchived": report.receipts_archived,
-        "eventsRemoved": report.events_removed,
-        "endedRetryEpochsKept": report.ended_retry_epochs_kept,
-    })
+/// `lomi store status`, the same whether the broker or the command opened the store.
+pub fn store_status(status: &lomi_store::StoreStatus) -> StoreStatus {
+    StoreStatus {
+        database_path: status.database_path.display().to_string(),
+        schema_version: status.schema_version,
+        receipts: status.receipts,
+        receipt_cap: status.receipt_cap as u64,
+        unsettled_receipts: status.unsettled_receipts,
+        receipts_by_state: (status.receipts_by_state.iter())
+            .map(|c| (c.state.as_str().to_owned(), c.count))
+            .collect(),
+        removable_receipts: status.removable_receipts,
+        retry_epochs: status.retry_epochs,
+        retry_epoch_cap: status.retry_epoch_cap as u64,
+        expired_retry_epochs: status.expired_retry_epochs,
+        oldest_receipt_at: status.oldest_receipt_at,
+        oldest_retry_epoch_at: status.oldest_retry_epoch_at,
+        events_retained: status.events_retained,
+        event_retention: status.event_retention as u64,
+        receipts_remaining: status.receipts_remaining,
+        retry_epochs_remaining: status.retry_epochs_remaining,
+        idle_retry_epochs: status.idle_retry_epochs,
+        retired_retry_epochs: status.retired_retry_epochs,
+        history_receipts: status.history_receipts,
+        warning_level: warning_level(status.warning),
+        write_failure: (status.write_failure.as_ref()).map(|f| WriteFailure {
+            since: f.since,
+            message: f.message.clone(),
+        }),
+        pairings: (status.pairings.iter())
+            .map(|p| PairingUsage {
+                pairing_id: p.pairing_id.clone(),
+                live_retry_epochs: p.live_retry_epochs,
+                idle_retry_epochs: p.idle_retry_epochs,
+                ended_retry_epochs: p.ended_retry_epochs,
+                receipts: p.receipts,
+                unsettled_receipts: p.unsettled_receipts,
+            })
+            .collect(),
+    }
+}
+
+/// What reconcile did (or would do), with the store's level after it (or now, for a
+/// preview), so the window can update its notice.
+pub fn reconcile_report(
+    report: &lomi_store::ReconcileReport,
+    after: &lomi_store::StoreStatus,
+) -> ReconcileReport {
+    ReconcileReport {
+        retired: (report.retired.iter())
+            .map(|e| RetiredEpoch {
+                retry_epoch: e.retry_epoch.clone(),
+                pairing_id: e.pairing_id.clone(),
+                created_at: e.created_at,
+                receipts: e.receipts,
+                unsettled_receipts: e.unsettled_receipts,
+            })
+            .collect(),
+        retry_epochs_retired: report.retired.len() as u64,
+        tombstones_removed: report.tombstones_removed,
+        retry_epochs_removed: report.retry_epochs_removed,
+        receipts_archived: report.receipts_archived,
+        events_removed: report.events_removed,
+        ended_retry_epochs_kept: report.ended_retry_epochs_kept,
+        warning_level: warning_level(after.warning),
+        receipts_remaining: after.receipts_remaining,
+    }
+}
+
+/// A typed reply as the envelope's `data`.
+fn data<T: Serialize>(reply: T) -> Result<Value, ToolError> {
+    serde_json::to_value(reply)
+        .map_err(|e| ToolError::internal(format!("could not encode the reply: {e}")))
+}
+
+/// A store failure as the person's error.
+fn store_error(error: lomi_store::StoreError) -> ToolError {
+    ToolError::new(error.code(), error.to_string())
 }
 
 /// Answers one control request with an envelope.
 pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value {
     let http_url = front.http_url.as_str();
     let result: Result<Value, ToolError> = match request {
-        ControlRequest::WorkspaceAdd { name, project } => broker.workspace_add(&name, &project).map(|w| json!(w.view())),
-        ControlRequest::WorkspaceList {} => {
-            Ok(json!(broker.workspaces().iter().map(|w| w.view()).collect::<Vec<_>>()))
+        ControlRequest::WorkspaceAdd { name, project } => broker
+            .workspace_add(&name, &project)
+            .and_then(|w| data(w.view())),
+        ControlRequest::WorkspaceList {} => data(
+            broker
+                .workspaces()
+                .iter()
+                .map(|w| w.view())
+                .collect::<Vec<_>>(),
+        ),
+        ControlRequest::WorkspaceRemove { workspace_id } => {
+            broker.workspace_remove(&workspace_id).and_then(|()| {
+                data(WorkspaceRemoved {
+                    workspace_id,
+                    removed: true,
+                })
+            })
         }
-        ControlRequest::WorkspaceRemove { workspace_id } => broker
-            .workspace_remove(&workspace_id)
-            .map(|()| json!({"workspaceId": workspace_id, "removed": true})),
-        ControlRequest::WorkspaceLayout { workspace_id, expected_revision, root } => {
-            broker.layout_set_by_person(&workspace_id, expected_revision, root).map(|w| json!(w))
-        }
-        ControlRequest::ProjectAdd { workspace_id, project } => broker
-            .project_add(&workspace_id, &project)
-            .map(|p| json!({"workspaceId": workspace_id, "project": p.view()})),
-        ControlRequest::ProjectRemove { workspace_id, project_id } => broker
-            .project_remove(&workspace_id, &project_id)
-            .map(|()| json!({"workspaceId": workspace_id, "projectId": project_id, "removed": true})),
-        ControlRequest::PairingList {} => Ok(json!(broker.pairing_list())),
-        ControlRequest::PairingApprove { pairing_id, workspaces, session, families } => broker
-            .pairing_approve_families(&pairing_id, &workspaces, session, families.clone())
-            .map(|()| json!({"pairingId": pairing_id, "state": "approved", "grants": workspaces, "session": session, "families": families})),
-        ControlRequest::PairingFamilies { pairing_id, families } => broker
-            .pairing_set_families(&pairing_id, families.clone())
-            .map(|()| json!({"pairingId": pairing_id, "families": families})),
-        ControlRequest::PairingDeny { pairing_id } => {
-            broker.pairing_deny(&pairing_id).map(|()| json!({"pairingId": pairing_id, "state": "denied"}))
-        }
-        ControlRequest::PairingRevoke { pairing_id } => {
-            broker.pairing_revoke(&pairing_id).map(|()| json!({"pairingId": pairing_id, "state": "revoked"}))
-        }
-        ControlRequest::PairingCreate { name, workspaces, families } => broker.pairing_create(&name, &workspaces, families).map(|created| {
-            json!({
-                "pairingId": created.pairing_id,
-                "token": created.token,
-                "grants": created.grants,
-                "url": http_url,
+        ControlRequest::WorkspaceLayout {
+            workspace_id,
+            expected_revision,
+            root,
+        } => broker
+            .layout_set_by_person(&workspace_id, expected_revision, root)
+            .and_then(data),
+        ControlRequest::ProjectAdd {
+            workspace_id,
+            project,
+        } => broker.project_add(&workspace_id, &project).and_then(|p| {
+            data(ProjectAdded {
+                workspace_id,
+                project: p.view(),
             })
         }),
-        ControlRequest::OperationList { limit } => broker.operations(limit.clamp(1, 4_096)).map(|ops| json!(ops)),
-        ControlRequest::OperationShow { operation_id } => match broker.operation(&operation_id) {
-            Ok(op) => with_timeline(broker, with_recovery(json!(op)), &operation_id),
-            // Not live: it may have moved to the history.
-            Err(error) if error.code == ErrorCode::NotFound => match broker.store().history_get(&operation_id) {
-                Ok(Some(archived)) => Ok(with_recovery(archived_json(&archived))),
-                Ok(None) => Err(error),
-                Err(e) => Err(ToolError::new(e.code(), e.to_string())),
-            },
-            Err(error) => Err(error),
-        },
+        ControlRequest::ProjectRemove {
+            workspace_id,
+            project_id,
+        } => broker
+            .project_remove(&workspace_id, &project_id)
+            .and_then(|()| {
+                data(ProjectRemoved {
+                    workspace_id,
+                    project_id,
+                    removed: true,
+                })
+            }),
+        ControlRequest::PairingList {} => data(broker.pairing_list()),
+        ControlRequest::PairingApprove {
+            pairing_id,
+            workspaces,
+            session,
+            families,
+        } => broker
+            .pairing_approve_families(&pairing_id, &workspaces, session, families.clone())
+            .and_then(|()| {
+                data(PairingApproved {
+                    pairing_id,
+                    state: PairingState::Approved,
+                    grants: workspaces,
+                    session,
+                    families,
+                })
+            }),
+        ControlRequest::PairingFamilies {
+            pairing_id,
+            families,
+        } => broker
+            .pairing_set_families(&pairing_id, families.clone())
+            .and_then(|()| {
+                data(PairingFamilies {
+                    pairing_id,
+                    families,
+                })
+            }),
+        ControlRequest::PairingDeny { pairing_id } => {
+            broker.pairing_deny(&pairing_id).and_then(|()| {
+                data(PairingDecided {
+                    pairing_id,
+                    state: PairingState::Denied,
+                })
+            })
+        }
+        ControlRequest::PairingRevoke { pairing_id } => {
+            broker.pairing_revoke(&pairing_id).and_then(|()| {
+                data(PairingDecided {
+                    pairing_id,
+                    state: PairingState::Revoked,
+                })
+            })
+        }
+        ControlRequest::PairingCreate {
+            name,
+            workspaces,
+            families,
+        } => broker
+            .pairing_create(&name, &workspaces, families)
+            .and_then(|created| {
+                data(PairingCreated {
+                    pairing_id: created.pairing_id,
+                    token: created.token,
+                    grants: created.grants,
+                    url: http_url.to_owned(),
+                })
+            }),
+        ControlRequest::OperationList { limit } => {
+            broker.operations(limit.clamp(1, 4_096)).and_then(data)
+        }
+        ControlRequest::OperationShow { operation_id } => {
+            operation_shown(broker, &operation_id).and_then(data)
+        }
         ControlRequest::OperationHistory { limit, after_seq } => {
             let limit = limit.clamp(1, 4_096);
             let page = match after_seq {
                 Some(after) => broker.store().history_after(after, limit),
                 None => broker.store().history_list(limit, 0),
             };
-            page.map(|items| json!(items.iter().map(archived_json).collect::<Vec<_>>()))
-                .map_err(|e| ToolError::new(e.code(), e.to_string()))
+            page.map_err(store_error)
+                .and_then(|items| data(items.iter().map(archived_receipt).collect::<Vec<_>>()))
         }
-        ControlRequest::Decide { operation_id, approve } => broker
-            .decide(&operation_id, approve)
-            .map(|()| json!({"operationId": operation_id, "decision": if approve { "approved" } else { "denied" }})),
-        ControlRequest::Confirm { tool, confirm } => {
-            broker.set_confirmation(&tool, confirm).map(|()| json!({"tool": tool, "confirm": confirm}))
-        }
-        ControlRequest::StoreStatus {} => broker
-            .store()
-            .status(&broker.idle_rule())
-            .map(|status| store_status_json(&status))
-            .map_err(|e| ToolError::new(e.code(), e.to_string())),
-        ControlRequest::StoreReconcile { apply, retire, idle_for_seconds } => {
+        ControlRequest::Decide {
+            operation_id,
+            approve,
+        } => broker.decide(&operation_id, approve).and_then(|()| {
+            let decision = if approve {
+                Decision::Approved
+            } else {
+                Decision::Denied
+            };
+            data(Decided {
+                operation_id,
+                decision,
+            })
+        }),
+        ControlRequest::Confirm { tool, confirm } => broker
+            .set_confirmation(&tool, confirm)
+            .and_then(|()| data(ConfirmationSet { tool, confirm })),
+        ControlRequest::StoreStatus {} => (broker.store().status(&broker.idle_rule()))
+            .map_err(store_error)
+            .and_then(|status| data(store_status(&status))),
+        ControlRequest::StoreReconcile {
+            apply,
+            retire,
+            idle_for_seconds,
+        } => {
             let maintenance = maintenance(broker.idle_rule(), retire.as_ref(), idle_for_seconds);
             let store = broker.store();
-            let report = if apply { store.reconcile(&maintenance) } else { store.reconcile_preview(&maintenance) };
+            let report = if apply {
+                store.reconcile(&maintenance)
+            } else {
+                store.reconcile_preview(&maintenance)
+            };
             if apply {
                 broker.note_change(lomi_broker::Area::Operations);
             }
-            // The level after the run (or now, for a preview), so the window can update its notice.
             report
                 .and_then(|r| Ok((r, store.status(&broker.idle_rule())?)))
-                .map(|(r, status)| {
-                    let mut reply = reconcile_json(&r);
-                    reply["warningLevel"] = json!(status.warning.as_str());
-                    reply["receiptsRemaining"] = json!(status.receipts_remaining);
-                    reply
-                })
-                .map_err(|e| ToolError::new(e.code(), e.to_string()))
+                .map_err(store_error)
+                .and_then(|(r, status)| data(reconcile_report(&r, &status)))
         }
-        ControlRequest::PolicyList {} => Ok(policy_json(broker)),
-        ControlRequest::PanelList { workspace_id } => Ok(json!(broker.panels_for_person(&workspace_id))),
-        ControlRequest::DecisionList {} => Ok(json!(broker.awaiting_decisions())),
-        ControlRequest::Feed { limit } => feed(broker, limit.clamp(1, 500)),
-        ControlRequest::BrowserProfile { workspace_id, persistent, delete } => {
-            browser_profile(broker, &workspace_id, persistent, delete)
-        }
-        ControlRequest::SettingsGet { section } => Ok(json!(broker.settings_for_person(section))),
-        ControlRequest::SettingsSet { section, values, expected_settings_revision } => broker
+        ControlRequest::PolicyList {} => data(policy(broker)),
+        ControlRequest::PanelList { workspace_id } => data(broker.panels_for_person(&workspace_id)),
+        ControlRequest::DecisionList {} => data(broker.awaiting_decisions()),
+        ControlRequest::Feed { limit } => feed(broker, limit.clamp(1, 500)).and_then(data),
+        ControlRequest::BrowserProfile {
+            workspace_id,
+            persistent,
+            delete,
+        } => browser_profile(broker, &workspace_id, persistent, delete).and_then(data),
+        ControlRequest::SettingsGet { section } => data(broker.settings_for_person(section)),
+        ControlRequest::SettingsSet {
+            section,
+            values,
+            expected_settings_revision,
+        } => broker
             .settings_change(section, &values, expected_settings_revision)
-            .map(|updated| json!(updated)),
+            .and_then(data),
         ControlRequest::ProviderKey { name, key } => provider_key(broker, &name, key),
         ControlRequest::ChatList { workspace_id } => {
             if broker.workspaces().iter().any(|w| w.id == workspace_id) {
-                broker.chat_list_of(&workspace_id).map(|list| json!(list))
+                broker.chat_list_of(&workspace_id).and_then(data)
             } else {
-                Err(ToolError::not_found(format!("no workspace {workspace_id}; see `lomi workspace list`")))
+                Err(ToolError::not_found(format!(
+                    "no workspace {workspace_id}; see `lomi workspace list`"
+                )))
             }
         }
-        ControlRequest::ChatGet { conversation_id, after_seq, max_bytes } => broker
-            .chat_get(None, &ChatGetInput { conversation_id, after_seq, max_bytes })
-            .map(|view| json!(view)),
-        ControlRequest::ChatCreate { workspace_id, title } => {
-            broker.chat_create_for_person(&workspace_id, &title).map(|created| json!(created))
-        }
-        ControlRequest::ChatRename { conversation_id, title } => {
-            broker.chat_rename_for_person(&conversation_id, &title).map(|renamed| json!(renamed))
-        }
-        ControlRequest::ChatDraft { conversation_id, text, expected_draft_revision } => broker
+        ControlRequest::ChatGet {
+            conversation_id,
+            after_seq,
+            max_bytes,
+        } => broker
+            .chat_get(
+                None,
+                &ChatGetInput {
+                    conversation_id,
+                    after_seq,
+                    max_bytes,
+                },
+            )
+            .and_then(data),
+        ControlRequest::ChatCreate {
+            workspace_id,
+            title,
+        } => broker
+            .chat_create_for_person(&workspace_id, &title)
+            .and_then(data),
+        ControlRequest::ChatRename {
+            conversation_id,
+            title,
+        } => broker
+            .chat_rename_for_person(&conversation_id, &title)
+            .and_then(data),
+        ControlRequest::ChatDraft {
+            conversation_id,
+            text,
+            expected_draft_revision,
+        } => broker
             .chat_draft_for_person(&conversation_id, expected_draft_revision, &text)
-            .map(|updated| json!(updated)),
-        ControlRequest::ChatSend { .. } | ControlRequest::ChatCancel { .. } => Err(ToolError::internal(
-            "Chat sends are answered by control::answer, which has the provider client",
-        )),
+            .and_then(data),
+        ControlRequest::ChatSend { .. } | ControlRequest::ChatCancel { .. } => {
+            Err(ToolError::internal(
+                "Chat sends are answered by control::answer, which has the provider client",
+            ))
+        }
         ControlRequest::DocumentOpen { .. }
         | ControlRequest::DocumentGet { .. }
         | ControlRequest::DocumentEdit { .. }
@@ -716,32 +880,33 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
         | ControlRequest::GitDiff { .. }
         | ControlRequest::GitStage { .. }
         | ControlRequest::GitUnstage { .. }
-        | ControlRequest::GitCommit { .. } => Err(ToolError::internal(
-            "documents, files and Git are answered by control::answer, which has their runtimes",
+        | ControlRequest::GitCommit { .. }
+        | ControlRequest::AndroidChoices {}
+        | ControlRequest::AndroidForget { .. } => Err(ToolError::internal(
+            "documents, files, Git and Android choices are answered by control::answer, which has their runtimes",
         )),
         ControlRequest::ShowWindow {} => match &front.show_window {
             Some(window) => window
                 .send(())
-                .map(|()| json!({"shown": true}))
-                .map_err(|_| ToolError::internal("the window is closing")),
+                .map_err(|_| ToolError::internal("the window is closing"))
+                .and_then(|()| data(WindowShown { shown: true })),
             None => Err(ToolError::new(
                 lomi_protocol::ErrorCode::Unsupported,
                 "this Lomi runs headless (`lomi serve --headless`); it has no window to show",
             )),
         },
-        ControlRequest::Status {} => Ok(json!({
-            "brokerInstanceId": broker.instance_id(),
-            "url": http_url,
-            "pid": std::process::id(),
-        })),
+        ControlRequest::Status {} => data(BrokerStatus {
+            broker_instance_id: broker.instance_id().clone(),
+            url: http_url.to_owned(),
+            pid: std::process::id(),
+        }),
     };
     Reply::from_result(result).to_value()
 }
 
-/// Every mutating tool of the catalog and whether it waits for the person's decision.
 /// Every mutating tool with whether it waits for the person, grouped by family in the
 /// families' order: each with its words ("Delete files") and its family's ("Project files").
-fn policy_json(broker: &Broker) -> Value {
+fn policy(broker: &Broker) -> Vec<PolicyEntry> {
     let confirmed = broker.confirmation_policy();
     let mut tools: Vec<lomi_protocol::catalog::ToolSpec> = lomi_protocol::catalog::catalog()
         .into_iter()
@@ -749,65 +914,80 @@ fn policy_json(broker: &Broker) -> Value {
         .collect();
     // A stable sort: within a family, the catalog's order.
     tools.sort_by_key(|t| t.tool.family());
-    let tools: Vec<Value> = tools
+    tools
         .iter()
         .map(|t| {
             let family = t.tool.family();
-            json!({
-                "tool": t.name,
-                "label": t.tool.label(),
-                "family": family.map(Family::name),
-                "familyLabel": family.map_or("Lomi", Family::label),
-                "confirm": confirmed.contains(&t.tool),
-            })
+            PolicyEntry {
+                tool: t.name.to_owned(),
+                label: t.tool.label().to_owned(),
+                family,
+                family_label: family.map_or("Lomi", Family::label).to_owned(),
+                confirm: confirmed.contains(&t.tool),
+            }
         })
-        .collect();
-    json!(tools)
+        .collect()
 }
 
-/// The newest receipts with the name of the client whose operation each is.
 /// How many of an operation's state changes its receipt view lists (an operation has a
 /// handful: queued, awaiting_user, running, cancelling, settled).
 const TIMELINE_LIMIT: usize = 16;
 
-/// The receipt with `timeline`: the states it went through and when, as the event feed still
-/// holds them (a receipt moved to the history has left the feed).
-fn with_timeline(
-    broker: &Broker,
-    mut receipt: Value,
-    id: &OperationId,
-) -> Result<Value, ToolError> {
-    let events = broker
-        .store()
-        .events_of(id, TIMELINE_LIMIT)
-        .map_err(|e| ToolError::new(e.code(), e.to_string()))?;
-    receipt["timeline"] = events
-        .iter()
-        .map(|e| json!({"state": e.state, "effectState": e.effect_state, "at": e.at}))
-        .collect();
-    Ok(receipt)
+/// `operationShow`: the live receipt with `timeline` (the states it went through and when,
+/// as the event feed still holds them), or the receipt in the history (it has left the feed).
+fn operation_shown(broker: &Broker, id: &OperationId) -> Result<OperationShown, ToolError> {
+    let (receipt, timeline) = match broker.operation(id) {
+        Ok(op) => {
+            let events = broker
+                .store()
+                .events_of(id, TIMELINE_LIMIT)
+                .map_err(store_error)?;
+            let timeline = (events.iter())
+                .map(|e| StateChange {
+                    state: e.state,
+                    effect_state: e.effect_state,
+                    at: e.at,
+                })
+                .collect();
+            (ShownReceipt::Live(Box::new(op)), Some(timeline))
+        }
+        // Not live: it may have moved to the history.
+        Err(error) if error.code == ErrorCode::NotFound => {
+            match broker.store().history_get(id).map_err(store_error)? {
+                Some(archived) => (
+                    ShownReceipt::Archived(Box::new(archived_receipt(&archived))),
+                    None,
+                ),
+                None => return Err(error),
+            }
+        }
+        Err(error) => return Err(error),
+    };
+    let recovery = recovery(&receipt);
+    Ok(OperationShown {
+        receipt,
+        timeline,
+        recovery,
+    })
 }
 
-/// A receipt whose outcome is unknown gets `recovery`: what to look at for its tool's family
-/// before doing anything again.
-fn with_recovery(mut receipt: Value) -> Value {
-    let family = receipt["tool"]
-        .as_str()
-        .and_then(Tool::from_name)
-        .and_then(Tool::family);
-    if receipt["state"] == "outcome_unknown"
-        && let Some(family) = family
-    {
-        receipt["recovery"] = json!(family.recovery_steps());
-    }
-    receipt
+/// What to look at for the tool's family before doing anything again, for a receipt whose
+/// outcome is unknown.
+fn recovery(receipt: &ShownReceipt) -> Option<String> {
+    let (tool, state) = match receipt {
+        ShownReceipt::Live(op) => (op.tool.as_str(), op.state),
+        ShownReceipt::Archived(archived) => (archived.tool.as_str(), archived.state),
+    };
+    let family = Tool::from_name(tool).and_then(Tool::family)?;
+    (state == OperationState::OutcomeUnknown).then(|| family.recovery_steps().to_owned())
 }
 
-fn feed(broker: &Broker, limit: usize) -> Result<Value, ToolError> {
+/// The newest receipts with the name of the client whose operation each is.
+fn feed(broker: &Broker, limit: usize) -> Result<Vec<FeedItem>, ToolError> {
     let receipts = broker
         .store()
         .list_receipts(limit, 0)
-        .map_err(|e| ToolError::new(e.code(), e.to_string()))?;
+        .map_err(store_error)?;
     let names: std::collections::HashMap<PairingId, String> = broker
         .pairing_list()
         .into_iter()
@@ -818,24 +998,21 @@ fn feed(broker: &Broker, limit: usize) -> Result<Value, ToolError> {
         .into_iter()
         .map(|w| (w.id, w.name))
         .collect();
-    let items: Vec<Value> = receipts
+    Ok(receipts
         .iter()
-        .map(|r| {
-            json!({
-                "operationId": r.operation_id,
-                "tool": r.key.tool.0,
-                "state": r.state,
-                "effectState": r.effect_state,
-                "workspaceId": r.workspace_id,
-                "workspaceName": r.workspace_id.as_ref().and_then(|w| workspaces.get(w)),
-                "pairingId": r.key.pairing_id,
-                "clientName": names.get(&r.key.pairing_id),
-                "updatedAt": r.updated_at,
-                "errorCode": r.error_code,
-            })
+        .map(|r| FeedItem {
+            operation_id: r.operation_id.clone(),
+            tool: r.key.tool.0.clone(),
+            state: r.state,
+            effect_state: r.effect_state,
+            workspace_id: r.workspace_id.clone(),
+            workspace_name: (r.workspace_id.as_ref()).and_then(|w| workspaces.get(w).cloned()),
+            pairing_id: r.key.pairing_id.clone(),
+            client_name: names.get(&r.key.pairing_id).cloned(),
+            updated_at: r.updated_at,
+            error_code: r.error_code.clone(),
         })
-        .collect();
-    Ok(json!(items))
+        .collect())
 }
 
 /// `browserProfile`: reads or changes a workspace's browser profile choice (see the variant).
@@ -844,7 +1021,7 @@ fn browser_profile(
     workspace: &WorkspaceId,
     persistent: Option<bool>,
     delete: bool,
-) -> Result<Value, ToolError> {
+) -> Result<BrowserProfile, ToolError> {
     if !broker.workspaces().iter().any(|w| &w.id == workspace) {
         return Err(ToolError::not_found(format!(
             "no workspace {workspace}; see `lomi workspace list`"
@@ -873,25 +1050,52 @@ fn browser_profile(
     } else {
         false
     };
-    Ok(json!({
-        "workspaceId": workspace,
-        "persistent": broker.persistent_browser_profile(workspace).is_some(),
-        "path": dir.display().to_string(),
-        "exists": dir.is_dir(),
-        "deleted": deleted,
-    }))
+    Ok(BrowserProfile {
+        workspace_id: workspace.clone(),
+        persistent: broker.persistent_browser_profile(workspace).is_some(),
+        path: dir.display().to_string(),
+        exists: dir.is_dir(),
+        deleted,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn receipt(state: &str) -> ShownReceipt {
+        let op = serde_json::from_value(json!({
+            "operationId": "op_0123456789abcdef0123456789abcdef",
+            "tool": "lomi_git_commit", "state": state, "effectState": "unknown",
+            "workspaceId": null, "projectId": null,
+            "retryEpoch": "re_0123456789abcdef0123456789abcdef", "requestKey": "commit-1",
+            "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z",
+            "settledAt": null, "result": null, "error": null,
+        }))
+        .expect("an operation view");
+        ShownReceipt::Live(Box::new(op))
+    }
 
     #[test]
     fn an_unknown_outcome_says_what_to_look_at_for_its_tool() {
-        let unknown = with_recovery(json!({"tool": "lomi_git_commit", "state": "outcome_unknown"}));
-        assert_eq!(unknown["recovery"], json!(Family::Git.recovery_steps()));
-        let settled = with_recovery(json!({"tool": "lomi_git_commit", "state": "succeeded"}));
-        assert!(settled.get("recovery").is_none(), "{settled}");
+        let shown = OperationShown {
+            receipt: receipt("outcome_unknown"),
+            timeline: Some(vec![]),
+            recovery: recovery(&receipt("outcome_unknown")),
+        };
+        let wire = json!(shown);
+        assert_eq!(
+            wire["recovery"],
+            json!(Family::Git.recovery_steps()),
+            "{wire}"
+        );
+        assert_eq!(wire["timeline"], json!([]), "{wire}");
+        assert_eq!(
+            wire["tool"], "lomi_git_commit",
+            "the receipt's own fields: {wire}"
+        );
+        assert_eq!(recovery(&receipt("succeeded")), None);
     }
 
     fn broker(dir: &std::path::Path) -> Broker {

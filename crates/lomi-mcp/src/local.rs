@@ -54,6 +54,23 @@ pub fn socket_path(data_dir: &Path) -> PathBuf {
     data_dir.join(SOCKET_FILE)
 }
 
+/// Connects to the Lomi running for `data_dir` and sends the connection's first line, what
+/// the client wants (a control request, an MCP stream, a terminal attach). The error says how
+/// to start a Lomi when none answers.
+pub async fn connect(data_dir: &Path, hello: &Hello) -> anyhow::Result<UnixStream> {
+    let mut stream = UnixStream::connect(socket_path(data_dir))
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "no Lomi is running for {} ({e}); start it with `lomi serve --headless`",
+                data_dir.display()
+            )
+        })?;
+    let hello = serde_json::to_string(hello)?;
+    stream.write_all(format!("{hello}\n").as_bytes()).await?;
+    Ok(stream)
+}
+
 /// Binds the socket with user-only permissions. The caller owns the data dir's store, so a
 /// socket file left by an earlier crash is stale and may be replaced.
 pub fn bind(data_dir: &Path) -> anyhow::Result<UnixListener> {
@@ -227,11 +244,11 @@ async fn attach(
             .await?;
         return Ok(());
     };
-    let ready = lomi_protocol::Reply::ok(serde_json::json!({
-        "panelId": panel,
-        "terminalSessionId": runtime.session_id,
-        "generation": runtime.generation,
-    }));
+    let ready = lomi_protocol::Reply::ok(lomi_protocol::control::TerminalAttached {
+        panel_id: panel.clone(),
+        terminal_session_id: runtime.session_id.clone(),
+        generation: runtime.generation.clone(),
+    });
     write
         .write_all(format!("{}\n", ready.to_value()).as_bytes())
         .await?;
@@ -288,17 +305,8 @@ pub async fn request(
     data_dir: &Path,
     request: &ControlRequest,
 ) -> anyhow::Result<serde_json::Value> {
-    let path = socket_path(data_dir);
-    let stream = UnixStream::connect(&path).await.map_err(|e| {
-        anyhow::anyhow!(
-            "no Lomi is running for {} ({e}); start it with `lomi serve --headless`",
-            data_dir.display()
-        )
-    })?;
-    let (read, mut write) = stream.into_split();
-    let hello = serde_json::to_string(&Hello::Control(request.clone()))?;
-    write.write_all(format!("{hello}\n").as_bytes()).await?;
-    let mut reader = BufReader::new(read);
+    let stream = connect(data_dir, &Hello::Control(request.clone())).await?;
+    let mut reader = BufReader::new(stream);
     let mut line = String::new();
     reader.read_line(&mut line).await?;
     Ok(serde_json::from_str(line.trim_end())?)

@@ -3,6 +3,7 @@
 //! Only this crate knows the JSON shapes; inner crates use its plain types.
 
 pub mod catalog;
+pub mod control;
 pub mod definition;
 pub mod effect;
 pub mod envelope;

@@ -28,34 +28,59 @@ pub fn schema_of<T: JsonSchema>() -> Map<String, Value> {
     }
 }
 
-/// The JSON Schemas of the reply shapes Lomi's window reads, each under its type's name in
-/// `$defs` (subschemas referenced, not inlined, so a recursive layout stays one type). The
-/// window's TypeScript types are generated from this document (`frontend/src/generated/`),
-/// and a test keeps the checked-in copy equal to it.
+/// The JSON Schemas of the reply shapes Lomi's window reads (as Lomi writes them), each under
+/// its type's name in `$defs` (subschemas referenced, not inlined, so a recursive layout stays
+/// one type). The window's TypeScript types are generated from this document
+/// (`frontend/src/generated/`), and a test keeps the checked-in copy equal to it.
 pub fn window_types() -> Value {
-    use crate::tools::{layout, operations, session};
+    use crate::control;
+    use crate::tools::{chat, editor, files, git, layout, operations, session, settings};
+    // Replies as Lomi writes them: a field always written (an `Option` as null) is required.
     let mut generator = SchemaSettings::draft2020_12()
+        .for_serialize()
         .with(|settings| settings.inline_subschemas = false)
         .into_generator();
     let mut properties = Map::new();
-    let mut add = |name: &str, schema: schemars::Schema| {
-        properties.insert(name.to_owned(), schema.to_value());
-    };
-    add(
-        "workspaceView",
-        generator.subschema_for::<session::WorkspaceView>(),
-    );
-    add("panelView", generator.subschema_for::<session::PanelView>());
-    add(
-        "layoutNode",
-        generator.subschema_for::<layout::LayoutNode>(),
-    );
-    add(
-        "operationView",
-        generator.subschema_for::<operations::OperationView>(),
+    macro_rules! add {
+        ($($name:literal: $type:ty),* $(,)?) => {
+            $(properties.insert($name.to_owned(), generator.subschema_for::<$type>().to_value());)*
+        };
+    }
+    add!(
+        "workspaceView": session::WorkspaceView,
+        "panelView": session::PanelView,
+        "layoutNode": layout::LayoutNode,
+        "operationView": operations::OperationView,
+        // The overview's parts and the person's control replies.
+        "pairingSummary": control::PairingSummary,
+        "awaitingDecision": control::AwaitingDecision,
+        "feedItem": control::FeedItem,
+        "policyEntry": control::PolicyEntry,
+        "stateChange": control::StateChange,
+        "storeStatus": control::StoreStatus,
+        "reconcileReport": control::ReconcileReport,
+        "appInfo": control::AppInfo,
+        // Settings, Chat, and a project's files, Git and documents.
+        "settingsView": settings::SettingsView,
+        "settingsUpdated": settings::SettingsUpdated,
+        "chatList": chat::ChatList,
+        "conversationView": chat::ConversationView,
+        "draftUpdated": chat::DraftUpdated,
+        "dirListView": files::DirListView,
+        "gitStatusView": git::GitStatusView,
+        "gitDiffView": git::GitDiffView,
+        "gitCommitted": git::GitCommitted,
+        "textEdit": editor::TextEdit,
+        "editorDocumentView": editor::EditorDocumentView,
+        "editorSaved": editor::EditorSaved,
     );
     let mut definitions = Value::Object(generator.take_definitions(true));
     drop_nonstandard_formats(&mut definitions);
+    definitions
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|defs| defs.values_mut())
+        .for_each(for_typescript);
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "LomiWindowTypes",
@@ -64,6 +89,32 @@ pub fn window_types() -> Value {
         "properties": properties,
         "$defs": definitions,
     })
+}
+
+/// Drops the words json-schema-to-typescript misreads: beside a `$ref` (a field's own doc
+/// comment) it makes a second copy of the referenced type (`Effect1`, `Viewport1`), and a
+/// schema of only words (any JSON value, such as a tool's `result`) it reads as an object.
+fn for_typescript(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let words_only = map.keys().all(|k| k == "description" || k == "title");
+            if map.contains_key("$ref") || words_only {
+                map.remove("description");
+                map.remove("title");
+            }
+            for (keyword, value) in map.iter_mut() {
+                match (keyword.as_str(), value) {
+                    // Named subschemas: the names are fields, not keywords.
+                    ("properties" | "patternProperties" | "$defs", Value::Object(named)) => {
+                        named.values_mut().for_each(for_typescript)
+                    }
+                    (_, value) => for_typescript(value),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(for_typescript),
+        _ => {}
+    }
 }
 
 /// A tool's input schema: an object schema (MCP requires `type: object` at the root).

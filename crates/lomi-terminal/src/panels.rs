@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use lomi_broker::{
-    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedInput, PanelCall,
-    PanelRecord, PanelRuntime, Runtimes,
+    Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedRequest, Opening,
+    PanelCall, PanelRecord, PanelRuntime, Placed, Runtimes,
 };
 use lomi_files::confine::confined_existing_dir;
 use lomi_protocol::definition::ToolCall;
@@ -18,7 +18,6 @@ use lomi_protocol::tools::terminal::{
     TerminalReadInput, TerminalReadView, WaitArguments,
 };
 use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, ToolError, WorkspaceId};
-use serde_json::Value;
 
 use crate::{ExitStatus, Terminal, TerminalConfig, TerminalError, WaitFor, WaitOutcome, key_bytes};
 
@@ -49,6 +48,16 @@ impl PanelRuntime for TerminalRuntime {
     fn live_generation(&self, _panel: &PanelId) -> Result<String, ToolError> {
         Ok(self.generation.clone())
     }
+
+    fn watch(&self, broker: &Broker, panel: &PanelId) {
+        watch_progress(broker.clone(), panel.clone(), self.terminal.clone());
+    }
+
+    /// The process ran (it printed): stopped, it leaves the effect partial.
+    async fn abandon(self) -> EffectState {
+        self.terminal.close(CLOSE_GRACE).await;
+        EffectState::Partial
+    }
 }
 
 /// The terminal panels of one broker.
@@ -76,10 +85,6 @@ fn exit_view(status: ExitStatus) -> ExitView {
         code: status.code,
         signal: status.signal,
     }
-}
-
-fn to_value<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 impl TerminalPanels {
@@ -136,21 +141,18 @@ impl TerminalPanels {
             self.broker
                 .key_project(caller, &input.workspace_id, input.project_id.as_ref())?;
         let workspace_id = input.workspace_id.clone();
-        let expected = input.expected_revision;
-        let change = LayoutChange {
-            call: ToolCall::of::<lomi_protocol::tools::terminal::TerminalCreateTool>(&input)?,
-            retry_epoch: input.retry_epoch.clone(),
-            request_key: input.request_key.clone(),
-            workspace_id: workspace_id.clone(),
-            project_id: Some(project_id.clone()),
-            expected,
-        };
-        let panels = self.clone();
+        let change = LayoutChange::of(
+            ToolCall::of::<lomi_protocol::tools::terminal::TerminalCreateTool>(&input)?,
+            &input,
+            Some(project_id.clone()),
+        )?;
+        let owner = self.owner.clone();
         let anchor = project_id.clone();
         let creator = caller.clone();
         let title = input.title.clone();
-        self.broker
-            .change_layout(
+        self.runtimes
+            .open(
+                &self.broker,
                 caller,
                 change,
                 Confirmation::Policy,
@@ -177,29 +179,29 @@ impl TerminalPanels {
                     } else {
                         argv
                     };
-                    config.marker = Some(format!("{}{}", panels.owner, hex_id(&context.broker)));
+                    config.marker = Some(format!("{owner}{}", hex_id(&context.broker)));
                     if context.cancel.is_cancelled() {
-                        return EffectOutcome::Cancelled { effect: EffectState::None };
+                        return Err(EffectOutcome::Cancelled { effect: EffectState::None });
                     }
                     let terminal = match Terminal::spawn(config) {
                         Ok(terminal) => terminal,
                         Err(error) => {
-                            return EffectOutcome::Failed {
+                            return Err(EffectOutcome::Failed {
                                 effect: EffectState::None,
                                 error: ToolError::invalid(format!("the terminal did not start: {error}")),
-                            };
+                            });
                         }
                     };
                     // Cancelled before the process spoke: it is stopped, and nothing was added.
-                                        let Some(spoke) =
+                    let Some(spoke) =
                         lomi_broker::unless_cancelled(&context.cancel, terminal.first_output(FIRST_OUTPUT)).await
                     else {
                         terminal.close(CLOSE_GRACE).await;
-                        return EffectOutcome::Cancelled { effect: EffectState::Partial };
+                        return Err(EffectOutcome::Cancelled { effect: EffectState::Partial });
                     };
                     if !spoke {
                         let status = terminal.close(CLOSE_GRACE).await;
-                        return EffectOutcome::Failed {
+                        return Err(EffectOutcome::Failed {
                             effect: EffectState::Partial,
                             error: ToolError::new(
                                 ErrorCode::RuntimeUnavailable,
@@ -209,7 +211,7 @@ impl TerminalPanels {
                                     FIRST_OUTPUT.as_secs()
                                 ),
                             ),
-                        };
+                        });
                     }
                     let generation = format!("g{}", hex_id(&context.broker));
                     let session_id = format!("ts_{}", hex_id(&context.broker));
@@ -220,33 +222,25 @@ impl TerminalPanels {
                         project_id: Some(project_id),
                         generation: Some(generation.clone()),
                     };
+                    let pid = terminal.pid();
                     let runtime = TerminalRuntime {
-                        terminal: terminal.clone(),
+                        terminal,
                         session_id: session_id.clone(),
                         generation: generation.clone(),
                         workspace_id,
                     };
-                    let (panel_id, revision) =
-                        match context.broker.place_panel(&panels.runtimes, expected, record, runtime) {
-                            Ok(placed) => placed,
-                            Err(error) => {
-                                terminal.close(CLOSE_GRACE).await;
-                                return EffectOutcome::Failed { effect: EffectState::Partial, error };
-                            }
-                        };
-                    watch_progress(context.broker.clone(), panel_id.clone(), terminal.clone());
-                    let lease = match context.broker.lease_acquire(&creator, &panel_id, &generation) {
-                        Ok(lease) => lease,
-                        Err(error) => return EffectOutcome::Failed { effect: EffectState::Complete, error },
+                    let done = move |broker: &Broker, placed: Placed| {
+                        let lease = broker.lease_acquire(&creator, &placed.panel_id, &generation)?;
+                        Ok(TerminalCreated {
+                            panel_id: placed.panel_id,
+                            terminal_session_id: session_id,
+                            generation,
+                            lease_id: lease.lease_id,
+                            domain_revision: placed.revision,
+                            pid,
+                        })
                     };
-                    EffectOutcome::Succeeded(to_value(&TerminalCreated {
-                        panel_id,
-                        terminal_session_id: session_id,
-                        generation,
-                        lease_id: lease.lease_id,
-                        domain_revision: revision,
-                        pid: terminal.pid(),
-                    }))
+                    Ok((Opening::New(record, runtime), done))
                 },
             )
             .await
@@ -286,17 +280,11 @@ impl TerminalPanels {
         };
         let sequence = input.input_sequence;
         let terminal = runtime.terminal.clone();
-        let (answer, duplicate) = self
+        let (mut accepted, duplicate): (InputAccepted, bool) = self
             .broker
             .lease_input(
                 caller,
-                LeasedInput {
-                    lease: &input.lease_id,
-                    panel: &input.panel_id,
-                    generation: &input.generation,
-                    sequence,
-                    payload,
-                },
+                input.leased(payload),
                 || async move {
                     let cursor = terminal.output_cursor();
                     // A program that stops reading fills the PTY; do not hold the lease forever.
@@ -338,17 +326,15 @@ impl TerminalPanels {
                             )));
                         }
                     }
-                    Ok(to_value(&InputAccepted {
+                    Ok(InputAccepted {
                         input_sequence: sequence.to_string(),
                         duplicate: false,
                         bytes_written: bytes.len() as u64,
                         output_cursor: cursor.to_string(),
-                    }))
+                    })
                 },
             )
             .await?;
-        let mut accepted: InputAccepted =
-            serde_json::from_value(answer).map_err(|e| ToolError::internal(e.to_string()))?;
         accepted.duplicate = duplicate;
         Ok(accepted)
     }
@@ -456,11 +442,11 @@ impl TerminalPanels {
                 |_| Ok(()),
                 |runtime, (), _context| async move {
                     match runtime.terminal.interrupt() {
-                        Ok(sent) => EffectOutcome::Succeeded(to_value(&Interrupted {
+                        Ok(sent) => EffectOutcome::succeeded(&Interrupted {
                             panel_id,
                             process_group: sent.process_group,
                             signal: "SIGINT".to_owned(),
-                        })),
+                        }),
                         Err(error) => EffectOutcome::Failed {
                             effect: EffectState::None,
                             error: ToolError::new(
@@ -486,12 +472,10 @@ impl TerminalPanels {
         // The terminal has ended by then, whether or not the panel can be removed.
         let ending = |runtime: TerminalRuntime| async move {
             let status = runtime.terminal.close(CLOSE_GRACE).await;
-            move |panel_id, revision| {
-                to_value(&TerminalClosed {
-                    panel_id,
-                    exited: exit_view(status),
-                    domain_revision: revision,
-                })
+            move |panel_id, revision| TerminalClosed {
+                panel_id,
+                exited: exit_view(status),
+                domain_revision: revision,
             }
         };
         (self.runtimes)

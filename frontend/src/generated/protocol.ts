@@ -2,6 +2,135 @@
 // do not edit. The schema is src/generated/protocol.schema.json.
 
 /**
+ * What one operation will do: a sentence, then what exactly.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Effect".
+ */
+export type Effect = {
+  /**
+   * One sentence a person reads first: "Overwrite notes.txt (+2 −1 lines)".
+   */
+  summary: string;
+} & Effect1;
+export type Effect1 =
+  | {
+      binary: boolean;
+      /**
+       * No file there now: it will be created.
+       */
+      creates: boolean;
+      /**
+       * `None` for a binary file, or when the file on disk could not be read (`note`).
+       */
+      diff: string | null;
+      kind: "fileWrite";
+      /**
+       * Why part of the effect could not be shown.
+       */
+      note: string | null;
+      path: string;
+      sizeAfter: number;
+      /**
+       * The size on disk now (`None`: no file, or unreadable).
+       */
+      sizeBefore: number | null;
+      truncated: boolean;
+    }
+  | {
+      binary: boolean;
+      firstLines: string | null;
+      kind: "fileDelete";
+      note: string | null;
+      path: string;
+      size: number | null;
+      truncated: boolean;
+    }
+  | {
+      from: string;
+      kind: "move";
+      to: string;
+    }
+  | {
+      files: string[];
+      kind: "commit";
+      message: string;
+      note: string | null;
+      stagedDiff: string | null;
+      truncated: boolean;
+    }
+  | {
+      action: string;
+      files: string[];
+      kind: "git";
+    }
+  | {
+      into: string;
+      kind: "typed";
+      text: string;
+    }
+  | {
+      command: string;
+      kind: "command";
+      on: string;
+    }
+  | {
+      kind: "script";
+      script: string;
+      truncated: boolean;
+    }
+  | {
+      kind: "navigate";
+      url: string;
+    }
+  | {
+      conversation: string | null;
+      kind: "chatSend";
+      message: string | null;
+      model: string | null;
+      note: string | null;
+      provider: string | null;
+    }
+  | {
+      kind: "device";
+      model: string | null;
+      serial: string;
+    }
+  | {
+      facts: Fact[];
+      kind: "change";
+    };
+/**
+ * Who wrote a message.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ChatRole".
+ */
+export type ChatRole = "user" | "assistant";
+/**
+ * Where a message stands: a reply is `streaming` while it arrives; one `cancelled`, `failed`
+ * (by the provider) or `interrupted` (Lomi stopped; never resent) part-way keeps what arrived.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "MessageState".
+ */
+export type MessageState = "complete" | "streaming" | "cancelled" | "failed" | "interrupted";
+/**
+ * What the effect of an operation reached, independent of its state.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "EffectState".
+ */
+export type EffectState = "none" | "partial" | "complete" | "unknown";
+/**
+ * Where an operation is in its life. The last four are settled and never change again.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "OperationState".
+ */
+export type OperationState =
+  "queued" | "awaiting_user" | "running" | "cancelling" | "succeeded" | "failed" | "cancelled" | "outcome_unknown";
+/**
  * Exactly one of `split` (two or more nodes side by side or stacked) or `tabs` (one or more panel ids).
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -25,13 +154,6 @@ export type LayoutNode =
         panels: string[];
       };
     };
-/**
- * What the effect of an operation reached, independent of its state.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "EffectState".
- */
-export type EffectState = "none" | "partial" | "complete" | "unknown";
 /**
  * Every error code Lomi answers with. The wire name is the SCREAMING_SNAKE_CASE variant name.
  *
@@ -71,13 +193,29 @@ export type ErrorCode =
   | "PROVIDER_UNAVAILABLE"
   | "INTERNAL";
 /**
- * Where an operation is in its life. The last four are settled and never change again.
+ * How a pairing proves itself on later calls.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "OperationState".
+ * via the `definition` "PairingCredential".
  */
-export type OperationState =
-  "queued" | "awaiting_user" | "running" | "cancelling" | "succeeded" | "failed" | "cancelled" | "outcome_unknown";
+export type PairingCredential = "session" | "token" | "oauth";
+/**
+ * A family of tools the person lets a pairing see. `tools/list` shows a pairing its families'
+ * tools and the session tools (those of no family: pairing status, workspace and panel lists,
+ * connect, operations, events, store status); a tool of a family it was not given answers as
+ * unknown.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Family".
+ */
+export type Family = "workspace" | "terminal" | "files" | "editor" | "git" | "browser" | "android" | "chat";
+/**
+ * Where a pairing stands with the person.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "PairingState".
+ */
+export type PairingState = ("approved" | "denied" | "revoked") | "pending";
 /**
  * What a panel shows.
  *
@@ -85,15 +223,390 @@ export type OperationState =
  * via the `definition` "PanelKind".
  */
 export type PanelKind = "terminal" | "browser" | "android" | "document";
+/**
+ * The store's warning level: 75 % of a cap (`warning`), 90 % (`critical`), at a cap (`full`);
+ * ordered lowest first.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "WarningLevel".
+ */
+export type WarningLevel = "none" | "warning" | "critical" | "full";
+/**
+ * A settings section.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "SettingsSection".
+ */
+export type SettingsSection =
+  "terminal" | "browser" | "editor" | "chat" | "providers" | "pairings" | "confirmations" | "network";
+/**
+ * A model provider's protocol.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ProviderKind".
+ */
+export type ProviderKind = "openai_compatible" | "anthropic";
+/**
+ * How lines end.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "LineEndings".
+ */
+export type LineEndings = "lf" | "crlf";
 
 /**
  * Reply shapes Lomi's window reads; generated by lomi-protocol (schema::window_types).
  */
 export interface LomiWindowTypes {
+  appInfo?: AppInfo;
+  awaitingDecision?: AwaitingDecision;
+  chatList?: ChatList;
+  conversationView?: ConversationView;
+  dirListView?: DirListView;
+  draftUpdated?: DraftUpdated;
+  editorDocumentView?: EditorDocumentView;
+  editorSaved?: EditorSaved;
+  feedItem?: FeedItem;
+  gitCommitted?: GitCommitted;
+  gitDiffView?: GitDiffView;
+  gitStatusView?: GitStatusView;
   layoutNode?: LayoutNode;
   operationView?: OperationView;
+  pairingSummary?: PairingSummary;
   panelView?: PanelView;
+  policyEntry?: PolicyEntry;
+  reconcileReport?: ReconcileReport;
+  settingsUpdated?: SettingsUpdated;
+  settingsView?: SettingsView;
+  stateChange?: StateChange;
+  storeStatus?: StoreStatus;
+  textEdit?: TextEdit;
   workspaceView?: WorkspaceView;
+}
+/**
+ * The desktop app's Lomi: where it listens and keeps its data (the window's Settings shows
+ * the client configs from it).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "AppInfo".
+ */
+export interface AppInfo {
+  brokerInstanceId: string;
+  dataDir: string;
+  url: string;
+  version: string;
+}
+/**
+ * An operation waiting for the person's decision, with exactly what it will do
+ * (`decisionList`).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "AwaitingDecision".
+ */
+export interface AwaitingDecision {
+  /**
+   * The tool's whole input, as the agent sent it (an object).
+   */
+  arguments: {
+    [k: string]: unknown;
+  };
+  createdAt: string;
+  effect: Effect;
+  operationId: string;
+  pairingId: string;
+  projectId: string | null;
+  tool: string;
+  workspaceId: string;
+}
+/**
+ * One label and value of a [`EffectDetail::Change`].
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Fact".
+ */
+export interface Fact {
+  label: string;
+  value: string;
+}
+/**
+ * `lomi_chat_list` output, most recently changed first.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ChatList".
+ */
+export interface ChatList {
+  conversations: ConversationSummary[];
+}
+/**
+ * One conversation, without its messages.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ConversationSummary".
+ */
+export interface ConversationSummary {
+  conversationId: string;
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  conversationRevision: string;
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  draftRevision: string;
+  messageCount: number;
+  title: string;
+  workspaceId: string;
+}
+/**
+ * `lomi_chat_get` output: a page of messages.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ConversationView".
+ */
+export interface ConversationView {
+  conversationId: string;
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  conversationRevision: string;
+  draft: Draft;
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  draftRevision: string;
+  messageCount: number;
+  messages: ChatMessage[];
+  /**
+   * Pass as afterSeq for the next page; absent at the end.
+   */
+  nextSeq?: number | null;
+  title: string;
+  workspaceId: string;
+}
+/**
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Draft".
+ */
+export interface Draft {
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  draftRevision: string;
+  text: string;
+}
+/**
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ChatMessage".
+ */
+export interface ChatMessage {
+  createdAt: string;
+  inputTokens?: number | null;
+  model?: string | null;
+  outputTokens?: number | null;
+  provider?: string | null;
+  role: ChatRole;
+  seq: number;
+  state: MessageState;
+  text: string;
+  /**
+   * The text was cut at maxBytes.
+   */
+  truncated?: boolean;
+  updatedAt: string;
+}
+/**
+ * `lomi_dir_list` output, sorted by name.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "DirListView".
+ */
+export interface DirListView {
+  /**
+   * Changes exactly when the listing (any page) changes.
+   */
+  directoryRevision: string;
+  entries: DirEntryView[];
+  nextOffset: number | null;
+  path: string;
+  total: number;
+}
+/**
+ * One directory entry.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "DirEntryView".
+ */
+export interface DirEntryView {
+  /**
+   * Changes when the entry changes (from its metadata; not the content hash).
+   */
+  entryRevision: string;
+  /**
+   * file, dir, symlink or other.
+   */
+  kind: string;
+  name: string;
+  size: number;
+}
+/**
+ * The confirmed result of `lomi_chat_draft_update`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "DraftUpdated".
+ */
+export interface DraftUpdated {
+  conversationId: string;
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  draftRevision: string;
+}
+/**
+ * An open document as it stands.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "EditorDocumentView".
+ */
+export interface EditorDocumentView {
+  /**
+   * Decimal counter of the text; every edit (yours or the person's) raises it.
+   */
+  bufferRevision: string;
+  /**
+   * True when the text differs from what was opened or last saved.
+   */
+  dirty: boolean;
+  /**
+   * SHA-256 of the file's bytes when it was opened or last saved.
+   */
+  diskRevision: string;
+  documentId: string;
+  /**
+   * utf8 or utf8_bom (the BOM is not part of `text`; saving writes it back).
+   */
+  encoding: string;
+  /**
+   * lf, crlf, cr, mixed or none, as found at open; `text` keeps them exactly.
+   */
+  lineEndings: string;
+  path: string;
+  text: string;
+}
+/**
+ * The confirmed result of a save.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "EditorSaved".
+ */
+export interface EditorSaved {
+  bufferRevision: string;
+  /**
+   * The file's new disk revision.
+   */
+  diskRevision: string;
+  documentId: string;
+  path: string;
+  size: number;
+}
+/**
+ * One of the newest operations with the client that made it (`feed`, the window's feed).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "FeedItem".
+ */
+export interface FeedItem {
+  clientName: string | null;
+  effectState: EffectState;
+  errorCode: string | null;
+  operationId: string;
+  pairingId: string;
+  state: OperationState;
+  tool: string;
+  updatedAt: string;
+  workspaceId: string | null;
+  workspaceName: string | null;
+}
+/**
+ * The confirmed result of `lomi_git_commit`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "GitCommitted".
+ */
+export interface GitCommitted {
+  /**
+   * The new commit's full SHA (the new HEAD).
+   */
+  commit: string;
+  /**
+   * The previous HEAD; absent for the first commit of a branch.
+   */
+  parent: string | null;
+  /**
+   * How to take it back.
+   */
+  undo: string;
+}
+/**
+ * `lomi_git_diff` output: a unified diff.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "GitDiffView".
+ */
+export interface GitDiffView {
+  /**
+   * The unified diff (invalid UTF-8 replaced); empty when nothing differs.
+   */
+  diff: string;
+  /**
+   * True when the diff was longer than `maxBytes` and was cut.
+   */
+  truncated: boolean;
+}
+/**
+ * `lomi_git_status` output.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "GitStatusView".
+ */
+export interface GitStatusView {
+  /**
+   * The current branch; absent when HEAD is detached.
+   */
+  branch: string | null;
+  /**
+   * True when there is nothing to commit and nothing untracked.
+   */
+  clean: boolean;
+  /**
+   * Changed, staged and untracked paths (ignored files are not listed).
+   */
+  entries: GitStatusEntry[];
+  /**
+   * The HEAD commit's full SHA; absent on an unborn branch. Pass it as
+   * `expectedHeadRevision` to commit ("" when absent).
+   */
+  head: string | null;
+}
+/**
+ * One changed path of `lomi_git_status`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "GitStatusEntry".
+ */
+export interface GitStatusEntry {
+  /**
+   * The staged change: unmodified, modified, added, deleted, renamed, copied, type_changed,
+   * unmerged or untracked.
+   */
+  index: string;
+  /**
+   * Relative to the project root (the new path of a rename).
+   */
+  path: string;
+  /**
+   * The unstaged change in the working tree, with the same words as `index`.
+   */
+  worktree: string;
 }
 /**
  * A receipt as its connection sees it. `operationId` acknowledges admission only: read
@@ -108,22 +621,17 @@ export interface OperationView {
   /**
    * Why it failed, was cancelled or is unknown.
    */
-  error?: OperationError | null;
+  error: OperationError | null;
   operationId: string;
-  projectId?: string | null;
+  projectId: string | null;
   requestKey: string;
-  /**
-   * The tool's typed result once confirmed (see the tool's description).
-   */
-  result?: {
-    [k: string]: unknown;
-  };
+  result: unknown;
   retryEpoch: string;
-  settledAt?: string | null;
+  settledAt: string | null;
   state: OperationState;
   tool: string;
   updatedAt: string;
-  workspaceId?: string | null;
+  workspaceId: string | null;
 }
 /**
  * The failure recorded on a receipt.
@@ -136,6 +644,37 @@ export interface OperationError {
   message: string;
 }
 /**
+ * A pairing as the person sees it in a list (`pairingList`).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "PairingSummary".
+ */
+export interface PairingSummary {
+  clientName: string;
+  createdAt: string;
+  credential: PairingCredential;
+  /**
+   * When the person approved, denied or revoked it.
+   */
+  decidedAt: string | null;
+  /**
+   * The tool families it sees; null is every family.
+   */
+  families: Family[] | null;
+  grants: string[];
+  /**
+   * The last call this pairing made on this broker instance (not kept across restarts).
+   */
+  lastActiveAt: string | null;
+  pairingId: string;
+  /**
+   * The families its client asked for, if it said (the approval starts from them).
+   */
+  requestedFamilies: Family[] | null;
+  state: PairingState;
+  verificationCode: string;
+}
+/**
  * One panel of a workspace.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -145,11 +684,366 @@ export interface PanelView {
   /**
    * The current runtime generation, when the panel has a live runtime.
    */
-  generation?: string | null;
+  generation: string | null;
   kind: PanelKind;
   panelId: string;
-  projectId?: string | null;
+  projectId: string | null;
   title: string;
+}
+/**
+ * One mutating tool and whether it waits for the person's decision (`policyList`).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "PolicyEntry".
+ */
+export interface PolicyEntry {
+  confirm: boolean;
+  family: Family | null;
+  /**
+   * Its family in plain words ("Project files").
+   */
+  familyLabel: string;
+  /**
+   * The tool in plain words ("Delete files").
+   */
+  label: string;
+  tool: string;
+}
+/**
+ * `storeReconcile`'s reply: what it did, or with `apply: false` what it would do now, and
+ * the warning level after it.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ReconcileReport".
+ */
+export interface ReconcileReport {
+  endedRetryEpochsKept: number;
+  eventsRemoved: number;
+  receiptsArchived: number;
+  receiptsRemaining: number;
+  retired: RetiredEpoch[];
+  retryEpochsRemoved: number;
+  retryEpochsRetired: number;
+  tombstonesRemoved: number;
+  warningLevel: WarningLevel;
+}
+/**
+ * A retry epoch a reconcile retires (or would).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "RetiredEpoch".
+ */
+export interface RetiredEpoch {
+  createdAt: string;
+  pairingId: string;
+  receipts: number;
+  retryEpoch: string;
+  unsettledReceipts: number;
+}
+/**
+ * The confirmed result of `lomi_settings_update`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "SettingsUpdated".
+ */
+export interface SettingsUpdated {
+  section: SettingsSection;
+  /**
+   * The section's new revision.
+   */
+  settingsRevision: string;
+  /**
+   * The section's fields after the change.
+   */
+  values: {
+    [k: string]: unknown;
+  };
+}
+/**
+ * `lomi_settings_get` output: the sections asked for.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "SettingsView".
+ */
+export interface SettingsView {
+  browser?: BrowserSettings | null;
+  chat?: ChatSettings | null;
+  confirmations?: ConfirmationsSettings | null;
+  editor?: EditorSettings | null;
+  network?: NetworkSettings | null;
+  /**
+   * Only your own pairing and its grants (the person sees all).
+   */
+  pairings?: PairingsSettings | null;
+  providers?: ProvidersSettings | null;
+  terminal?: TerminalSettings | null;
+}
+/**
+ * New browsers' defaults (lomi_browser_create, lomi_browser_wait).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "BrowserSettings".
+ */
+export interface BrowserSettings {
+  /**
+   * lomi_browser_wait's timeoutMs when omitted, 1 to 60000.
+   */
+  defaultWaitMs: number;
+  /**
+   * Whether captures are deterministic unless a call says otherwise.
+   */
+  deterministicCaptures: boolean;
+  /**
+   * Whether a new workspace keeps one persistent browser profile (person-only).
+   */
+  persistentProfileDefault: boolean;
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  settingsRevision: string;
+  viewport: Viewport;
+}
+/**
+ * A viewport size in CSS pixels, 100 to 4,096 a side.
+ */
+export interface Viewport {
+  height: number;
+  width: number;
+}
+/**
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ChatSettings".
+ */
+export interface ChatSettings {
+  defaultModel: string;
+  /**
+   * A provider's name, or "".
+   */
+  defaultProvider: string;
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  settingsRevision: string;
+  systemPrompt: string;
+}
+/**
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ConfirmationsSettings".
+ */
+export interface ConfirmationsSettings {
+  /**
+   * Tools whose operations wait for the person's decision (awaiting_user).
+   */
+  confirmTools: string[];
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  settingsRevision: string;
+}
+/**
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "EditorSettings".
+ */
+export interface EditorSettings {
+  /**
+   * How lines end.
+   */
+  lineEndings: "lf" | "crlf";
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  settingsRevision: string;
+  /**
+   * 1 to 16.
+   */
+  tabWidth: number;
+}
+/**
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "NetworkSettings".
+ */
+export interface NetworkSettings {
+  /**
+   * Where Lomi serves MCP over HTTP ("" before it started serving).
+   */
+  mcpUrl: string;
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  settingsRevision: string;
+}
+/**
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "PairingsSettings".
+ */
+export interface PairingsSettings {
+  pairings: PairingSetting[];
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  settingsRevision: string;
+}
+/**
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "PairingSetting".
+ */
+export interface PairingSetting {
+  /**
+   * It sees every family, including ones a later Lomi adds.
+   */
+  allFamilies: boolean;
+  clientName: string;
+  /**
+   * The tool families it sees (with the session tools), when not all of them.
+   */
+  families: Family[];
+  /**
+   * The workspaces it may use.
+   */
+  grants: string[];
+  pairingId: string;
+  state: PairingState;
+}
+/**
+ * Model providers; their keys stay in the OS keyring and are never shown.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ProvidersSettings".
+ */
+export interface ProvidersSettings {
+  providers: Provider[];
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  settingsRevision: string;
+}
+/**
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Provider".
+ */
+export interface Provider {
+  baseUrl: string;
+  /**
+   * Whether the person stored its key in the OS keyring.
+   */
+  keyStored: boolean;
+  kind: ProviderKind;
+  models: string[];
+  name: string;
+}
+/**
+ * New terminals' defaults (lomi_terminal_create).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "TerminalSettings".
+ */
+export interface TerminalSettings {
+  /**
+   * 20 to 500.
+   */
+  cols: number;
+  /**
+   * 5 to 200.
+   */
+  rows: number;
+  /**
+   * Screen lines kept, 100 to 100000.
+   */
+  scrollbackLines: number;
+  /**
+   * Decimal revision counter, e.g. "42".
+   */
+  settingsRevision: string;
+  /**
+   * Absolute path of the shell; "" for $SHELL.
+   */
+  shell: string;
+}
+/**
+ * A state an operation went through, and when.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "StateChange".
+ */
+export interface StateChange {
+  at: string;
+  effectState: EffectState;
+  state: OperationState;
+}
+/**
+ * `storeStatus`' reply (`lomi store status`; the window's Settings → Storage), the same
+ * whether the broker or the command opened the store.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "StoreStatus".
+ */
+export interface StoreStatus {
+  databasePath: string;
+  eventRetention: number;
+  eventsRetained: number;
+  expiredRetryEpochs: number;
+  historyReceipts: number;
+  idleRetryEpochs: number;
+  oldestReceiptAt: string | null;
+  oldestRetryEpochAt: string | null;
+  pairings: PairingUsage[];
+  receiptCap: number;
+  receipts: number;
+  /**
+   * Receipts by state (every state, with 0 for none).
+   */
+  receiptsByState: {
+    [k: string]: number;
+  };
+  receiptsRemaining: number;
+  removableReceipts: number;
+  retiredRetryEpochs: number;
+  retryEpochCap: number;
+  retryEpochs: number;
+  retryEpochsRemaining: number;
+  schemaVersion: number;
+  unsettledReceipts: number;
+  warningLevel: WarningLevel;
+  /**
+   * Set while the store's writes fail (a full disk, an I/O error): since when, and why.
+   */
+  writeFailure: WriteFailure | null;
+}
+/**
+ * One pairing's use of the store.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "PairingUsage".
+ */
+export interface PairingUsage {
+  endedRetryEpochs: number;
+  idleRetryEpochs: number;
+  liveRetryEpochs: number;
+  pairingId: string;
+  receipts: number;
+  unsettledReceipts: number;
+}
+/**
+ * A time the store could not write at all; it lasts until a write commits again.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "WriteFailure".
+ */
+export interface WriteFailure {
+  message: string;
+  since: string;
+}
+/**
+ * One replacement: characters `start..end` of the current text (Unicode scalar values, not
+ * bytes; a CRLF counts as two) become `text`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "TextEdit".
+ */
+export interface TextEdit {
+  end: number;
+  start: number;
+  text: string;
 }
 /**
  * One workspace as a listing shows it.
@@ -165,7 +1059,7 @@ export interface WorkspaceView {
   /**
    * How the panels are arranged (splits and tab groups); null when no panel is open.
    */
-  layout?: LayoutNode | null;
+  layout: LayoutNode | null;
   name: string;
   /**
    * Panel ids in layout order: the layout's panels left to right, top to bottom.
@@ -192,4 +1086,14 @@ export interface ProjectView {
    * Absolute path of the project root on the person's machine.
    */
   root: string;
+}
+/**
+ * A viewport size in CSS pixels, 100 to 4,096 a side.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Viewport".
+ */
+export interface Viewport1 {
+  height: number;
+  width: number;
 }

@@ -19,7 +19,6 @@ use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, ToolError};
 
 use super::{
     AndroidPanels, Guard, LeaseGuarded, blocking, device_error, failed_outcome, random_hex,
-    to_value,
 };
 use crate::AndroidError;
 use crate::apk::read_manifest;
@@ -272,15 +271,13 @@ impl AndroidPanels {
                 })
                 .await;
                 match pushed {
-                    Ok((bytes, sha256)) => {
-                        EffectOutcome::Succeeded(to_value(&AndroidTransferred {
-                            panel_id,
-                            path,
-                            device_path,
-                            bytes,
-                            sha256,
-                        }))
-                    }
+                    Ok((bytes, sha256)) => EffectOutcome::succeeded(&AndroidTransferred {
+                        panel_id,
+                        path,
+                        device_path,
+                        bytes,
+                        sha256,
+                    }),
                     // Part of the file may be on the device.
                     Err(AndroidError::Cancelled) => EffectOutcome::Cancelled {
                         effect: EffectState::Partial,
@@ -341,13 +338,13 @@ impl AndroidPanels {
                         };
                     }
                 };
-                EffectOutcome::Succeeded(to_value(&AndroidTransferred {
+                EffectOutcome::succeeded(&AndroidTransferred {
                     panel_id,
                     path,
                     device_path,
                     bytes,
                     sha256,
-                }))
+                })
             },
         )
         .await
@@ -401,14 +398,14 @@ impl AndroidPanels {
                 };
                 match done {
                     Ok((package, version_code, version_name, bytes, sha256)) => {
-                        EffectOutcome::Succeeded(to_value(&AndroidInstalled {
+                        EffectOutcome::succeeded(&AndroidInstalled {
                             panel_id,
                             package,
                             version_code,
                             version_name,
                             bytes,
                             sha256,
-                        }))
+                        })
                     }
                     Err(InstallFailure::NotApk(why)) => EffectOutcome::Failed {
                         effect: EffectState::None,
@@ -482,9 +479,7 @@ impl AndroidPanels {
         self.on_device(caller, call, &input, move |device, _context| async move {
             let name = package.clone();
             match blocking(move || run(&device, &name)).await {
-                Ok(()) => {
-                    EffectOutcome::Succeeded(to_value(&AndroidPackageDone { panel_id, package }))
-                }
+                Ok(()) => EffectOutcome::succeeded(&AndroidPackageDone { panel_id, package }),
                 Err(error) => panels.failed_device(&panel_id, &generation, &error),
             }
         })
@@ -531,12 +526,12 @@ impl AndroidPanels {
                 })
                 .await;
                 match launched {
-                    Ok(am_output) => EffectOutcome::Succeeded(to_value(&AndroidLaunched {
+                    Ok(am_output) => EffectOutcome::succeeded(&AndroidLaunched {
                         panel_id,
                         generation,
                         delivered: true,
                         am_output,
-                    })),
+                    }),
                     Err(error) => panels.failed_device(&panel_id, &generation, &error),
                 }
             },
@@ -567,7 +562,7 @@ impl AndroidPanels {
             match set {
                 Ok((read, false)) if read == rotation => {
                     panels.note_rotation(&panel_id, &generation, Some(read));
-                    EffectOutcome::Succeeded(to_value(&orientation_view(panel_id, read, false)))
+                    EffectOutcome::succeeded(&orientation_view(panel_id, read, false))
                 }
                 Ok((read, auto)) => {
                     panels.note_rotation(&panel_id, &generation, (!auto).then_some(read));

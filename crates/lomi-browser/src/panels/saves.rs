@@ -144,9 +144,9 @@ impl BrowserPanels {
                     ToolCall::of::<lomi_protocol::tools::browser::BrowserCaptureTool>(&input)?;
                 let png = capture.png.clone();
                 let operation = self
-                    .save_into(caller, call, &runtime, save, png, to_value(&saved))
+                    .save_into(caller, call, &runtime, save, png, to_json(&saved)?)
                     .await?;
-                Some(to_value(&operation))
+                Some(to_json(&operation)?)
             }
             None => None,
         };
@@ -190,6 +190,7 @@ impl BrowserPanels {
             .result
             .clone()
             .and_then(|result| serde_json::from_value(result).ok());
+        let details = json!({ "operation": to_json(&operation)? });
         let not_shown = |why: &str| {
             ToolError::new(
                 ErrorCode::NotFound,
@@ -198,7 +199,7 @@ impl BrowserPanels {
                     operation.state
                 ),
             )
-            .with_details(json!({ "operation": to_value(&operation) }))
+            .with_details(details.clone())
         };
         let Some(saved) = saved else {
             return Err(not_shown("it saved no image to show again"));
@@ -237,7 +238,7 @@ impl BrowserPanels {
                 scale: None,
                 inline: capture.png.len() <= MAX_INLINE_IMAGE_BYTES as usize,
                 tab_id,
-                saved: Some(to_value(&operation)),
+                saved: Some(to_json(&operation)?),
             },
             if capture.png.len() <= MAX_INLINE_IMAGE_BYTES as usize {
                 capture.png
@@ -248,7 +249,7 @@ impl BrowserPanels {
     }
 
     /// Writes `bytes` into the panel's project at `save.path`, as a project change of its own
-    /// keyed by `save`'s request identity and the whole input (`call`); `result` is the
+    /// keyed by `save`'s request identity and the whole input (`payload`); `result` is the
     /// operation's confirmed result.
     async fn save_into(
         &self,
@@ -388,7 +389,7 @@ impl BrowserPanels {
                         tab_id: tab.id.clone(),
                         url: tab.current_url(),
                     };
-                    write_into(root, path, pdf, overwrite, to_value(&saved)).await
+                    write_into(root, path, pdf, overwrite, saved).await
                 },
             )
             .await
@@ -471,9 +472,9 @@ impl BrowserPanels {
                 let call =
                     ToolCall::of::<lomi_protocol::tools::browser::BrowserNetworkBodyTool>(&input)?;
                 let operation = self
-                    .save_into(caller, call, &runtime, save, bytes, to_value(&done))
+                    .save_into(caller, call, &runtime, save, bytes, to_json(&done)?)
                     .await?;
-                Some(to_value(&operation))
+                Some(to_json(&operation)?)
             }
             None => None,
         };
@@ -518,7 +519,7 @@ impl BrowserPanels {
                 "this request was answered before by operation {prior} ({}), which saved the body to {}; its browser is gone, so the body cannot be shown again: read the saved file, or the operation with lomi_operation_get",
                 operation.state, save.path
             ))
-            .with_details(json!({ "operation": to_value(&operation) })),
+            .with_details(json!({ "operation": to_json(&operation)? })),
         ))
     }
 }
