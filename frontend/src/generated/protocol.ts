@@ -345,13 +345,7 @@ export interface ChatList {
  */
 export interface ConversationSummary {
   conversationId: string;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   conversationRevision: string;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   draftRevision: string;
   messageCount: number;
   title: string;
@@ -365,14 +359,8 @@ export interface ConversationSummary {
  */
 export interface ConversationView {
   conversationId: string;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   conversationRevision: string;
   draft: Draft;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   draftRevision: string;
   messageCount: number;
   messages: ChatMessage[];
@@ -388,9 +376,6 @@ export interface ConversationView {
  * via the `definition` "Draft".
  */
 export interface Draft {
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   draftRevision: string;
   text: string;
 }
@@ -456,9 +441,6 @@ export interface DirEntryView {
  */
 export interface DraftUpdated {
   conversationId: string;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   draftRevision: string;
 }
 /**
@@ -797,15 +779,9 @@ export interface BrowserSettings {
    * Whether a new workspace keeps one persistent browser profile (person-only).
    */
   persistentProfileDefault: boolean;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
   viewport: Viewport;
 }
-/**
- * A viewport size in CSS pixels, 100 to 4,096 a side.
- */
 export interface Viewport {
   height: number;
   width: number;
@@ -820,9 +796,6 @@ export interface ChatSettings {
    * A provider's name, or "".
    */
   defaultProvider: string;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
   systemPrompt: string;
 }
@@ -835,9 +808,6 @@ export interface ConfirmationsSettings {
    * Tools whose operations wait for the person's decision (awaiting_user).
    */
   confirmTools: string[];
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
 }
 /**
@@ -849,9 +819,6 @@ export interface EditorSettings {
    * How lines end.
    */
   lineEndings: "lf" | "crlf";
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
   /**
    * 1 to 16.
@@ -867,9 +834,6 @@ export interface NetworkSettings {
    * Where Lomi serves MCP over HTTP ("" before it started serving).
    */
   mcpUrl: string;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
 }
 /**
@@ -878,9 +842,6 @@ export interface NetworkSettings {
  */
 export interface PairingsSettings {
   pairings: PairingSetting[];
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
 }
 /**
@@ -912,9 +873,6 @@ export interface PairingSetting {
  */
 export interface ProvidersSettings {
   providers: Provider[];
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
 }
 /**
@@ -950,9 +908,6 @@ export interface TerminalSettings {
    * Screen lines kept, 100 to 100000.
    */
   scrollbackLines: number;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
   /**
    * Absolute path of the shell; "" for $SHELL.
@@ -1034,8 +989,7 @@ export interface WriteFailure {
   since: string;
 }
 /**
- * One replacement: characters `start..end` of the current text (Unicode scalar values, not
- * bytes; a CRLF counts as two) become `text`.
+ * Characters start..end become text; a CRLF counts as two.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
  * via the `definition` "TextEdit".
@@ -1088,8 +1042,6 @@ export interface ProjectView {
   root: string;
 }
 /**
- * A viewport size in CSS pixels, 100 to 4,096 a side.
- *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
  * via the `definition` "Viewport".
  */
