@@ -3,6 +3,7 @@ compared by expectedHeadRevision, a retried commit that commits once, branches t
 leave uncommitted work behind, and projects that are not repositories."""
 
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -164,7 +165,9 @@ async def test_the_log_lists_recent_commits_newest_first(lomi, workspaces, mcp, 
         assert [c["commit"] for c in log["commits"]] == [second, first] and not log["more"], dump(log)
         newest = log["commits"][0]
         assert (newest["subject"], newest["author"]) == ("Greet the world", "Test Person"), dump(log)
-        assert newest["date"] == git(project, "log", "-1", "--format=%aI"), dump(log)
+        # The same instant as Git itself writes it (UTC may read "Z" or "+00:00").
+        written = git(project, "log", "-1", "--format=%aI")
+        assert datetime.fromisoformat(newest["date"]) == datetime.fromisoformat(written), dump(log)
 
         one = await agent.ok("lomi_git_log", {"workspaceId": ws, "limit": 1})
         assert [c["commit"] for c in one["commits"]] == [second] and one["more"], dump(one)
