@@ -3,7 +3,7 @@
 
 use lomi_mcp::control::{self, ControlRequest};
 use lomi_protocol::control::AppInfo;
-use lomi_protocol::tools::editor::DocumentEvent;
+use lomi_protocol::tools::editor::{DocumentEvent, DocumentFeedMessage, FeedLagged};
 use lomi_protocol::{DocumentId, PanelId, ProjectId, WorkspaceId};
 use serde_json::{Value, json};
 use tauri::ipc::{Channel, InvokeResponseBody};
@@ -173,25 +173,21 @@ pub async fn document_watch(
     app: tauri::AppHandle,
     document_id: DocumentId,
     watch_id: String,
-    channel: Channel<Value>,
+    channel: Channel<DocumentFeedMessage>,
 ) -> Value {
     let desktop = app.state::<Desktop>();
     let editor = desktop.lomi.editor.clone();
     let mut feed = editor.documents().subscribe();
-    let reply = lomi_protocol::Reply::from_result(
-        editor
-            .document_for_person(&document_id)
-            .await
-            .map(|document| json!(document)),
-    )
-    .to_value();
+    let reply = lomi_protocol::Reply::from_result(editor.document_for_person(&document_id).await)
+        .to_value();
     let watched = document_id.clone();
     let follower = tauri::async_runtime::spawn(async move {
         loop {
             let event = match feed.recv().await {
                 Ok(event) => event,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    if channel.send(json!({"kind": "lagged"})).is_err() {
+                    let lagged = DocumentFeedMessage::Lagged(FeedLagged::Lagged);
+                    if channel.send(lagged).is_err() {
                         return;
                     }
                     continue;
@@ -202,7 +198,7 @@ pub async fn document_watch(
                 continue;
             }
             let closed = matches!(event, DocumentEvent::Closed { .. });
-            if channel.send(json!(event)).is_err() || closed {
+            if channel.send(DocumentFeedMessage::Event(event)).is_err() || closed {
                 return;
             }
         }

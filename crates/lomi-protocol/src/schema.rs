@@ -73,6 +73,9 @@ pub fn window_types() -> Value {
         "textEdit": editor::TextEdit,
         "editorDocumentView": editor::EditorDocumentView,
         "editorSaved": editor::EditorSaved,
+        "personDocument": editor::PersonDocument,
+        "personEdited": editor::PersonEdited,
+        "documentFeedMessage": editor::DocumentFeedMessage,
     );
     let mut definitions = Value::Object(generator.take_definitions(true));
     drop_nonstandard_formats(&mut definitions);

@@ -116,6 +116,62 @@ export type ChatRole = "user" | "assistant";
  */
 export type MessageState = "complete" | "streaming" | "cancelled" | "failed" | "interrupted";
 /**
+ * What the window's document feed sends: an event of the document it follows, or that it fell
+ * behind the feed (then it reads the document again).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "DocumentFeedMessage".
+ */
+export type DocumentFeedMessage = DocumentEvent | FeedLagged;
+/**
+ * What happened to an open document: the person's change feed, one event per change in
+ * `bufferRevision` order, so the window shows an agent's edit as it is made.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "DocumentEvent".
+ */
+export type DocumentEvent =
+  | {
+      bufferRevision: string;
+      dirty: boolean;
+      documentId: string;
+      edits: TextEdit[];
+      kind: "changed";
+      origin: ChangeOrigin;
+      /**
+       * The person's editor that made it (what it sent as `session`).
+       */
+      session: string | null;
+    }
+  | {
+      bufferRevision: string;
+      dirty: boolean;
+      diskRevision: string;
+      documentId: string;
+      kind: "saved";
+    }
+  | {
+      documentId: string;
+      kind: "closed";
+    };
+/**
+ * Who made a change to a shared document: an agent (`lomi_editor_edit`), the person (the
+ * window or `lomi document edit`), or the file on disk (the person's reload).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ChangeOrigin".
+ */
+export type ChangeOrigin = "agent" | "person" | "disk";
+/**
+ * `{"kind": "lagged"}`: the window fell behind the document feed and missed events.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "FeedLagged".
+ */
+export type FeedLagged = {
+  kind: "lagged";
+};
+/**
  * What the effect of an operation reached, independent of its state.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -224,6 +280,13 @@ export type PairingState = ("approved" | "denied" | "revoked") | "pending";
  */
 export type PanelKind = "terminal" | "browser" | "android" | "document";
 /**
+ * The file behind a document compared with the bytes it was opened with or last saved.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "DiskState".
+ */
+export type DiskState = ("same" | "deleted") | "changed";
+/**
  * The store's warning level: 75 % of a cap (`warning`), 90 % (`critical`), at a cap (`full`);
  * ordered lowest first.
  *
@@ -263,6 +326,7 @@ export interface LomiWindowTypes {
   chatList?: ChatList;
   conversationView?: ConversationView;
   dirListView?: DirListView;
+  documentFeedMessage?: DocumentFeedMessage;
   draftUpdated?: DraftUpdated;
   editorDocumentView?: EditorDocumentView;
   editorSaved?: EditorSaved;
@@ -274,6 +338,8 @@ export interface LomiWindowTypes {
   operationView?: OperationView;
   pairingSummary?: PairingSummary;
   panelView?: PanelView;
+  personDocument?: PersonDocument;
+  personEdited?: PersonEdited;
   policyEntry?: PolicyEntry;
   reconcileReport?: ReconcileReport;
   settingsUpdated?: SettingsUpdated;
@@ -345,13 +411,7 @@ export interface ChatList {
  */
 export interface ConversationSummary {
   conversationId: string;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   conversationRevision: string;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   draftRevision: string;
   messageCount: number;
   title: string;
@@ -365,14 +425,8 @@ export interface ConversationSummary {
  */
 export interface ConversationView {
   conversationId: string;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   conversationRevision: string;
   draft: Draft;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   draftRevision: string;
   messageCount: number;
   messages: ChatMessage[];
@@ -388,9 +442,6 @@ export interface ConversationView {
  * via the `definition` "Draft".
  */
 export interface Draft {
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   draftRevision: string;
   text: string;
 }
@@ -449,6 +500,17 @@ export interface DirEntryView {
   size: number;
 }
 /**
+ * Characters start..end become text; a CRLF counts as two.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "TextEdit".
+ */
+export interface TextEdit {
+  end: number;
+  start: number;
+  text: string;
+}
+/**
  * The confirmed result of `lomi_chat_draft_update`.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -456,9 +518,6 @@ export interface DirEntryView {
  */
 export interface DraftUpdated {
   conversationId: string;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   draftRevision: string;
 }
 /**
@@ -691,6 +750,37 @@ export interface PanelView {
   title: string;
 }
 /**
+ * A document as the person's window opens it.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "PersonDocument".
+ */
+export interface PersonDocument {
+  disk: DiskState;
+  document: EditorDocumentView;
+  projectId: string;
+  workspaceId: string;
+}
+/**
+ * The person's edit as it landed: moved over the edits made since its base, if any.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "PersonEdited".
+ */
+export interface PersonEdited {
+  bufferRevision: string;
+  dirty: boolean;
+  documentId: string;
+  /**
+   * The edits as applied to the text before `bufferRevision`.
+   */
+  edits: TextEdit[];
+  /**
+   * True when edits were made since the base, so the person's edit was moved over them.
+   */
+  rebased: boolean;
+}
+/**
  * One mutating tool and whether it waits for the person's decision (`policyList`).
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -797,15 +887,9 @@ export interface BrowserSettings {
    * Whether a new workspace keeps one persistent browser profile (person-only).
    */
   persistentProfileDefault: boolean;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
   viewport: Viewport;
 }
-/**
- * A viewport size in CSS pixels, 100 to 4,096 a side.
- */
 export interface Viewport {
   height: number;
   width: number;
@@ -820,9 +904,6 @@ export interface ChatSettings {
    * A provider's name, or "".
    */
   defaultProvider: string;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
   systemPrompt: string;
 }
@@ -835,9 +916,6 @@ export interface ConfirmationsSettings {
    * Tools whose operations wait for the person's decision (awaiting_user).
    */
   confirmTools: string[];
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
 }
 /**
@@ -849,9 +927,6 @@ export interface EditorSettings {
    * How lines end.
    */
   lineEndings: "lf" | "crlf";
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
   /**
    * 1 to 16.
@@ -867,9 +942,6 @@ export interface NetworkSettings {
    * Where Lomi serves MCP over HTTP ("" before it started serving).
    */
   mcpUrl: string;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
 }
 /**
@@ -878,9 +950,6 @@ export interface NetworkSettings {
  */
 export interface PairingsSettings {
   pairings: PairingSetting[];
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
 }
 /**
@@ -912,9 +981,6 @@ export interface PairingSetting {
  */
 export interface ProvidersSettings {
   providers: Provider[];
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
 }
 /**
@@ -950,9 +1016,6 @@ export interface TerminalSettings {
    * Screen lines kept, 100 to 100000.
    */
   scrollbackLines: number;
-  /**
-   * Decimal revision counter, e.g. "42".
-   */
   settingsRevision: string;
   /**
    * Absolute path of the shell; "" for $SHELL.
@@ -1034,18 +1097,6 @@ export interface WriteFailure {
   since: string;
 }
 /**
- * One replacement: characters `start..end` of the current text (Unicode scalar values, not
- * bytes; a CRLF counts as two) become `text`.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "TextEdit".
- */
-export interface TextEdit {
-  end: number;
-  start: number;
-  text: string;
-}
-/**
  * One workspace as a listing shows it.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -1088,8 +1139,6 @@ export interface ProjectView {
   root: string;
 }
 /**
- * A viewport size in CSS pixels, 100 to 4,096 a side.
- *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
  * via the `definition` "Viewport".
  */
