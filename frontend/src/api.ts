@@ -5,10 +5,11 @@ import { Channel, invoke } from "@tauri-apps/api/core";
 
 // Reply shapes generated from lomi-protocol's Rust types (src/generated/protocol.ts), under the
 // names the window's code uses; what is written by hand below is the window's own (the
-// overview's envelopes, the browser view stream) or a request.
+// overview and its envelopes) or a request.
 export type {
   AppInfo,
   AwaitingDecision as Decision,
+  BrowserViewMessage as BrowserView,
   Family,
   FeedItem,
   LayoutNode,
@@ -26,6 +27,7 @@ export type {
 import type {
   AppInfo,
   AwaitingDecision as Decision,
+  BrowserViewMessage as BrowserView,
   Family,
   FeedItem,
   PairingSummary as Pairing,
@@ -46,18 +48,6 @@ export const FAMILIES: { name: Family; label: string }[] = [
   { name: "android", label: "Android" },
   { name: "chat", label: "Chat" },
 ];
-
-/** A browser panel as the window shows it: its active tab's address and title and a JPEG of
- * the viewport; `note` says why there is no image, `ended` that the browser is gone. */
-export interface BrowserView {
-  generation?: string;
-  tabId?: string | null;
-  url?: string;
-  title?: string;
-  jpegBase64?: string | null;
-  note?: string | null;
-  ended?: boolean;
-}
 
 /** Which retry epochs `storeReconcile` retires (`lomi store reconcile --retire …`). */
 export type Retire = { idle: Record<string, never> } | { pairing: { pairingId: string } } | { olderThan: { seconds: number } };

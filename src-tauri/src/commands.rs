@@ -2,7 +2,7 @@
 //! `lomi` command sends over the local socket), and terminal streams over Tauri channels.
 
 use lomi_mcp::control::{self, ControlRequest};
-use lomi_protocol::control::AppInfo;
+use lomi_protocol::control::{AppInfo, BrowserViewMessage};
 use lomi_protocol::tools::editor::{DocumentEvent, DocumentFeedMessage, FeedLagged};
 use lomi_protocol::{DocumentId, PanelId, ProjectId, WorkspaceId};
 use serde_json::{Value, json};
@@ -138,7 +138,7 @@ pub fn android_capture(
 pub fn browser_watch(
     desktop: State<'_, Desktop>,
     panel_id: PanelId,
-    channel: Channel<Value>,
+    channel: Channel<BrowserViewMessage>,
 ) -> bool {
     let browsers = desktop.lomi.browsers.clone();
     if !browsers.runs(&panel_id) {
@@ -152,12 +152,12 @@ pub fn browser_watch(
     });
     tauri::async_runtime::spawn(async move {
         while let Some(view) = views.recv().await {
-            if channel.send(json!(view)).is_err() {
+            if channel.send(BrowserViewMessage::View(view)).is_err() {
                 return;
             }
         }
         // The watch ended: the panel's browser is gone.
-        if let Err(error) = channel.send(json!({ "ended": true })) {
+        if let Err(error) = channel.send(BrowserViewMessage::ENDED) {
             tracing::debug!("browser view: {error}");
         }
     });

@@ -452,12 +452,54 @@ pub struct AppInfo {
     pub version: String,
 }
 
+/// A browser panel as the person's window shows it: its active tab's address and title and a
+/// JPEG of the viewport (the desktop app's `browser_watch` channel).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrowserView {
+    pub generation: String,
+    pub tab_id: Option<String>,
+    pub url: String,
+    pub title: String,
+    /// The viewport as a JPEG, base64; absent while there is nothing to show.
+    pub jpeg_base64: Option<String>,
+    /// Why there is no image (the browser is gone, a dialog is open, …).
+    pub note: Option<String>,
+}
+
+/// What the desktop app's `browser_watch` channel sends: a view, or `{"ended": true}` once the
+/// panel's browser is gone (nothing follows it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum BrowserViewMessage {
+    View(BrowserView),
+    Ended(BrowserEnded),
+}
+
+/// `{"ended": true}`: the panel's browser is gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct BrowserEnded {
+    #[schemars(extend("const" = true))]
+    ended: bool,
+}
+
+impl BrowserViewMessage {
+    pub const ENDED: BrowserViewMessage = BrowserViewMessage::Ended(BrowserEnded { ended: true });
+}
+
 #[cfg(test)]
 mod tests {
     use serde::de::DeserializeOwned;
     use serde_json::{Value, json};
 
     use super::*;
+
+    /// The browser view's end keeps the JSON the window read before it was typed.
+    #[test]
+    fn a_browser_views_end_is_the_same_json() {
+        let ended = serde_json::to_value(BrowserViewMessage::ENDED).expect("serialises");
+        assert_eq!(ended, json!({"ended": true}));
+    }
 
     /// `wire` is a reply as Lomi sent it before these types existed (built with `json!`): it
     /// reads as `T` and is written back exactly, field for field.

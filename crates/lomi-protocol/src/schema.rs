@@ -60,6 +60,7 @@ pub fn window_types() -> Value {
         "storeStatus": control::StoreStatus,
         "reconcileReport": control::ReconcileReport,
         "appInfo": control::AppInfo,
+        "browserViewMessage": control::BrowserViewMessage,
         // Settings, Chat, and a project's files, Git and documents.
         "settingsView": settings::SettingsView,
         "settingsUpdated": settings::SettingsUpdated,

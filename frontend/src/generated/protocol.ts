@@ -101,6 +101,14 @@ export type Effect1 =
       kind: "change";
     };
 /**
+ * What the desktop app's `browser_watch` channel sends: a view, or `{"ended": true}` once the
+ * panel's browser is gone (nothing follows it).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "BrowserViewMessage".
+ */
+export type BrowserViewMessage = BrowserView | BrowserEnded;
+/**
  * Who wrote a message.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -323,6 +331,7 @@ export type LineEndings = "lf" | "crlf";
 export interface LomiWindowTypes {
   appInfo?: AppInfo;
   awaitingDecision?: AwaitingDecision;
+  browserViewMessage?: BrowserViewMessage;
   chatList?: ChatList;
   conversationView?: ConversationView;
   dirListView?: DirListView;
@@ -393,6 +402,36 @@ export interface AwaitingDecision {
 export interface Fact {
   label: string;
   value: string;
+}
+/**
+ * A browser panel as the person's window shows it: its active tab's address and title and a
+ * JPEG of the viewport (the desktop app's `browser_watch` channel).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "BrowserView".
+ */
+export interface BrowserView {
+  generation: string;
+  /**
+   * The viewport as a JPEG, base64; absent while there is nothing to show.
+   */
+  jpegBase64: string | null;
+  /**
+   * Why there is no image (the browser is gone, a dialog is open, …).
+   */
+  note: string | null;
+  tabId: string | null;
+  title: string;
+  url: string;
+}
+/**
+ * `{"ended": true}`: the panel's browser is gone.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "BrowserEnded".
+ */
+export interface BrowserEnded {
+  ended: true;
 }
 /**
  * `lomi_chat_list` output, most recently changed first.
