@@ -13,6 +13,8 @@ export type {
   Family,
   FeedItem,
   LayoutNode,
+  Overview,
+  SettingsView as SettingsSections,
   OperationView,
   PairingSummary as Pairing,
   PairingUsage,
@@ -24,18 +26,7 @@ export type {
   WorkspaceView as Workspace,
   WriteFailure,
 } from "./generated/protocol";
-import type {
-  AppInfo,
-  AwaitingDecision as Decision,
-  BrowserViewMessage as BrowserView,
-  Family,
-  FeedItem,
-  PairingSummary as Pairing,
-  PanelView as Panel,
-  PolicyEntry,
-  StoreStatus,
-  WorkspaceView as Workspace,
-} from "./generated/protocol";
+import type { AppInfo, BrowserViewMessage as BrowserView, Family, Overview } from "./generated/protocol";
 
 /** The tool families a person can give a pairing, as the broker names them. */
 export const FAMILIES: { name: Family; label: string }[] = [
@@ -52,36 +43,20 @@ export const FAMILIES: { name: Family; label: string }[] = [
 /** Which retry epochs `storeReconcile` retires (`lomi store reconcile --retire …`). */
 export type Retire = { idle: Record<string, never> } | { pairing: { pairingId: string } } | { olderThan: { seconds: number } };
 
-/** A control reply: the same envelope as every Lomi answer. */
+/** A control reply: the same envelope as every Lomi answer (`Reply<T>` in lomi-protocol).
+ * Written by hand because json-schema-to-typescript makes no generic types: the generated
+ * schema has one `Reply…` per data type (the overview's parts), each assignable to this. */
 export type Envelope<T> =
   | { controlApiVersion: string; status: "ok"; data: T }
   | { controlApiVersion: string; status: "error"; code: string; message: string };
 
-export interface Overview {
-  /** Android panels with a capture: panelId → the capture's sequence. */
-  captures: Record<string, number>;
-  pairings: Envelope<Pairing[]>;
-  decisions: Envelope<Decision[]>;
-  workspaces: Envelope<Workspace[]>;
-  panels: Record<string, Envelope<Panel[]>>;
-  feed: Envelope<FeedItem[]>;
-  policy: Envelope<PolicyEntry[]>;
-  store: Envelope<StoreStatus>;
-  settings?: Envelope<SettingsSections>;
-  /** How often Chat changed (a conversation, a draft, a message, a reply's text): the Chat
-   * tab reads its conversations again when this moves. */
-  chat?: number;
-}
 
-/** One settings section as `settingsGet` answers it: its revision and its fields. */
+/** One settings section read by its fields' names, as the preference forms show any section
+ * alike (the sections' own types are `SettingsSections`' fields). */
 export type SettingsSectionView = { settingsRevision: string } & Record<string, unknown>;
 
-/** Every settings section by name (terminal, browser, editor, chat, providers, …). */
-export type SettingsSections = Record<string, SettingsSectionView>;
-
-
-/** The data of an envelope, or `fallback` when it is an error. */
-export function dataOr<T>(envelope: Envelope<T> | undefined, fallback: T): T {
+/** The data of an envelope, or `fallback` when it is an error or absent. */
+export function dataOr<T>(envelope: Envelope<T> | null | undefined, fallback: T): T {
   return envelope && envelope.status === "ok" ? envelope.data : fallback;
 }
 

@@ -5,7 +5,7 @@ use lomi_mcp::control::{self, ControlRequest};
 use lomi_protocol::control::{AppInfo, BrowserViewMessage};
 use lomi_protocol::tools::editor::{DocumentEvent, DocumentFeedMessage, FeedLagged};
 use lomi_protocol::{DocumentId, PanelId, ProjectId, WorkspaceId};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tauri::ipc::{Channel, InvokeResponseBody};
 use tauri::{Manager, State};
 
@@ -40,19 +40,26 @@ pub fn app_info(desktop: State<'_, Desktop>) -> AppInfo {
 /// Streams the window's overview (pairings, decisions, workspaces, feed): all of it once, then
 /// the parts that changed.
 #[tauri::command]
-pub fn watch(desktop: State<'_, Desktop>, channel: Channel<Value>) {
+pub fn watch(desktop: State<'_, Desktop>, channel: Channel<lomi_protocol::control::Overview>) {
     crate::watch::overview(desktop.lomi.clone(), desktop.front.clone(), channel);
 }
 
 /// How many times the overview's parts were read and how many messages went to the window
-/// since Lomi started: a test checks that both stay still while nothing changes.
+/// since Lomi started (`overview_stats`): the desktop test checks that both stay still while
+/// nothing changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct OverviewStats {
+    pub reads: u64,
+    pub messages: u64,
+}
+
 #[tauri::command]
-pub fn overview_stats() -> Value {
+pub fn overview_stats() -> OverviewStats {
     use std::sync::atomic::Ordering;
-    json!({
-        "reads": crate::watch::OVERVIEW_READS.load(Ordering::Relaxed),
-        "messages": crate::watch::OVERVIEW_MESSAGES.load(Ordering::Relaxed),
-    })
+    OverviewStats {
+        reads: crate::watch::OVERVIEW_READS.load(Ordering::Relaxed),
+        messages: crate::watch::OVERVIEW_MESSAGES.load(Ordering::Relaxed),
+    }
 }
 
 /// Streams a terminal panel's output (raw bytes) until the panel ends or the window drops the

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Reply;
 use crate::catalog::{Family, Tool};
 use crate::effect::Effect;
 use crate::ids::{
@@ -450,6 +451,37 @@ pub struct AppInfo {
     pub data_dir: String,
     pub broker_instance_id: BrokerInstanceId,
     pub version: String,
+}
+
+/// What the desktop app's overview channel sends: the whole overview first, then only the
+/// parts that changed (an absent part is unchanged). Each part is the envelope its control
+/// request answers (`workspaceList`, `pairingList`, …), except `panels` (workspace id → its
+/// `panelList`), `captures` (Android panel id → its latest capture's sequence, which says when
+/// to fetch it) and `chat` (how often Chat changed: the window reads its conversations again
+/// when it moves).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Overview {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspaces: Option<Reply<Vec<crate::tools::session::WorkspaceView>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub panels: Option<BTreeMap<String, Reply<Vec<crate::tools::session::PanelView>>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub captures: Option<BTreeMap<String, u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairings: Option<Reply<Vec<PairingSummary>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decisions: Option<Reply<Vec<AwaitingDecision>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feed: Option<Reply<Vec<FeedItem>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Reply<Vec<PolicyEntry>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Reply<crate::tools::settings::SettingsView>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<Reply<StoreStatus>>,
 }
 
 /// A browser panel as the person's window shows it: its active tab's address and title and a

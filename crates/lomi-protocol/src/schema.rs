@@ -61,6 +61,7 @@ pub fn window_types() -> Value {
         "reconcileReport": control::ReconcileReport,
         "appInfo": control::AppInfo,
         "browserViewMessage": control::BrowserViewMessage,
+        "overview": control::Overview,
         // Settings, Chat, and a project's files, Git and documents.
         "settingsView": settings::SettingsView,
         "settingsUpdated": settings::SettingsUpdated,

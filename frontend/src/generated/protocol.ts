@@ -257,6 +257,71 @@ export type ErrorCode =
   | "PROVIDER_UNAVAILABLE"
   | "INTERNAL";
 /**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply4".
+ */
+export type Reply4 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: AwaitingDecision[];
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ApiVersion".
+ */
+export type ApiVersion = "1.0";
+/**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply5".
+ */
+export type Reply5 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: FeedItem[];
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply3".
+ */
+export type Reply3 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: PairingSummary[];
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
  * How a pairing proves itself on later calls.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -281,6 +346,26 @@ export type Family = "workspace" | "terminal" | "files" | "editor" | "git" | "br
  */
 export type PairingState = ("approved" | "denied" | "revoked") | "pending";
 /**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply2".
+ */
+export type Reply2 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: PanelView[];
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
  * What a panel shows.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -288,12 +373,72 @@ export type PairingState = ("approved" | "denied" | "revoked") | "pending";
  */
 export type PanelKind = "terminal" | "browser" | "android" | "document";
 /**
- * The file behind a document compared with the bytes it was opened with or last saved.
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "DiskState".
+ * via the `definition` "Reply6".
  */
-export type DiskState = ("same" | "deleted") | "changed";
+export type Reply6 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: PolicyEntry[];
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply7".
+ */
+export type Reply7 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: SettingsView;
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
+ * A model provider's protocol.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ProviderKind".
+ */
+export type ProviderKind = "openai_compatible" | "anthropic";
+/**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply8".
+ */
+export type Reply8 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: StoreStatus;
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
 /**
  * The store's warning level: 75 % of a cap (`warning`), 90 % (`critical`), at a cap (`full`);
  * ordered lowest first.
@@ -303,6 +448,33 @@ export type DiskState = ("same" | "deleted") | "changed";
  */
 export type WarningLevel = "none" | "warning" | "critical" | "full";
 /**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply".
+ */
+export type Reply =
+  | {
+      controlApiVersion: ApiVersion;
+      data: WorkspaceView[];
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
+ * The file behind a document compared with the bytes it was opened with or last saved.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "DiskState".
+ */
+export type DiskState = ("same" | "deleted") | "changed";
+/**
  * A settings section.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -310,13 +482,6 @@ export type WarningLevel = "none" | "warning" | "critical" | "full";
  */
 export type SettingsSection =
   "terminal" | "browser" | "editor" | "chat" | "providers" | "pairings" | "confirmations" | "network";
-/**
- * A model provider's protocol.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "ProviderKind".
- */
-export type ProviderKind = "openai_compatible" | "anthropic";
 /**
  * How lines end.
  *
@@ -345,6 +510,7 @@ export interface LomiWindowTypes {
   gitStatusView?: GitStatusView;
   layoutNode?: LayoutNode;
   operationView?: OperationView;
+  overview?: Overview;
   pairingSummary?: PairingSummary;
   panelView?: PanelView;
   personDocument?: PersonDocument;
@@ -742,6 +908,33 @@ export interface OperationError {
   message: string;
 }
 /**
+ * What the desktop app's overview channel sends: the whole overview first, then only the
+ * parts that changed (an absent part is unchanged). Each part is the envelope its control
+ * request answers (`workspaceList`, `pairingList`, …), except `panels` (workspace id → its
+ * `panelList`), `captures` (Android panel id → its latest capture's sequence, which says when
+ * to fetch it) and `chat` (how often Chat changed: the window reads its conversations again
+ * when it moves).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Overview".
+ */
+export interface Overview {
+  captures?: {
+    [k: string]: number;
+  } | null;
+  chat?: number | null;
+  decisions?: Reply4 | null;
+  feed?: Reply5 | null;
+  pairings?: Reply3 | null;
+  panels?: {
+    [k: string]: Reply2;
+  } | null;
+  policy?: Reply6 | null;
+  settings?: Reply7 | null;
+  store?: Reply8 | null;
+  workspaces?: Reply | null;
+}
+/**
  * A pairing as the person sees it in a list (`pairingList`).
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -789,37 +982,6 @@ export interface PanelView {
   title: string;
 }
 /**
- * A document as the person's window opens it.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "PersonDocument".
- */
-export interface PersonDocument {
-  disk: DiskState;
-  document: EditorDocumentView;
-  projectId: string;
-  workspaceId: string;
-}
-/**
- * The person's edit as it landed: moved over the edits made since its base, if any.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "PersonEdited".
- */
-export interface PersonEdited {
-  bufferRevision: string;
-  dirty: boolean;
-  documentId: string;
-  /**
-   * The edits as applied to the text before `bufferRevision`.
-   */
-  edits: TextEdit[];
-  /**
-   * True when edits were made since the base, so the person's edit was moved over them.
-   */
-  rebased: boolean;
-}
-/**
  * One mutating tool and whether it waits for the person's decision (`policyList`).
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -837,56 +999,6 @@ export interface PolicyEntry {
    */
   label: string;
   tool: string;
-}
-/**
- * `storeReconcile`'s reply: what it did, or with `apply: false` what it would do now, and
- * the warning level after it.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "ReconcileReport".
- */
-export interface ReconcileReport {
-  endedRetryEpochsKept: number;
-  eventsRemoved: number;
-  receiptsArchived: number;
-  receiptsRemaining: number;
-  retired: RetiredEpoch[];
-  retryEpochsRemoved: number;
-  retryEpochsRetired: number;
-  tombstonesRemoved: number;
-  warningLevel: WarningLevel;
-}
-/**
- * A retry epoch a reconcile retires (or would).
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "RetiredEpoch".
- */
-export interface RetiredEpoch {
-  createdAt: string;
-  pairingId: string;
-  receipts: number;
-  retryEpoch: string;
-  unsettledReceipts: number;
-}
-/**
- * The confirmed result of `lomi_settings_update`.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "SettingsUpdated".
- */
-export interface SettingsUpdated {
-  section: SettingsSection;
-  /**
-   * The section's new revision.
-   */
-  settingsRevision: string;
-  /**
-   * The section's fields after the change.
-   */
-  values: {
-    [k: string]: unknown;
-  };
 }
 /**
  * `lomi_settings_get` output: the sections asked for.
@@ -1062,17 +1174,6 @@ export interface TerminalSettings {
   shell: string;
 }
 /**
- * A state an operation went through, and when.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "StateChange".
- */
-export interface StateChange {
-  at: string;
-  effectState: EffectState;
-  state: OperationState;
-}
-/**
  * `storeStatus`' reply (`lomi store status`; the window's Settings → Storage), the same
  * whether the broker or the command opened the store.
  *
@@ -1176,6 +1277,98 @@ export interface ProjectView {
    * Absolute path of the project root on the person's machine.
    */
   root: string;
+}
+/**
+ * A document as the person's window opens it.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "PersonDocument".
+ */
+export interface PersonDocument {
+  disk: DiskState;
+  document: EditorDocumentView;
+  projectId: string;
+  workspaceId: string;
+}
+/**
+ * The person's edit as it landed: moved over the edits made since its base, if any.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "PersonEdited".
+ */
+export interface PersonEdited {
+  bufferRevision: string;
+  dirty: boolean;
+  documentId: string;
+  /**
+   * The edits as applied to the text before `bufferRevision`.
+   */
+  edits: TextEdit[];
+  /**
+   * True when edits were made since the base, so the person's edit was moved over them.
+   */
+  rebased: boolean;
+}
+/**
+ * `storeReconcile`'s reply: what it did, or with `apply: false` what it would do now, and
+ * the warning level after it.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ReconcileReport".
+ */
+export interface ReconcileReport {
+  endedRetryEpochsKept: number;
+  eventsRemoved: number;
+  receiptsArchived: number;
+  receiptsRemaining: number;
+  retired: RetiredEpoch[];
+  retryEpochsRemoved: number;
+  retryEpochsRetired: number;
+  tombstonesRemoved: number;
+  warningLevel: WarningLevel;
+}
+/**
+ * A retry epoch a reconcile retires (or would).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "RetiredEpoch".
+ */
+export interface RetiredEpoch {
+  createdAt: string;
+  pairingId: string;
+  receipts: number;
+  retryEpoch: string;
+  unsettledReceipts: number;
+}
+/**
+ * The confirmed result of `lomi_settings_update`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "SettingsUpdated".
+ */
+export interface SettingsUpdated {
+  section: SettingsSection;
+  /**
+   * The section's new revision.
+   */
+  settingsRevision: string;
+  /**
+   * The section's fields after the change.
+   */
+  values: {
+    [k: string]: unknown;
+  };
+}
+/**
+ * A state an operation went through, and when.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "StateChange".
+ */
+export interface StateChange {
+  at: string;
+  effectState: EffectState;
+  state: OperationState;
 }
 /**
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
