@@ -60,6 +60,7 @@ pub fn window_types() -> Value {
         "storeStatus": control::StoreStatus,
         "reconcileReport": control::ReconcileReport,
         "appInfo": control::AppInfo,
+        "operationShown": control::OperationShown,
         "browserViewMessage": control::BrowserViewMessage,
         "overview": control::Overview,
         // Settings, Chat, and a project's files, Git and documents.

@@ -219,6 +219,24 @@ export type LayoutNode =
       };
     };
 /**
+ * `operationShow`'s reply: the receipt, with the states a live one went through, and for an
+ * `outcome_unknown` one what to look at before doing anything again.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "OperationShown".
+ */
+export type OperationShown = OperationShown1 & {
+  /**
+   * For an `outcome_unknown` receipt: what to look at for its tool's family.
+   */
+  recovery?: string | null;
+  /**
+   * The states a live receipt went through, as the event feed still holds them.
+   */
+  timeline?: StateChange[] | null;
+};
+export type OperationShown1 = OperationView | ArchivedReceipt;
+/**
  * Every error code Lomi answers with. The wire name is the SCREAMING_SNAKE_CASE variant name.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -256,6 +274,13 @@ export type ErrorCode =
   | "PROVIDER_REJECTED"
   | "PROVIDER_UNAVAILABLE"
   | "INTERNAL";
+/**
+ * Why a receipt moved to the history: its retry epoch was retired, or it expired.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ArchiveReason".
+ */
+export type ArchiveReason = "retired" | "expired";
 /**
  * `{controlApiVersion:"1.0", status:"ok", data}` or
  * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
@@ -509,6 +534,7 @@ export interface LomiWindowTypes {
   gitDiffView?: GitDiffView;
   gitStatusView?: GitStatusView;
   layoutNode?: LayoutNode;
+  operationShown?: OperationShown;
   operationView?: OperationView;
   overview?: Overview;
   pairingSummary?: PairingSummary;
@@ -906,6 +932,46 @@ export interface OperationView {
 export interface OperationError {
   code: ErrorCode;
   message: string;
+}
+/**
+ * One receipt in the history: everything the live receipt held, its trail, and when and why
+ * it moved (`operationHistory`; a line of `lomi operation export --history`).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ArchivedReceipt".
+ */
+export interface ArchivedReceipt {
+  archivedAt: string;
+  archivedBecause: ArchiveReason;
+  createdAt: string;
+  effectState: EffectState;
+  errorCode: string | null;
+  errorMessage: string | null;
+  fingerprint: string;
+  historySeq: number;
+  operationId: string;
+  pairingId: string;
+  projectId: string | null;
+  requestKey: string;
+  result: unknown;
+  retryEpoch: string;
+  settledAt: string | null;
+  state: OperationState;
+  tool: string;
+  trail: StateChange[];
+  updatedAt: string;
+  workspaceId: string | null;
+}
+/**
+ * A state an operation went through, and when.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "StateChange".
+ */
+export interface StateChange {
+  at: string;
+  effectState: EffectState;
+  state: OperationState;
 }
 /**
  * What the desktop app's overview channel sends: the whole overview first, then only the
@@ -1358,17 +1424,6 @@ export interface SettingsUpdated {
   values: {
     [k: string]: unknown;
   };
-}
-/**
- * A state an operation went through, and when.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "StateChange".
- */
-export interface StateChange {
-  at: string;
-  effectState: EffectState;
-  state: OperationState;
 }
 /**
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
