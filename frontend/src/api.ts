@@ -5,13 +5,16 @@ import { Channel, invoke } from "@tauri-apps/api/core";
 
 // Reply shapes generated from lomi-protocol's Rust types (src/generated/protocol.ts), under the
 // names the window's code uses; what is written by hand below is the window's own (the
-// overview's envelopes, the browser view stream) or a request.
+// overview and its envelopes) or a request.
 export type {
   AppInfo,
   AwaitingDecision as Decision,
+  BrowserViewMessage as BrowserView,
   Family,
   FeedItem,
   LayoutNode,
+  Overview,
+  SettingsView as SettingsSections,
   OperationView,
   PairingSummary as Pairing,
   PairingUsage,
@@ -23,17 +26,7 @@ export type {
   WorkspaceView as Workspace,
   WriteFailure,
 } from "./generated/protocol";
-import type {
-  AppInfo,
-  AwaitingDecision as Decision,
-  Family,
-  FeedItem,
-  PairingSummary as Pairing,
-  PanelView as Panel,
-  PolicyEntry,
-  StoreStatus,
-  WorkspaceView as Workspace,
-} from "./generated/protocol";
+import type { AppInfo, BrowserViewMessage as BrowserView, Family, Overview } from "./generated/protocol";
 
 /** The tool families a person can give a pairing, as the broker names them. */
 export const FAMILIES: { name: Family; label: string }[] = [
@@ -47,51 +40,23 @@ export const FAMILIES: { name: Family; label: string }[] = [
   { name: "chat", label: "Chat" },
 ];
 
-/** A browser panel as the window shows it: its active tab's address and title and a JPEG of
- * the viewport; `note` says why there is no image, `ended` that the browser is gone. */
-export interface BrowserView {
-  generation?: string;
-  tabId?: string | null;
-  url?: string;
-  title?: string;
-  jpegBase64?: string | null;
-  note?: string | null;
-  ended?: boolean;
-}
-
 /** Which retry epochs `storeReconcile` retires (`lomi store reconcile --retire …`). */
 export type Retire = { idle: Record<string, never> } | { pairing: { pairingId: string } } | { olderThan: { seconds: number } };
 
-/** A control reply: the same envelope as every Lomi answer. */
+/** A control reply: the same envelope as every Lomi answer (`Reply<T>` in lomi-protocol).
+ * Written by hand because json-schema-to-typescript makes no generic types: the generated
+ * schema has one `Reply…` per data type (the overview's parts), each assignable to this. */
 export type Envelope<T> =
   | { controlApiVersion: string; status: "ok"; data: T }
   | { controlApiVersion: string; status: "error"; code: string; message: string };
 
-export interface Overview {
-  /** Android panels with a capture: panelId → the capture's sequence. */
-  captures: Record<string, number>;
-  pairings: Envelope<Pairing[]>;
-  decisions: Envelope<Decision[]>;
-  workspaces: Envelope<Workspace[]>;
-  panels: Record<string, Envelope<Panel[]>>;
-  feed: Envelope<FeedItem[]>;
-  policy: Envelope<PolicyEntry[]>;
-  store: Envelope<StoreStatus>;
-  settings?: Envelope<SettingsSections>;
-  /** How often Chat changed (a conversation, a draft, a message, a reply's text): the Chat
-   * tab reads its conversations again when this moves. */
-  chat?: number;
-}
 
-/** One settings section as `settingsGet` answers it: its revision and its fields. */
+/** One settings section read by its fields' names, as the preference forms show any section
+ * alike (the sections' own types are `SettingsSections`' fields). */
 export type SettingsSectionView = { settingsRevision: string } & Record<string, unknown>;
 
-/** Every settings section by name (terminal, browser, editor, chat, providers, …). */
-export type SettingsSections = Record<string, SettingsSectionView>;
-
-
-/** The data of an envelope, or `fallback` when it is an error. */
-export function dataOr<T>(envelope: Envelope<T> | undefined, fallback: T): T {
+/** The data of an envelope, or `fallback` when it is an error or absent. */
+export function dataOr<T>(envelope: Envelope<T> | null | undefined, fallback: T): T {
   return envelope && envelope.status === "ok" ? envelope.data : fallback;
 }
 

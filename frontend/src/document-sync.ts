@@ -6,22 +6,12 @@
 // over what the person typed and not yet confirmed, and applied to the editor as it is, so
 // the cursor and pending keystrokes stay.
 
+import type { DocumentFeedMessage } from "./generated/protocol";
 import { apply, diff, rebase, type TextEdit } from "./rebase";
 
-/** A change feed event of one document (`DocumentEvent` in lomi-protocol). */
-export type DocumentEvent =
-  | {
-      kind: "changed";
-      documentId: string;
-      bufferRevision: string;
-      edits: TextEdit[];
-      origin: "agent" | "person" | "disk";
-      session: string | null;
-      dirty: boolean;
-    }
-  | { kind: "saved"; documentId: string; bufferRevision: string; diskRevision: string; dirty: boolean }
-  | { kind: "closed"; documentId: string }
-  | { kind: "lagged" };
+/** What the document feed sends: one document's change feed event (`DocumentEvent` in
+ * lomi-protocol), or `{kind: "lagged"}` when the window fell behind. */
+export type DocumentEvent = DocumentFeedMessage;
 
 export interface SyncHooks {
   /** The editor's text now. */

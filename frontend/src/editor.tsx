@@ -10,7 +10,7 @@ import { defaultKeymap, history, historyKeymap } from "@codemirror/commands";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ControlError } from "./api";
 import { DocumentSync } from "./document-sync";
-import { documentUnwatch, documentWatch, watchId, type Control, type DiskState, type PersonDocument } from "./project-api";
+import { documentUnwatch, documentWatch, watchId, type Control, type DiskState, type PersonDocument, type PersonEdited } from "./project-api";
 import type { TextEdit } from "./rebase";
 
 /** Marks a change that came from the broker, not from the person's keys. */
@@ -137,7 +137,7 @@ export function Editor({ workspaceId, projectId, path, control, changes = 0 }: E
           });
         },
         send: (base, edits) =>
-          control<{ bufferRevision: string }>({
+          control<PersonEdited>({
             documentEdit: { documentId: documentId.current, expectedBufferRevision: base, edits, session },
           }).then((r) => r.bufferRevision),
         onState: refresh,

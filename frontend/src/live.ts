@@ -160,14 +160,14 @@ export class PanelElements {
     );
     this.browsers.set(panel.panelId, { element, generation: panel.generation ?? null });
     const show = (view: BrowserView) => {
-      if (view.ended) {
+      if ("ended" in view) {
         note.textContent = "The browser has ended.";
         note.hidden = false;
         image.hidden = true;
         return;
       }
-      address.textContent = view.url ?? "";
-      address.title = view.title ?? "";
+      address.textContent = view.url;
+      address.title = view.title;
       if (view.jpegBase64) {
         image.src = `data:image/jpeg;base64,${view.jpegBase64}`;
         image.dataset.tabId = view.tabId ?? "";

@@ -93,4 +93,35 @@ describe("the operation view", () => {
     const states = [...root.querySelectorAll<HTMLElement>("#receipt .timeline li")].map((li) => li.dataset.state);
     expect(states).toEqual(["running", "outcome_unknown"]);
   });
+
+  it("opens a receipt that moved to the history, with its trail and error", async () => {
+    const receipt: Receipt = {
+      historySeq: 7,
+      operationId: "op_3",
+      pairingId: "pa_1",
+      retryEpoch: "re_1",
+      projectId: null,
+      tool: "lomi_terminal_create",
+      requestKey: "k-3",
+      workspaceId: "ws_a",
+      fingerprint: "f",
+      state: "failed",
+      effectState: "none",
+      createdAt: "2026-12-03T06:00:00Z",
+      updatedAt: "2026-12-03T06:00:01Z",
+      settledAt: "2026-12-03T06:00:01Z",
+      result: null,
+      errorCode: "NOT_FOUND",
+      errorMessage: "no such panel",
+      trail: [{ state: "failed", effectState: "none", at: "2026-12-03T06:00:01Z" }],
+      archivedAt: "2026-12-04T06:00:00Z",
+      archivedBecause: "expired",
+    };
+    const root = mount(vi.fn().mockResolvedValue(receipt));
+    root.querySelector<HTMLElement>('tr[data-operation-id="op_3"]')!.click();
+    await vi.waitFor(() => expect(root.querySelector("#receipt")).not.toBeNull());
+    expect(root.querySelector("#receipt .receipt-error")!.textContent).toBe("NOT_FOUND no such panel");
+    const states = [...root.querySelectorAll<HTMLElement>("#receipt .timeline li")].map((li) => li.dataset.state);
+    expect(states).toEqual(["failed"]);
+  });
 });

@@ -3,13 +3,14 @@
 // moved; an `outcome_unknown` row says how to find out what really happened for its tool.
 
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { FeedItem, OperationView } from "./api";
-import type { StateChange } from "./generated/protocol";
+import type { FeedItem } from "./api";
+import type { OperationShown, StateChange } from "./generated/protocol";
 import { ago } from "./dom";
 
-/** The receipt as `operationShow` answers it; `recovery` (an `outcome_unknown` one): what to
- * look at for its tool before doing anything again (`Family::recovery_steps` in Rust). */
-export type Receipt = OperationView & { recovery?: string; timeline?: TimelineEntry[] };
+/** The receipt as `operationShow` answers it (generated: a live receipt or one in the history);
+ * `recovery` (an `outcome_unknown` one): what to look at for its tool before doing anything
+ * again (`Family::recovery_steps` in Rust). */
+export type Receipt = OperationShown;
 
 /** One state an operation went through (`operationShow`'s `timeline`, from the event feed). */
 export type TimelineEntry = StateChange;
@@ -32,7 +33,18 @@ function unique(items: FeedItem[], key: (item: FeedItem) => string | null, label
   return [...seen.entries()];
 }
 
+/** A receipt's error and the states it went through: a live receipt has `error` and its
+ * `timeline` from the event feed, one in the history `errorCode`/`errorMessage` and its `trail`. */
+function errorAndStates(receipt: Receipt): { error: { code: string; message: string } | null; states: StateChange[] } {
+  if ("historySeq" in receipt) {
+    const error = receipt.errorCode ? { code: receipt.errorCode, message: receipt.errorMessage ?? "" } : null;
+    return { error, states: receipt.trail };
+  }
+  return { error: receipt.error, states: receipt.timeline ?? [] };
+}
+
 function ReceiptView({ receipt, close }: { receipt: Receipt; close(): void }) {
+  const { error, states } = errorAndStates(receipt);
   const times: [string, string | null][] = [
     ["Reserved", receipt.createdAt],
     ["Last moved", receipt.updatedAt],
@@ -68,9 +80,9 @@ function ReceiptView({ receipt, close }: { receipt: Receipt; close(): void }) {
         ))}
       </dl>
       <h4>Timeline</h4>
-      {receipt.timeline && receipt.timeline.length > 0 ? (
+      {states.length > 0 ? (
         <ol class="timeline">
-          {receipt.timeline.map((entry) => (
+          {states.map((entry) => (
             <li key={`${entry.state}-${entry.at}`} data-state={entry.state}>
               <span class={`badge ${entry.state}`}>{entry.state.replace("_", " ")}</span> effect {entry.effectState} ·{" "}
               <time>{entry.at}</time>
@@ -80,9 +92,9 @@ function ReceiptView({ receipt, close }: { receipt: Receipt; close(): void }) {
       ) : (
         <p class="empty">Its states have left the event feed (the receipt is in the history).</p>
       )}
-      {receipt.error && (
+      {error && (
         <p class="receipt-error">
-          <span class="error-code">{receipt.error.code}</span> {receipt.error.message}
+          <span class="error-code">{error.code}</span> {error.message}
         </p>
       )}
       {receipt.state === "outcome_unknown" && (

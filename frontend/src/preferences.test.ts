@@ -37,12 +37,12 @@ describe("preference values", () => {
 
   it("sends only the fields that changed, compared with the revision shown", () => {
     const typed = { shell: "", cols: "100", rows: "24", scrollbackLines: "5000" };
-    const changed = changedValues(terminalFields, sections.terminal, typed);
+    const changed = changedValues(terminalFields, sections.terminal!, typed);
     expect(changed).toEqual({ values: { cols: 100 } });
     expect(saveRequest("terminal", { cols: 100 }, "3")).toEqual({
       settingsSet: { section: "terminal", values: { cols: 100 }, expectedSettingsRevision: "3" },
     });
-    expect(changedValues(terminalFields, sections.terminal, { ...typed, rows: "x" })).toEqual({
+    expect(changedValues(terminalFields, sections.terminal!, { ...typed, rows: "x" })).toEqual({
       error: "Rows: a whole number",
     });
   });

@@ -16,7 +16,7 @@ export interface Field {
 }
 
 /** The editable sections and their fields, in the order the view shows them. */
-export const SECTIONS: { section: string; title: string; fields: Field[] }[] = [
+export const SECTIONS: { section: keyof SettingsSections; title: string; fields: Field[] }[] = [
   {
     section: "terminal",
     title: "Terminals",
@@ -94,9 +94,10 @@ export function parse(kind: FieldKind, raw: string | boolean): { value: unknown 
  */
 export function changedValues(
   fields: Field[],
-  current: SettingsSectionView,
+  section: object,
   typed: Record<string, string | boolean>,
 ): { values: Record<string, unknown> } | { error: string } {
+  const current = byName(section);
   const values: Record<string, unknown> = {};
   for (const field of fields) {
     if (!(field.key in typed)) continue;
@@ -105,6 +106,11 @@ export function changedValues(
     if (JSON.stringify(parsed.value) !== JSON.stringify(current[field.key])) values[field.key] = parsed.value;
   }
   return { values };
+}
+
+/** A section as the forms read any section: its revision and its fields by name. */
+function byName(section: object): SettingsSectionView {
+  return section as SettingsSectionView;
 }
 
 /** The request that saves a section's changes, compared with the revision it was shown at. */
@@ -166,7 +172,7 @@ function input(section: string, field: Field, value: unknown): VNode {
 export function preferencesSection(sections: SettingsSections | null, actions: PreferencesActions): VNode {
   if (!sections) return h("section", { id: "settings-preferences" }, h("h2", {}, "Preferences"), h("p", {}, "…"));
   const forms = SECTIONS.filter(({ section }) => sections[section]).map(({ section, title, fields }) => {
-    const current = sections[section];
+    const current = byName(sections[section] as object);
     return h(
       "form",
       {

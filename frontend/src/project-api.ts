@@ -9,27 +9,18 @@ import type { DocumentEvent } from "./document-sync";
 /** Sends one control request; throws its error (with `code`). */
 export type Control = <T = unknown>(request: Record<string, unknown>) => Promise<T>;
 
-// Reply shapes generated from the Rust types (src/generated/protocol.ts). `DiskState` and
-// `PersonDocument` are still written by hand: their Rust types (tools/editor.rs) derive no
-// JSON Schema yet.
+// Reply shapes generated from the Rust types (src/generated/protocol.ts).
 export type {
   DirEntryView as DirEntry,
   DirListView as DirListing,
+  DiskState,
   EditorDocumentView as DocumentView,
   GitStatusEntry as GitEntry,
   GitStatusView as GitStatus,
+  PersonDocument,
+  PersonEdited,
 } from "./generated/protocol";
-import type { EditorDocumentView as DocumentView } from "./generated/protocol";
-
-export type DiskState = "same" | "changed" | "deleted";
-
-/** `documentOpen` / `documentGet`. */
-export interface PersonDocument {
-  workspaceId: string;
-  projectId: string;
-  document: DocumentView;
-  disk: DiskState;
-}
+import type { PersonDocument } from "./generated/protocol";
 
 /** A fresh id for one watch, so stopping it never stops a newer one. */
 export function watchId(): string {

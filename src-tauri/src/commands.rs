@@ -2,10 +2,10 @@
 //! `lomi` command sends over the local socket), and terminal streams over Tauri channels.
 
 use lomi_mcp::control::{self, ControlRequest};
-use lomi_protocol::control::AppInfo;
-use lomi_protocol::tools::editor::DocumentEvent;
+use lomi_protocol::control::{AppInfo, BrowserViewMessage};
+use lomi_protocol::tools::editor::{DocumentEvent, DocumentFeedMessage, FeedLagged};
 use lomi_protocol::{DocumentId, PanelId, ProjectId, WorkspaceId};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tauri::ipc::{Channel, InvokeResponseBody};
 use tauri::{Manager, State};
 
@@ -40,19 +40,26 @@ pub fn app_info(desktop: State<'_, Desktop>) -> AppInfo {
 /// Streams the window's overview (pairings, decisions, workspaces, feed): all of it once, then
 /// the parts that changed.
 #[tauri::command]
-pub fn watch(desktop: State<'_, Desktop>, channel: Channel<Value>) {
+pub fn watch(desktop: State<'_, Desktop>, channel: Channel<lomi_protocol::control::Overview>) {
     crate::watch::overview(desktop.lomi.clone(), desktop.front.clone(), channel);
 }
 
 /// How many times the overview's parts were read and how many messages went to the window
-/// since Lomi started: a test checks that both stay still while nothing changes.
+/// since Lomi started (`overview_stats`): the desktop test checks that both stay still while
+/// nothing changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct OverviewStats {
+    pub reads: u64,
+    pub messages: u64,
+}
+
 #[tauri::command]
-pub fn overview_stats() -> Value {
+pub fn overview_stats() -> OverviewStats {
     use std::sync::atomic::Ordering;
-    json!({
-        "reads": crate::watch::OVERVIEW_READS.load(Ordering::Relaxed),
-        "messages": crate::watch::OVERVIEW_MESSAGES.load(Ordering::Relaxed),
-    })
+    OverviewStats {
+        reads: crate::watch::OVERVIEW_READS.load(Ordering::Relaxed),
+        messages: crate::watch::OVERVIEW_MESSAGES.load(Ordering::Relaxed),
+    }
 }
 
 /// Streams a terminal panel's output (raw bytes) until the panel ends or the window drops the
@@ -138,7 +145,7 @@ pub fn android_capture(
 pub fn browser_watch(
     desktop: State<'_, Desktop>,
     panel_id: PanelId,
-    channel: Channel<Value>,
+    channel: Channel<BrowserViewMessage>,
 ) -> bool {
     let browsers = desktop.lomi.browsers.clone();
     if !browsers.runs(&panel_id) {
@@ -152,12 +159,12 @@ pub fn browser_watch(
     });
     tauri::async_runtime::spawn(async move {
         while let Some(view) = views.recv().await {
-            if channel.send(json!(view)).is_err() {
+            if channel.send(BrowserViewMessage::View(view)).is_err() {
                 return;
             }
         }
         // The watch ended: the panel's browser is gone.
-        if let Err(error) = channel.send(json!({ "ended": true })) {
+        if let Err(error) = channel.send(BrowserViewMessage::ENDED) {
             tracing::debug!("browser view: {error}");
         }
     });
@@ -173,25 +180,21 @@ pub async fn document_watch(
     app: tauri::AppHandle,
     document_id: DocumentId,
     watch_id: String,
-    channel: Channel<Value>,
+    channel: Channel<DocumentFeedMessage>,
 ) -> Value {
     let desktop = app.state::<Desktop>();
     let editor = desktop.lomi.editor.clone();
     let mut feed = editor.documents().subscribe();
-    let reply = lomi_protocol::Reply::from_result(
-        editor
-            .document_for_person(&document_id)
-            .await
-            .map(|document| json!(document)),
-    )
-    .to_value();
+    let reply = lomi_protocol::Reply::from_result(editor.document_for_person(&document_id).await)
+        .to_value();
     let watched = document_id.clone();
     let follower = tauri::async_runtime::spawn(async move {
         loop {
             let event = match feed.recv().await {
                 Ok(event) => event,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    if channel.send(json!({"kind": "lagged"})).is_err() {
+                    let lagged = DocumentFeedMessage::Lagged(FeedLagged::Lagged);
+                    if channel.send(lagged).is_err() {
                         return;
                     }
                     continue;
@@ -202,7 +205,7 @@ pub async fn document_watch(
                 continue;
             }
             let closed = matches!(event, DocumentEvent::Closed { .. });
-            if channel.send(json!(event)).is_err() || closed {
+            if channel.send(DocumentFeedMessage::Event(event)).is_err() || closed {
                 return;
             }
         }

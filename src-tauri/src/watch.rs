@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use lomi_broker::{Broker, Changes};
 use lomi_mcp::control::{self, ControlRequest, Front};
-use lomi_protocol::control::{StoreStatus, WarningLevel, WriteFailure};
+use lomi_protocol::control::{Overview, StoreStatus, WarningLevel, WriteFailure};
 use lomi_protocol::tools::session::PairingState;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Manager};
 use tauri_plugin_notification::NotificationExt;
@@ -131,7 +131,7 @@ impl Part {
                     .filter_map(|panel| {
                         lomi.android
                             .latest_capture(&panel.panel_id)
-                            .map(|c| (panel.panel_id.to_string(), json!(c.sequence)))
+                            .map(|c| (panel.panel_id.to_string(), Value::from(c.sequence)))
                     })
                     .collect(),
             ),
@@ -172,9 +172,9 @@ impl StoreClock {
 }
 
 /// Sends the whole overview once, then, each time the broker's change feed moves, the parts
-/// that changed (an object with only those keys; `store` is the last `storeStatus`), until the
-/// window drops the channel. Nothing is read while nothing changes.
-pub fn overview(lomi: lomi_mcp::Lomi, front: Front, channel: Channel<Value>) {
+/// that changed (an [`Overview`] with only those parts; `store` is the last `storeStatus`),
+/// until the window drops the channel. Nothing is read while nothing changes.
+pub fn overview(lomi: lomi_mcp::Lomi, front: Front, channel: Channel<Overview>) {
     // Once per load of the window's page (a reload after its web process ended is another).
     tracing::info!("the window's page follows the overview");
     tauri::async_runtime::spawn(async move {
@@ -209,7 +209,7 @@ pub fn overview(lomi: lomi_mcp::Lomi, front: Front, channel: Channel<Value>) {
             if !delta.is_empty() {
                 sent.extend(delta.clone());
                 OVERVIEW_MESSAGES.fetch_add(1, Ordering::Relaxed);
-                if channel.send(Value::Object(delta)).is_err() {
+                if channel.send(typed(delta)).is_err() {
                     return;
                 }
             }
@@ -224,6 +224,38 @@ pub fn overview(lomi: lomi_mcp::Lomi, front: Front, channel: Channel<Value>) {
             }
         }
     });
+}
+
+/// The changed parts as the window's [`Overview`]. The parts are the control requests' answers
+/// (`control::handle`, the JSON the `lomi` command reads too), so each decodes into its reply
+/// type; one that did not would be a bug in Lomi, logged and left out rather than sent untyped.
+fn typed(delta: Map<String, Value>) -> Overview {
+    let mut overview = Overview::default();
+    for (key, value) in delta {
+        let mut one = Map::new();
+        one.insert(key.clone(), value);
+        match serde_json::from_value::<Overview>(Value::Object(one)) {
+            Ok(part) => overview = merged(overview, part),
+            Err(error) => tracing::error!("the overview's {key} is not its reply type: {error}"),
+        }
+    }
+    overview
+}
+
+/// `base` with every part `part` has.
+fn merged(base: Overview, part: Overview) -> Overview {
+    Overview {
+        workspaces: part.workspaces.or(base.workspaces),
+        panels: part.panels.or(base.panels),
+        captures: part.captures.or(base.captures),
+        pairings: part.pairings.or(base.pairings),
+        decisions: part.decisions.or(base.decisions),
+        feed: part.feed.or(base.feed),
+        policy: part.policy.or(base.policy),
+        settings: part.settings.or(base.settings),
+        chat: part.chat.or(base.chat),
+        store: part.store.or(base.store),
+    }
 }
 
 pub fn show_window(app: &AppHandle) {
@@ -443,5 +475,43 @@ async fn notify(app: &AppHandle, title: String, body: String) {
         Ok(Ok(())) => {}
         Ok(Err(error)) => tracing::info!("no desktop notification: {error}"),
         Err(error) => tracing::warn!("notification task: {error}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The typed overview sends the parts as the control requests answered them, and leaves
+    /// out (and logs) a part that is not its reply type.
+    #[test]
+    fn the_overview_sends_its_parts_as_answered() {
+        let ok = json!({"controlApiVersion": "1.0", "status": "ok", "data": []});
+        let refused = json!({
+            "controlApiVersion": "1.0",
+            "status": "error",
+            "code": "STORE_UNAVAILABLE",
+            "message": "the store cannot be read",
+        });
+        let delta = json!({
+            "captures": {"pn_1": 3},
+            "chat": 2,
+            "feed": ok,
+            "panels": {"ws_1": ok},
+            "store": refused,
+        });
+        let Value::Object(parts) = delta.clone() else {
+            unreachable!("an object")
+        };
+        let sent = serde_json::to_value(typed(parts)).expect("serialises");
+        assert_eq!(sent, delta);
+
+        let Value::Object(parts) = json!({"chat": 3, "feed": {"status": "ok"}}) else {
+            unreachable!("an object")
+        };
+        let sent = serde_json::to_value(typed(parts)).expect("serialises");
+        assert_eq!(sent, json!({"chat": 3}));
     }
 }

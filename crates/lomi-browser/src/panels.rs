@@ -14,6 +14,7 @@ use lomi_broker::{
     PanelRecord, PanelRuntime, Placed, ProjectChange, Runtimes, to_json,
 };
 use lomi_files::confine::write_into;
+use lomi_protocol::control::BrowserView;
 use lomi_protocol::definition::ToolCall;
 use lomi_protocol::tools::browser::{
     Action, ActionDone, ActionNavigation, ActionTarget, BrowserCaptureInput, BrowserClickInput,
@@ -90,20 +91,6 @@ pub struct BrowserRuntime {
 }
 
 type Outcome = Pin<Box<dyn Future<Output = Result<ActionResult, ActionError>> + Send>>;
-
-/// A browser panel as the person's window shows it (see [`BrowserPanels::watch_view`]).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BrowserPreview {
-    pub generation: String,
-    pub tab_id: Option<String>,
-    pub url: String,
-    pub title: String,
-    /// The viewport as a JPEG, base64; absent while there is nothing to show.
-    pub jpeg_base64: Option<String>,
-    /// Why there is no image (the browser is gone, a dialog is open, …).
-    pub note: Option<String>,
-}
 
 /// The browser panels of one broker.
 #[derive(Clone)]
@@ -390,10 +377,10 @@ impl BrowserPanels {
         &self,
         panel: &PanelId,
         quality: u8,
-        views: &tokio::sync::mpsc::Sender<BrowserPreview>,
+        views: &tokio::sync::mpsc::Sender<BrowserView>,
     ) {
-        let mut last: Option<BrowserPreview> = None;
-        let send = |view: BrowserPreview, last: &mut Option<BrowserPreview>| {
+        let mut last: Option<BrowserView> = None;
+        let send = |view: BrowserView, last: &mut Option<BrowserView>| {
             let fresh = last.as_ref() != Some(&view);
             *last = Some(view.clone());
             async move { !fresh || views.send(view).await.is_ok() }
@@ -408,7 +395,7 @@ impl BrowserPanels {
             if browser.gone().is_some() {
                 return;
             }
-            let mut view = BrowserPreview {
+            let mut view = BrowserView {
                 generation: browser.generation().to_owned(),
                 tab_id: None,
                 url: String::new(),

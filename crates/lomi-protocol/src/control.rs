@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Reply;
 use crate::catalog::{Family, Tool};
 use crate::effect::Effect;
 use crate::ids::{
@@ -452,12 +453,85 @@ pub struct AppInfo {
     pub version: String,
 }
 
+/// What the desktop app's overview channel sends: the whole overview first, then only the
+/// parts that changed (an absent part is unchanged). Each part is the envelope its control
+/// request answers (`workspaceList`, `pairingList`, …), except `panels` (workspace id → its
+/// `panelList`), `captures` (Android panel id → its latest capture's sequence, which says when
+/// to fetch it) and `chat` (how often Chat changed: the window reads its conversations again
+/// when it moves).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Overview {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspaces: Option<Reply<Vec<crate::tools::session::WorkspaceView>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub panels: Option<BTreeMap<String, Reply<Vec<crate::tools::session::PanelView>>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub captures: Option<BTreeMap<String, u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairings: Option<Reply<Vec<PairingSummary>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decisions: Option<Reply<Vec<AwaitingDecision>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feed: Option<Reply<Vec<FeedItem>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Reply<Vec<PolicyEntry>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Reply<crate::tools::settings::SettingsView>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<Reply<StoreStatus>>,
+}
+
+/// A browser panel as the person's window shows it: its active tab's address and title and a
+/// JPEG of the viewport (the desktop app's `browser_watch` channel).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrowserView {
+    pub generation: String,
+    pub tab_id: Option<String>,
+    pub url: String,
+    pub title: String,
+    /// The viewport as a JPEG, base64; absent while there is nothing to show.
+    pub jpeg_base64: Option<String>,
+    /// Why there is no image (the browser is gone, a dialog is open, …).
+    pub note: Option<String>,
+}
+
+/// What the desktop app's `browser_watch` channel sends: a view, or `{"ended": true}` once the
+/// panel's browser is gone (nothing follows it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum BrowserViewMessage {
+    View(BrowserView),
+    Ended(BrowserEnded),
+}
+
+/// `{"ended": true}`: the panel's browser is gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct BrowserEnded {
+    #[schemars(extend("const" = true))]
+    ended: bool,
+}
+
+impl BrowserViewMessage {
+    pub const ENDED: BrowserViewMessage = BrowserViewMessage::Ended(BrowserEnded { ended: true });
+}
+
 #[cfg(test)]
 mod tests {
     use serde::de::DeserializeOwned;
     use serde_json::{Value, json};
 
     use super::*;
+
+    /// The browser view's end keeps the JSON the window read before it was typed.
+    #[test]
+    fn a_browser_views_end_is_the_same_json() {
+        let ended = serde_json::to_value(BrowserViewMessage::ENDED).expect("serialises");
+        assert_eq!(ended, json!({"ended": true}));
+    }
 
     /// `wire` is a reply as Lomi sent it before these types existed (built with `json!`): it
     /// reads as `T` and is written back exactly, field for field.

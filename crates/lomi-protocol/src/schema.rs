@@ -60,6 +60,9 @@ pub fn window_types() -> Value {
         "storeStatus": control::StoreStatus,
         "reconcileReport": control::ReconcileReport,
         "appInfo": control::AppInfo,
+        "operationShown": control::OperationShown,
+        "browserViewMessage": control::BrowserViewMessage,
+        "overview": control::Overview,
         // Settings, Chat, and a project's files, Git and documents.
         "settingsView": settings::SettingsView,
         "settingsUpdated": settings::SettingsUpdated,
@@ -73,6 +76,9 @@ pub fn window_types() -> Value {
         "textEdit": editor::TextEdit,
         "editorDocumentView": editor::EditorDocumentView,
         "editorSaved": editor::EditorSaved,
+        "personDocument": editor::PersonDocument,
+        "personEdited": editor::PersonEdited,
+        "documentFeedMessage": editor::DocumentFeedMessage,
     );
     let mut definitions = Value::Object(generator.take_definitions(true));
     drop_nonstandard_formats(&mut definitions);

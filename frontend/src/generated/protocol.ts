@@ -101,6 +101,14 @@ export type Effect1 =
       kind: "change";
     };
 /**
+ * What the desktop app's `browser_watch` channel sends: a view, or `{"ended": true}` once the
+ * panel's browser is gone (nothing follows it).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "BrowserViewMessage".
+ */
+export type BrowserViewMessage = BrowserView | BrowserEnded;
+/**
  * Who wrote a message.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -115,6 +123,62 @@ export type ChatRole = "user" | "assistant";
  * via the `definition` "MessageState".
  */
 export type MessageState = "complete" | "streaming" | "cancelled" | "failed" | "interrupted";
+/**
+ * What the window's document feed sends: an event of the document it follows, or that it fell
+ * behind the feed (then it reads the document again).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "DocumentFeedMessage".
+ */
+export type DocumentFeedMessage = DocumentEvent | FeedLagged;
+/**
+ * What happened to an open document: the person's change feed, one event per change in
+ * `bufferRevision` order, so the window shows an agent's edit as it is made.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "DocumentEvent".
+ */
+export type DocumentEvent =
+  | {
+      bufferRevision: string;
+      dirty: boolean;
+      documentId: string;
+      edits: TextEdit[];
+      kind: "changed";
+      origin: ChangeOrigin;
+      /**
+       * The person's editor that made it (what it sent as `session`).
+       */
+      session: string | null;
+    }
+  | {
+      bufferRevision: string;
+      dirty: boolean;
+      diskRevision: string;
+      documentId: string;
+      kind: "saved";
+    }
+  | {
+      documentId: string;
+      kind: "closed";
+    };
+/**
+ * Who made a change to a shared document: an agent (`lomi_editor_edit`), the person (the
+ * window or `lomi document edit`), or the file on disk (the person's reload).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ChangeOrigin".
+ */
+export type ChangeOrigin = "agent" | "person" | "disk";
+/**
+ * `{"kind": "lagged"}`: the window fell behind the document feed and missed events.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "FeedLagged".
+ */
+export type FeedLagged = {
+  kind: "lagged";
+};
 /**
  * What the effect of an operation reached, independent of its state.
  *
@@ -155,6 +219,24 @@ export type LayoutNode =
       };
     };
 /**
+ * `operationShow`'s reply: the receipt, with the states a live one went through, and for an
+ * `outcome_unknown` one what to look at before doing anything again.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "OperationShown".
+ */
+export type OperationShown = OperationShown1 & {
+  /**
+   * For an `outcome_unknown` receipt: what to look at for its tool's family.
+   */
+  recovery?: string | null;
+  /**
+   * The states a live receipt went through, as the event feed still holds them.
+   */
+  timeline?: StateChange[] | null;
+};
+export type OperationShown1 = OperationView | ArchivedReceipt;
+/**
  * Every error code Lomi answers with. The wire name is the SCREAMING_SNAKE_CASE variant name.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -193,6 +275,78 @@ export type ErrorCode =
   | "PROVIDER_UNAVAILABLE"
   | "INTERNAL";
 /**
+ * Why a receipt moved to the history: its retry epoch was retired, or it expired.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ArchiveReason".
+ */
+export type ArchiveReason = "retired" | "expired";
+/**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply4".
+ */
+export type Reply4 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: AwaitingDecision[];
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ApiVersion".
+ */
+export type ApiVersion = "1.0";
+/**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply5".
+ */
+export type Reply5 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: FeedItem[];
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply3".
+ */
+export type Reply3 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: PairingSummary[];
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
  * How a pairing proves itself on later calls.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -217,12 +371,99 @@ export type Family = "workspace" | "terminal" | "files" | "editor" | "git" | "br
  */
 export type PairingState = ("approved" | "denied" | "revoked") | "pending";
 /**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply2".
+ */
+export type Reply2 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: PanelView[];
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
  * What a panel shows.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
  * via the `definition` "PanelKind".
  */
 export type PanelKind = "terminal" | "browser" | "android" | "document";
+/**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply6".
+ */
+export type Reply6 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: PolicyEntry[];
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply7".
+ */
+export type Reply7 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: SettingsView;
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
+ * A model provider's protocol.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ProviderKind".
+ */
+export type ProviderKind = "openai_compatible" | "anthropic";
+/**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply8".
+ */
+export type Reply8 =
+  | {
+      controlApiVersion: ApiVersion;
+      data: StoreStatus;
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
 /**
  * The store's warning level: 75 % of a cap (`warning`), 90 % (`critical`), at a cap (`full`);
  * ordered lowest first.
@@ -232,6 +473,33 @@ export type PanelKind = "terminal" | "browser" | "android" | "document";
  */
 export type WarningLevel = "none" | "warning" | "critical" | "full";
 /**
+ * `{controlApiVersion:"1.0", status:"ok", data}` or
+ * `{controlApiVersion:"1.0", status:"error", code, message, details?}`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Reply".
+ */
+export type Reply =
+  | {
+      controlApiVersion: ApiVersion;
+      data: WorkspaceView[];
+      status: "ok";
+    }
+  | {
+      code: ErrorCode;
+      controlApiVersion: ApiVersion;
+      details?: unknown;
+      message: string;
+      status: "error";
+    };
+/**
+ * The file behind a document compared with the bytes it was opened with or last saved.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "DiskState".
+ */
+export type DiskState = ("same" | "deleted") | "changed";
+/**
  * A settings section.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -239,13 +507,6 @@ export type WarningLevel = "none" | "warning" | "critical" | "full";
  */
 export type SettingsSection =
   "terminal" | "browser" | "editor" | "chat" | "providers" | "pairings" | "confirmations" | "network";
-/**
- * A model provider's protocol.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "ProviderKind".
- */
-export type ProviderKind = "openai_compatible" | "anthropic";
 /**
  * How lines end.
  *
@@ -260,9 +521,11 @@ export type LineEndings = "lf" | "crlf";
 export interface LomiWindowTypes {
   appInfo?: AppInfo;
   awaitingDecision?: AwaitingDecision;
+  browserViewMessage?: BrowserViewMessage;
   chatList?: ChatList;
   conversationView?: ConversationView;
   dirListView?: DirListView;
+  documentFeedMessage?: DocumentFeedMessage;
   draftUpdated?: DraftUpdated;
   editorDocumentView?: EditorDocumentView;
   editorSaved?: EditorSaved;
@@ -271,9 +534,13 @@ export interface LomiWindowTypes {
   gitDiffView?: GitDiffView;
   gitStatusView?: GitStatusView;
   layoutNode?: LayoutNode;
+  operationShown?: OperationShown;
   operationView?: OperationView;
+  overview?: Overview;
   pairingSummary?: PairingSummary;
   panelView?: PanelView;
+  personDocument?: PersonDocument;
+  personEdited?: PersonEdited;
   policyEntry?: PolicyEntry;
   reconcileReport?: ReconcileReport;
   settingsUpdated?: SettingsUpdated;
@@ -327,6 +594,36 @@ export interface AwaitingDecision {
 export interface Fact {
   label: string;
   value: string;
+}
+/**
+ * A browser panel as the person's window shows it: its active tab's address and title and a
+ * JPEG of the viewport (the desktop app's `browser_watch` channel).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "BrowserView".
+ */
+export interface BrowserView {
+  generation: string;
+  /**
+   * The viewport as a JPEG, base64; absent while there is nothing to show.
+   */
+  jpegBase64: string | null;
+  /**
+   * Why there is no image (the browser is gone, a dialog is open, …).
+   */
+  note: string | null;
+  tabId: string | null;
+  title: string;
+  url: string;
+}
+/**
+ * `{"ended": true}`: the panel's browser is gone.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "BrowserEnded".
+ */
+export interface BrowserEnded {
+  ended: true;
 }
 /**
  * `lomi_chat_list` output, most recently changed first.
@@ -432,6 +729,17 @@ export interface DirEntryView {
   kind: string;
   name: string;
   size: number;
+}
+/**
+ * Characters start..end become text; a CRLF counts as two.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "TextEdit".
+ */
+export interface TextEdit {
+  end: number;
+  start: number;
+  text: string;
 }
 /**
  * The confirmed result of `lomi_chat_draft_update`.
@@ -626,6 +934,73 @@ export interface OperationError {
   message: string;
 }
 /**
+ * One receipt in the history: everything the live receipt held, its trail, and when and why
+ * it moved (`operationHistory`; a line of `lomi operation export --history`).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ArchivedReceipt".
+ */
+export interface ArchivedReceipt {
+  archivedAt: string;
+  archivedBecause: ArchiveReason;
+  createdAt: string;
+  effectState: EffectState;
+  errorCode: string | null;
+  errorMessage: string | null;
+  fingerprint: string;
+  historySeq: number;
+  operationId: string;
+  pairingId: string;
+  projectId: string | null;
+  requestKey: string;
+  result: unknown;
+  retryEpoch: string;
+  settledAt: string | null;
+  state: OperationState;
+  tool: string;
+  trail: StateChange[];
+  updatedAt: string;
+  workspaceId: string | null;
+}
+/**
+ * A state an operation went through, and when.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "StateChange".
+ */
+export interface StateChange {
+  at: string;
+  effectState: EffectState;
+  state: OperationState;
+}
+/**
+ * What the desktop app's overview channel sends: the whole overview first, then only the
+ * parts that changed (an absent part is unchanged). Each part is the envelope its control
+ * request answers (`workspaceList`, `pairingList`, …), except `panels` (workspace id → its
+ * `panelList`), `captures` (Android panel id → its latest capture's sequence, which says when
+ * to fetch it) and `chat` (how often Chat changed: the window reads its conversations again
+ * when it moves).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Overview".
+ */
+export interface Overview {
+  captures?: {
+    [k: string]: number;
+  } | null;
+  chat?: number | null;
+  decisions?: Reply4 | null;
+  feed?: Reply5 | null;
+  pairings?: Reply3 | null;
+  panels?: {
+    [k: string]: Reply2;
+  } | null;
+  policy?: Reply6 | null;
+  settings?: Reply7 | null;
+  store?: Reply8 | null;
+  workspaces?: Reply | null;
+}
+/**
  * A pairing as the person sees it in a list (`pairingList`).
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -690,56 +1065,6 @@ export interface PolicyEntry {
    */
   label: string;
   tool: string;
-}
-/**
- * `storeReconcile`'s reply: what it did, or with `apply: false` what it would do now, and
- * the warning level after it.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "ReconcileReport".
- */
-export interface ReconcileReport {
-  endedRetryEpochsKept: number;
-  eventsRemoved: number;
-  receiptsArchived: number;
-  receiptsRemaining: number;
-  retired: RetiredEpoch[];
-  retryEpochsRemoved: number;
-  retryEpochsRetired: number;
-  tombstonesRemoved: number;
-  warningLevel: WarningLevel;
-}
-/**
- * A retry epoch a reconcile retires (or would).
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "RetiredEpoch".
- */
-export interface RetiredEpoch {
-  createdAt: string;
-  pairingId: string;
-  receipts: number;
-  retryEpoch: string;
-  unsettledReceipts: number;
-}
-/**
- * The confirmed result of `lomi_settings_update`.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "SettingsUpdated".
- */
-export interface SettingsUpdated {
-  section: SettingsSection;
-  /**
-   * The section's new revision.
-   */
-  settingsRevision: string;
-  /**
-   * The section's fields after the change.
-   */
-  values: {
-    [k: string]: unknown;
-  };
 }
 /**
  * `lomi_settings_get` output: the sections asked for.
@@ -915,17 +1240,6 @@ export interface TerminalSettings {
   shell: string;
 }
 /**
- * A state an operation went through, and when.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "StateChange".
- */
-export interface StateChange {
-  at: string;
-  effectState: EffectState;
-  state: OperationState;
-}
-/**
  * `storeStatus`' reply (`lomi store status`; the window's Settings → Storage), the same
  * whether the broker or the command opened the store.
  *
@@ -989,17 +1303,6 @@ export interface WriteFailure {
   since: string;
 }
 /**
- * Characters start..end become text; a CRLF counts as two.
- *
- * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
- * via the `definition` "TextEdit".
- */
-export interface TextEdit {
-  end: number;
-  start: number;
-  text: string;
-}
-/**
  * One workspace as a listing shows it.
  *
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
@@ -1040,6 +1343,87 @@ export interface ProjectView {
    * Absolute path of the project root on the person's machine.
    */
   root: string;
+}
+/**
+ * A document as the person's window opens it.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "PersonDocument".
+ */
+export interface PersonDocument {
+  disk: DiskState;
+  document: EditorDocumentView;
+  projectId: string;
+  workspaceId: string;
+}
+/**
+ * The person's edit as it landed: moved over the edits made since its base, if any.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "PersonEdited".
+ */
+export interface PersonEdited {
+  bufferRevision: string;
+  dirty: boolean;
+  documentId: string;
+  /**
+   * The edits as applied to the text before `bufferRevision`.
+   */
+  edits: TextEdit[];
+  /**
+   * True when edits were made since the base, so the person's edit was moved over them.
+   */
+  rebased: boolean;
+}
+/**
+ * `storeReconcile`'s reply: what it did, or with `apply: false` what it would do now, and
+ * the warning level after it.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "ReconcileReport".
+ */
+export interface ReconcileReport {
+  endedRetryEpochsKept: number;
+  eventsRemoved: number;
+  receiptsArchived: number;
+  receiptsRemaining: number;
+  retired: RetiredEpoch[];
+  retryEpochsRemoved: number;
+  retryEpochsRetired: number;
+  tombstonesRemoved: number;
+  warningLevel: WarningLevel;
+}
+/**
+ * A retry epoch a reconcile retires (or would).
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "RetiredEpoch".
+ */
+export interface RetiredEpoch {
+  createdAt: string;
+  pairingId: string;
+  receipts: number;
+  retryEpoch: string;
+  unsettledReceipts: number;
+}
+/**
+ * The confirmed result of `lomi_settings_update`.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "SettingsUpdated".
+ */
+export interface SettingsUpdated {
+  section: SettingsSection;
+  /**
+   * The section's new revision.
+   */
+  settingsRevision: string;
+  /**
+   * The section's fields after the change.
+   */
+  values: {
+    [k: string]: unknown;
+  };
 }
 /**
  * This interface was referenced by `LomiWindowTypes`'s JSON-Schema

@@ -170,7 +170,7 @@ pub struct WorkspaceClosed {
 
 /// Who made a change to a shared document: an agent (`lomi_editor_edit`), the person (the
 /// window or `lomi document edit`), or the file on disk (the person's reload).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeOrigin {
     Agent,
@@ -180,7 +180,7 @@ pub enum ChangeOrigin {
 
 /// What happened to an open document: the person's change feed, one event per change in
 /// `bufferRevision` order, so the window shows an agent's edit as it is made.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "kind",
     rename_all = "camelCase",
@@ -219,8 +219,24 @@ impl DocumentEvent {
     }
 }
 
+/// What the window's document feed sends: an event of the document it follows, or that it fell
+/// behind the feed (then it reads the document again).
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum DocumentFeedMessage {
+    Event(DocumentEvent),
+    Lagged(FeedLagged),
+}
+
+/// `{"kind": "lagged"}`: the window fell behind the document feed and missed events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum FeedLagged {
+    Lagged,
+}
+
 /// The file behind a document compared with the bytes it was opened with or last saved.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DiskState {
     Same,
@@ -230,7 +246,7 @@ pub enum DiskState {
 }
 
 /// A document as the person's window opens it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PersonDocument {
     pub workspace_id: WorkspaceId,
@@ -240,7 +256,7 @@ pub struct PersonDocument {
 }
 
 /// The person's edit as it landed: moved over the edits made since its base, if any.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PersonEdited {
     pub document_id: DocumentId,
@@ -379,4 +395,28 @@ macro_rules! __editor_tools {
             WorkspaceClose = $crate::tools::editor::WorkspaceCloseTool => editor as plain,
         ]);
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wire(message: DocumentFeedMessage) -> serde_json::Value {
+        serde_json::to_value(message).expect("a feed message serialises")
+    }
+
+    /// The document feed's messages keep the JSON the window read before they were typed.
+    #[test]
+    fn the_document_feed_sends_the_same_json() {
+        let lagged = wire(DocumentFeedMessage::Lagged(FeedLagged::Lagged));
+        assert_eq!(lagged, serde_json::json!({"kind": "lagged"}));
+        let id = DocumentId::from_random([0; 16]);
+        let closed = wire(DocumentFeedMessage::Event(DocumentEvent::Closed {
+            document_id: id.clone(),
+        }));
+        assert_eq!(
+            closed,
+            serde_json::json!({"kind": "closed", "documentId": id.as_str()})
+        );
+    }
 }
