@@ -10,6 +10,7 @@ pub mod envelope;
 pub mod error;
 pub mod ids;
 pub mod operation;
+pub mod rules;
 pub mod schema;
 pub mod strict;
 pub mod time;
