@@ -148,6 +148,14 @@ pub fn tool_error(error: BrowserError) -> ToolError {
     }
 }
 
+/// What a tab tool does with the tab its input names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TabAction {
+    Open,
+    Switch,
+    Close,
+}
+
 /// A browser operation's input: it names its panel, the browser generation and its request
 /// identity, with the same field names on every such tool.
 trait BrowserRequest: serde::Serialize {
@@ -1011,15 +1019,16 @@ impl BrowserPanels {
         })
     }
 
-    /// `lomi_browser_tab_open`, `_tab_switch`, `_tab_close`.
+    /// `lomi_browser_tab_open`, `_tab_switch`, `_tab_close`: `action` says which (each
+    /// tool's `Serve` names its own).
     pub async fn tab(
         &self,
         caller: &PairingId,
-        call: ToolCall,
+        (call, action): (ToolCall, TabAction),
         input: BrowserTabInput,
     ) -> Result<OperationView, ToolError> {
-        let open = call.tool == Tool::BrowserTabOpen;
-        let switch = call.tool == Tool::BrowserTabSwitch;
+        let open = action == TabAction::Open;
+        let switch = action == TabAction::Switch;
         match (&input.tab_id, &input.url, open) {
             (None, _, true) => {}
             (Some(_), None, false) => {}

@@ -170,7 +170,10 @@ impl Serve<tools::browser::BrowserTabOpenTool> for crate::panels::BrowserPanels 
     ) -> Result<Self::Answer, ToolError> {
         self.tab(
             caller,
-            ToolCall::of::<lomi_protocol::tools::browser::BrowserTabOpenTool>(&input)?,
+            (
+                ToolCall::of::<lomi_protocol::tools::browser::BrowserTabOpenTool>(&input)?,
+                crate::panels::TabAction::Open,
+            ),
             input,
         )
         .await
@@ -187,7 +190,10 @@ impl Serve<tools::browser::BrowserTabSwitchTool> for crate::panels::BrowserPanel
     ) -> Result<Self::Answer, ToolError> {
         self.tab(
             caller,
-            ToolCall::of::<lomi_protocol::tools::browser::BrowserTabSwitchTool>(&input)?,
+            (
+                ToolCall::of::<lomi_protocol::tools::browser::BrowserTabSwitchTool>(&input)?,
+                crate::panels::TabAction::Switch,
+            ),
             input,
         )
         .await
@@ -204,7 +210,10 @@ impl Serve<tools::browser::BrowserTabCloseTool> for crate::panels::BrowserPanels
     ) -> Result<Self::Answer, ToolError> {
         self.tab(
             caller,
-            ToolCall::of::<lomi_protocol::tools::browser::BrowserTabCloseTool>(&input)?,
+            (
+                ToolCall::of::<lomi_protocol::tools::browser::BrowserTabCloseTool>(&input)?,
+                crate::panels::TabAction::Close,
+            ),
             input,
         )
         .await
