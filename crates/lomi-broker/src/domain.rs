@@ -219,7 +219,7 @@ impl Domain {
         if let Some(expected) = expected
             && workspace.revision != expected
         {
-            return Err(crate::session::revision_mismatch(workspace));
+            return Err(crate::workspaces::revision_mismatch(workspace));
         }
         Ok(workspace)
     }

@@ -13,10 +13,12 @@ mod pairings;
 mod panels;
 pub mod persist;
 mod projects;
+mod receipts;
 mod runtimes;
 mod serve;
 mod session;
 mod settings;
+mod workspaces;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
