@@ -119,6 +119,15 @@ pub struct Policy {
     /// stays off.
     #[serde(default = "defaults_before_tracking", deserialize_with = "known_tools")]
     pub applied_defaults: BTreeSet<Tool>,
+    /// The person's rules, in the order they were made (`lomi rule`; `rules.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<lomi_protocol::rules::RuleRecord>,
+    /// Every agent's changes are paused (`lomi pause`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
+    /// Agents whose changes are paused one by one (`lomi pause --agent`).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub paused_agents: BTreeSet<PairingId>,
 }
 
 /// The families named in `domain.json` that this Lomi has (a later Lomi's unknown family is
@@ -196,6 +205,9 @@ impl Default for Policy {
         Policy {
             confirm_tools: defaults.clone(),
             applied_defaults: defaults,
+            rules: Vec::new(),
+            paused: false,
+            paused_agents: BTreeSet::new(),
         }
     }
 }

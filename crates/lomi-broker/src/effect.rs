@@ -177,6 +177,27 @@ impl Broker {
                     },
                 }
             }
+            Preview::TerminalLine { line, cwd, edited } => {
+                let on = self.panel_named(&asked, "the terminal");
+                let on = match cwd {
+                    Some(cwd) => format!("{on} in {cwd}"),
+                    None => on,
+                };
+                let summary = if *edited {
+                    format!(
+                        "Run a line in {on}; it was typed with keys that let the shell change it (Tab, Up, …), so it may run something other than this"
+                    )
+                } else {
+                    format!("Run a line in {on}")
+                };
+                Effect {
+                    summary,
+                    detail: EffectDetail::Command {
+                        on,
+                        command: line.clone(),
+                    },
+                }
+            }
             Preview::UseDevice { serial } => {
                 let model = match self.sight() {
                     Some(sight) => sight.device_model(serial.clone()).await,

@@ -20,7 +20,9 @@ use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::effect::Asked;
+use crate::rules::Decider;
 use crate::{Broker, store_error, waiting_on_disk};
+use lomi_protocol::rules::Verdict;
 
 /// One mutation as a tool hands it to the engine: its identity (the receipt key), what its
 /// fingerprint binds, and where it waits its turn.
@@ -154,6 +156,8 @@ pub enum Confirmation {
     /// The person already declined this (a remembered choice): fail USER_DENIED with no
     /// effect and this message, which says how the person can change the choice.
     Declined(String),
+    /// Wait for the person, as `by` decided (a terminal line a rule holds).
+    Hold(Decider),
 }
 
 /// Called once with the person's decision (true: approved).
@@ -163,7 +167,26 @@ pub type Remember = Box<dyn FnOnce(bool) + Send>;
 enum Gate {
     Open,
     Ask(oneshot::Receiver<bool>, Option<Remember>),
-    Denied(String),
+    Denied(ToolError),
+}
+
+/// What decides a request, before it is admitted.
+struct Plan {
+    gate: Planned,
+    /// What its receipt records as having decided it (until the person does).
+    by: Decider,
+}
+
+enum Planned {
+    Open,
+    Ask(Option<Remember>),
+    Denied(ToolError),
+}
+
+impl Plan {
+    fn asks(&self) -> bool {
+        matches!(self.gate, Planned::Ask(_))
+    }
 }
 
 /// What an effect gets: the broker, and a token that fires when cancellation is requested.
@@ -241,12 +264,19 @@ pub(crate) struct LiveOperation {
     /// What the person is asked to decide, while the operation waits for them.
     request: Option<AwaitingDecision>,
     /// Whose request it is: its pairing, tool and request key (for progress notes).
-    owner: (PairingId, Tool, RequestKey),
+    pub(crate) owner: (PairingId, Tool, RequestKey),
     /// The result so far of a running operation that reports progress.
     pub(crate) progress: Option<Value>,
 }
 
 pub use lomi_protocol::control::AwaitingDecision;
+
+impl LiveOperation {
+    /// Whether the person's decision is still awaited.
+    pub(crate) fn is_waiting_for_person(&self) -> bool {
+        self.decision.is_some()
+    }
+}
 
 impl Broker {
     /// Runs one mutation in the engine's order, the same for every tool: the prior receipt
@@ -276,13 +306,17 @@ impl Broker {
             Some(prior) => prior,
             // `find` is a future: nothing of it runs before the prior receipt was looked for.
             None => {
+                // Paused: refused at once, nothing recorded (a retry of an admitted request
+                // still found its receipt above).
+                self.check_paused(caller)?;
+                let plan = self.plan(caller, &mutation, confirmation);
                 let found = match find.await {
                     Ok(live) => check(self, &live).map(|()| live),
                     Err(error) => Err(error),
                 };
                 // What the person will be shown, read before the reservation (reads only):
                 // only for a request that will wait for them.
-                let effect = match (&found, self.asks(&confirmation, mutation.call.tool)) {
+                let effect = match (&found, plan.asks()) {
                     (Ok(_), true) => Some(
                         self.effect(Asked {
                             tool: mutation.call.tool,
@@ -297,18 +331,45 @@ impl Broker {
                     ),
                     _ => None,
                 };
-                self.admit(caller, mutation, confirmation, found, effect, check, run)?
+                self.admit(caller, mutation, plan, found, effect, check, run)?
             }
         };
         self.answer(caller, &id).await
     }
 
-    /// Whether a request under `confirmation` will wait for the person.
-    fn asks(&self, confirmation: &Confirmation, tool: Tool) -> bool {
+    /// What decides a request: under `Confirmation::Policy`, the person's rules, then the
+    /// tool's default; otherwise the caller's own choice.
+    fn plan(&self, caller: &PairingId, mutation: &Mutation, confirmation: Confirmation) -> Plan {
         match confirmation {
-            Confirmation::Policy => self.domain().policy.confirm_tools.contains(&tool),
-            Confirmation::Ask { .. } => true,
-            Confirmation::Allowed | Confirmation::Declined(_) => false,
+            Confirmation::Policy => {
+                let call = &mutation.call;
+                let judged = self.verdict(caller, &mutation.workspace_id, call.tool, &call.subject);
+                let gate = match judged.verdict {
+                    Verdict::Allow => Planned::Open,
+                    Verdict::Ask => Planned::Ask(None),
+                    Verdict::Deny => Planned::Denied(judged.denial(call.tool)),
+                };
+                Plan {
+                    gate,
+                    by: judged.by,
+                }
+            }
+            Confirmation::Ask { remember } => Plan {
+                gate: Planned::Ask(remember),
+                by: Decider::Default,
+            },
+            Confirmation::Allowed => Plan {
+                gate: Planned::Open,
+                by: Decider::Remembered,
+            },
+            Confirmation::Hold(by) => Plan {
+                gate: Planned::Ask(None),
+                by,
+            },
+            Confirmation::Declined(message) => Plan {
+                gate: Planned::Denied(ToolError::new(ErrorCode::UserDenied, message)),
+                by: Decider::Remembered,
+            },
         }
     }
 
@@ -317,7 +378,7 @@ impl Broker {
         &self,
         caller: &PairingId,
         mutation: Mutation,
-        confirmation: Confirmation,
+        plan: Plan,
         found: Result<L, ToolError>,
         effect: Option<Effect>,
         check: Check,
@@ -347,21 +408,13 @@ impl Broker {
             operation_id: OperationId::from_random(self.inner.entropy.bytes16()),
             workspace_id: Some(mutation.workspace_id.clone()),
             fingerprint,
+            decided_by: Some(plan.by.as_text()),
         };
         let (decision_tx, decision_rx) = oneshot::channel();
-        let (gate, decision) = match confirmation {
-            Confirmation::Policy
-                if self
-                    .domain()
-                    .policy
-                    .confirm_tools
-                    .contains(&mutation.call.tool) =>
-            {
-                (Gate::Ask(decision_rx, None), Some(decision_tx))
-            }
-            Confirmation::Policy | Confirmation::Allowed => (Gate::Open, None),
-            Confirmation::Ask { remember } => (Gate::Ask(decision_rx, remember), Some(decision_tx)),
-            Confirmation::Declined(message) => (Gate::Denied(message), None),
+        let (gate, decision) = match plan.gate {
+            Planned::Open => (Gate::Open, None),
+            Planned::Ask(remember) => (Gate::Ask(decision_rx, remember), Some(decision_tx)),
+            Planned::Denied(error) => (Gate::Denied(error), None),
         };
         // Nothing to wait for (no decision, the permit free): the permit is taken now and the
         // receipt recorded `running` with its reservation, one commit instead of two.
@@ -410,6 +463,14 @@ impl Broker {
                 crate::effect::unread(mutation.call.tool, &mutation.call.payload)
             }),
             created_at: receipt.created_at,
+            suggested_rule: crate::rules::suggest(
+                caller,
+                &mutation.workspace_id,
+                mutation.call.tool,
+                &mutation.call.subject,
+                Verdict::Allow,
+            ),
+            decided_by: plan.by.as_text(),
         });
         self.live().insert(
             receipt.operation_id.clone(),
@@ -494,6 +555,19 @@ impl Broker {
         }
     }
 
+    /// Waits, however long it takes, until an operation of this instance settles (at once
+    /// when it is not live: settled already, or of an earlier instance) or this instance
+    /// stops.
+    pub async fn wait_until_settled(&self, id: &OperationId) {
+        let receiver = self.live().get(id).map(|live| live.settled.clone());
+        if let Some(mut receiver) = receiver {
+            tokio::select! {
+                _settled = receiver.wait_for(|settled| *settled) => {}
+                () = self.inner.stopping.cancelled() => {}
+            }
+        }
+    }
+
     pub(crate) fn live(
         &self,
     ) -> std::sync::MutexGuard<'_, std::collections::HashMap<OperationId, LiveOperation>> {
@@ -513,8 +587,7 @@ impl Broker {
         cancel: CancellationToken,
         effect: Work,
     ) {
-        if let Gate::Denied(message) = gate {
-            let error = ToolError::new(ErrorCode::UserDenied, message);
+        if let Gate::Denied(error) = gate {
             let _recorded = self.step(
                 &id,
                 OperationState::Queued,
@@ -550,23 +623,12 @@ impl Broker {
                     ErrorCode::UserDenied,
                     "the person declined this operation in Lomi",
                 );
-                let _recorded = self.step(
-                    &id,
-                    OperationState::AwaitingUser,
-                    OperationState::Failed,
-                    EffectState::None,
-                    Some(error_outcome(&error)),
-                );
+                let _recorded =
+                    self.step_decided(&id, OperationState::Failed, Some(error_outcome(&error)));
                 return;
             }
             if self
-                .step(
-                    &id,
-                    OperationState::AwaitingUser,
-                    OperationState::Queued,
-                    EffectState::None,
-                    None,
-                )
+                .step_decided(&id, OperationState::Queued, None)
                 .is_err()
             {
                 return;
@@ -679,6 +741,33 @@ impl Broker {
             && !matches!(error, StoreError::StateMismatch { .. })
         {
             tracing::error!("operation {id}: could not record {from} -> {to}: {error}");
+        }
+        result
+    }
+
+    /// The person's answer to an `awaiting_user` operation, recorded with the step it makes
+    /// (to `queued` to run, or `failed` declined).
+    fn step_decided(
+        &self,
+        id: &OperationId,
+        to: OperationState,
+        outcome: Option<Outcome>,
+    ) -> Result<Receipt, StoreError> {
+        let result = waiting_on_disk(|| {
+            self.inner.store.transition_decided(
+                id,
+                OperationState::AwaitingUser,
+                to,
+                EffectState::None,
+                outcome.clone(),
+                Some(Decider::Person.as_text()),
+            )
+        });
+        self.note_change(crate::Area::Operations);
+        if let Err(error) = &result
+            && !matches!(error, StoreError::StateMismatch { .. })
+        {
+            tracing::error!("operation {id}: could not record the person's decision: {error}");
         }
         result
     }

@@ -2,6 +2,7 @@
 //! retry epochs and the operation engine every mutation goes through. Front doors (MCP, the
 //! command line, the desktop window) call its API; it knows nothing of their protocols.
 
+mod activity;
 mod changes;
 mod chat;
 mod domain;
@@ -14,6 +15,7 @@ mod panels;
 pub mod persist;
 mod projects;
 mod receipts;
+mod rules;
 mod runtimes;
 mod serve;
 mod session;
@@ -30,6 +32,7 @@ use lomi_store::{Clock, Store, StoreError, StoreOptions};
 
 pub use changes::{Area, Changes};
 pub use domain::{Credential, Domain, Pairing, Policy, Project, Workspace};
+pub use rules::{Decider, Judged, call_subject};
 
 /// Checks a display name (1 to 120 characters, no control characters).
 pub fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
@@ -125,6 +128,11 @@ struct Inner {
     progress: tokio::sync::broadcast::Sender<engine::ProgressNote>,
     /// The tasks of operations this instance dispatched, so `shutdown` can wait for them.
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Terminal lines each rule decided since this start (`rules.rs`).
+    line_hits: Mutex<HashMap<lomi_protocol::RuleId, (u64, Option<lomi_protocol::Timestamp>)>>,
+    /// Each agent's calls since this start (`activity.rs`).
+    calls: Mutex<HashMap<lomi_protocol::PairingId, activity::Calls>>,
+    started_at: lomi_protocol::Timestamp,
     /// Each pairing's last authorized call on this instance, for the person's list.
     activity: Mutex<HashMap<lomi_protocol::PairingId, lomi_protocol::Timestamp>>,
     /// Moves each time a pairing's tool families change, so each MCP session can tell its
@@ -170,6 +178,7 @@ impl Broker {
             })?;
         }
         let instance = BrokerInstanceId::from_random(config.entropy.bytes16());
+        let started_at = config.clock.now();
         Ok(Broker {
             inner: Arc::new(Inner {
                 data_dir: config.data_dir,
@@ -185,6 +194,9 @@ impl Broker {
                 stopping: tokio_util::sync::CancellationToken::new(),
                 progress: tokio::sync::broadcast::Sender::new(PROGRESS_NOTES_KEPT),
                 tasks: Mutex::new(Vec::new()),
+                line_hits: Mutex::new(HashMap::new()),
+                calls: Mutex::new(HashMap::new()),
+                started_at,
                 activity: Mutex::new(HashMap::new()),
                 families_changed: tokio::sync::watch::Sender::new(0),
                 oauth: Mutex::new(oauth::OAuthState::default()),

@@ -183,11 +183,15 @@ impl Broker {
                     "this session has no pairing; reconnect",
                 )
             })?;
+        let paused = domain.policy.paused || domain.policy.paused_agents.contains(id);
         let message = match pairing.state {
             PairingState::Pending => format!(
                 "Waiting for the person to approve \"{}\" with code {}. {} {} --workspace WORKSPACE_ID`.",
                 pairing.client_name, pairing.verification_code, WHERE_TO_APPROVE, pairing.id
             ),
+            PairingState::Approved if paused => {
+                "Approved, but the person paused agents' changes: reads work, changes answer PAUSED until they resume.".to_owned()
+            }
             PairingState::Approved => {
                 "Approved. Use lomi_workspace_list, then lomi_connect.".to_owned()
             }
@@ -201,6 +205,7 @@ impl Broker {
             verification_code: pairing.verification_code.clone(),
             message,
             granted_workspaces: pairing.grants.clone(),
+            paused,
         })
     }
 

@@ -417,6 +417,21 @@ impl Broker {
         }
     }
 
+    /// Whether `caller` still holds `lease` on `panel` at `generation` (a held input is
+    /// written only while it does: a takeover by the person ends it).
+    pub fn lease_live(
+        &self,
+        caller: &PairingId,
+        lease: &LeaseId,
+        panel: &PanelId,
+        generation: &str,
+    ) -> Result<(), ToolError> {
+        let record = self.panel(caller, panel)?;
+        let panels = self.panels();
+        let held = held_lease(&panels, caller, lease, panel)?;
+        check_live(held, lease, &record, generation)
+    }
+
     /// Sends one ordered input under a lease. `send` runs only for the next sequence number,
     /// and its answer is remembered so that the same sequence with the same payload gets that
     /// answer again instead of a second send. That includes a send that failed part-way

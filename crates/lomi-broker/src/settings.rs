@@ -6,8 +6,9 @@
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::settings::{
     BrowserSettings, ChatSettings, ConfirmationsSettings, EditorSettings, NetworkSettings,
-    PairingSetting, PairingsSettings, Provider, ProviderKind, ProvidersSettings, SettingsGetInput,
-    SettingsSection, SettingsUpdateInput, SettingsUpdated, SettingsView, TerminalSettings,
+    PairingSetting, PairingsSettings, Provider, ProviderKind, ProvidersSettings, RulesSettings,
+    SettingsGetInput, SettingsSection, SettingsUpdateInput, SettingsUpdated, SettingsView,
+    TerminalSettings,
 };
 use lomi_protocol::{
     EffectState, ErrorCode, PairingId, SettingsRevision, Tool, ToolError, WorkspaceId,
@@ -42,6 +43,7 @@ pub struct Settings {
     pub network: NetworkSettings,
     pub pairings_revision: Option<SettingsRevision>,
     pub confirmations_revision: Option<SettingsRevision>,
+    pub rules_revision: Option<SettingsRevision>,
 }
 
 /// Who asks for a change: agents may change fewer things than the person.
@@ -245,6 +247,7 @@ impl Settings {
             SettingsSection::Confirmations => {
                 s.confirmations_revision.unwrap_or(SettingsRevision(1))
             }
+            SettingsSection::Rules => s.rules_revision.unwrap_or(SettingsRevision(1)),
         }
     }
 
@@ -273,6 +276,17 @@ impl Settings {
             let next = Settings::revision(after, SettingsSection::Confirmations).next();
             after.settings.confirmations_revision = Some(next);
         }
+        let rules = |d: &Domain| {
+            (
+                d.policy.rules.clone(),
+                d.policy.paused,
+                d.policy.paused_agents.clone(),
+            )
+        };
+        if rules(before) != rules(after) {
+            let next = Settings::revision(after, SettingsSection::Rules).next();
+            after.settings.rules_revision = Some(next);
+        }
     }
 
     /// The section's fields as a JSON object (its revision left out).
@@ -286,6 +300,7 @@ impl Settings {
             SettingsSection::Providers => serde_json::to_value(view.providers),
             SettingsSection::Pairings => serde_json::to_value(view.pairings),
             SettingsSection::Confirmations => serde_json::to_value(view.confirmations),
+            SettingsSection::Rules => serde_json::to_value(view.rules),
             SettingsSection::Network => serde_json::to_value(view.network),
         };
         let mut fields = match value {
@@ -439,6 +454,11 @@ fn apply_checking(
             domain.policy.confirm_tools = tools;
             // The revision moves in `note_changes`, as for `lomi confirm`.
         }
+        SettingsSection::Rules => {
+            return Err(ToolError::invalid(
+                "rules change with `lomi rule add|remove`, pausing with `lomi pause|resume`, or in the window's Settings → Rules",
+            ));
+        }
         SettingsSection::Pairings => {
             return Err(ToolError::invalid(
                 "pairings and grants change with `lomi pairing approve|deny|revoke` or in the window's approval dialog",
@@ -500,6 +520,12 @@ pub fn view(
                 .iter()
                 .map(|t| t.name().to_owned())
                 .collect(),
+        }),
+        rules: wanted(SettingsSection::Rules).then(|| RulesSettings {
+            settings_revision: Settings::revision(domain, SettingsSection::Rules),
+            rules: domain.policy.rules.clone(),
+            paused: domain.policy.paused,
+            paused_agents: domain.policy.paused_agents.iter().cloned().collect(),
         }),
         network: wanted(SettingsSection::Network).then(|| s.network.clone()),
     }

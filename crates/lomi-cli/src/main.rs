@@ -6,6 +6,7 @@ mod bridge;
 mod chat_commands;
 mod person;
 mod project_commands;
+mod rule_commands;
 mod serve;
 mod settings_commands;
 mod store_commands;
@@ -107,11 +108,44 @@ enum Command {
         #[command(subcommand)]
         command: PairingCommand,
     },
-    /// Approve or deny an operation that waits for you (awaiting_user).
+    /// Approve or deny an operation that waits for you (awaiting_user); with `--remember`,
+    /// also keep a rule so calls like it are decided the same way from now on.
     Decide {
         operation_id: OperationId,
         #[arg(value_enum)]
         decision: Decision,
+        #[command(flatten)]
+        remember: rule_commands::RememberArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Your rules: which agents' calls run at once, wait for you, or are refused, by tool or
+    /// family and by path, URL, command or package.
+    Rule {
+        #[command(subcommand)]
+        command: rule_commands::RuleCommand,
+    },
+    /// Pause agents' changes at once (every agent, or one with --agent): new changes and
+    /// guarded terminal lines are refused (PAUSED), running operations are asked to cancel;
+    /// reads keep working.
+    Pause {
+        #[arg(long)]
+        agent: Option<lomi_protocol::PairingId>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let agents' changes run again (every agent, or one with --agent).
+    Resume {
+        #[arg(long)]
+        agent: Option<lomi_protocol::PairingId>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// What each agent did: calls and operations, times per tool, denials and by which rule,
+    /// errors by code, last seen.
+    Activity {
+        #[arg(long)]
+        agent: Option<lomi_protocol::PairingId>,
         #[arg(long)]
         json: bool,
     },
@@ -266,6 +300,28 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
             let dir = data_dir::resolve(cli_data_dir)?;
             settings_commands::run(&dir, command)
         }
+        Command::Rule { command } => rule_commands::run(&data_dir::resolve(cli_data_dir)?, command),
+        Command::Pause { agent, json } => {
+            rule_commands::pause(&data_dir::resolve(cli_data_dir)?, true, agent, json)
+        }
+        Command::Resume { agent, json } => {
+            rule_commands::pause(&data_dir::resolve(cli_data_dir)?, false, agent, json)
+        }
+        Command::Activity { agent, json } => {
+            rule_commands::activity(&data_dir::resolve(cli_data_dir)?, agent, json)
+        }
+        Command::Decide {
+            operation_id,
+            decision,
+            remember,
+            json,
+        } if remember.remember => rule_commands::decide_remembering(
+            &data_dir::resolve(cli_data_dir)?,
+            operation_id,
+            matches!(decision, Decision::Approve),
+            remember,
+            json,
+        ),
         Command::Chat { command } => {
             let dir = data_dir::resolve(cli_data_dir)?;
             chat_commands::run(&dir, command)
@@ -460,10 +516,12 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
             operation_id,
             decision,
             json,
+            ..
         } => (
             ControlRequest::Decide {
                 operation_id,
                 approve: matches!(decision, Decision::Approve),
+                remember: None,
             },
             json,
             render(person::render_decided),
@@ -527,6 +585,10 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
         | Command::Store { .. }
         | Command::Android { .. }
         | Command::Settings { .. }
+        | Command::Rule { .. }
+        | Command::Pause { .. }
+        | Command::Resume { .. }
+        | Command::Activity { .. }
         | Command::Chat { .. }
         | Command::Files { .. }
         | Command::Git { .. }

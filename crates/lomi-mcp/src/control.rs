@@ -107,6 +107,47 @@ pub enum ControlRequest {
     Decide {
         operation_id: OperationId,
         approve: bool,
+        /// Also keep this rule ("approve and always allow …", "deny and always deny …"):
+        /// usually the decision's `suggestedRule`, as the person edited it. Saved before the
+        /// decision is given; a rule that cannot be saved leaves the operation waiting.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remember: Option<lomi_protocol::rules::RuleDraft>,
+    },
+    /// The person's rules with each one's use (`lomi rule list`, Settings → Rules).
+    RuleList {},
+    /// A new rule, compared with the rules' revision when given.
+    RuleAdd {
+        rule: lomi_protocol::rules::RuleDraft,
+        #[serde(default)]
+        expected_revision: Option<SettingsRevision>,
+    },
+    RuleRemove {
+        rule_id: lomi_protocol::RuleId,
+        #[serde(default)]
+        expected_revision: Option<SettingsRevision>,
+    },
+    /// Which rule would decide this call now, and why (`lomi rule test`).
+    RuleTest {
+        agent: PairingId,
+        workspace_id: WorkspaceId,
+        tool: String,
+        /// What the call acts on: its kind, and the path, URL, command or package itself.
+        #[serde(default)]
+        subject: Option<lomi_protocol::rules::RuleSubject>,
+    },
+    /// Pauses every agent's changes, or one agent's (`lomi pause [--agent ID]`).
+    Pause {
+        #[serde(default)]
+        agent: Option<PairingId>,
+    },
+    Resume {
+        #[serde(default)]
+        agent: Option<PairingId>,
+    },
+    /// What each agent did (`lomi activity`, the window's Activity).
+    Activity {
+        #[serde(default)]
+        agent: Option<PairingId>,
     },
     Confirm {
         tool: String,
@@ -767,17 +808,59 @@ pub fn handle(broker: &Broker, front: &Front, request: ControlRequest) -> Value 
         ControlRequest::Decide {
             operation_id,
             approve,
-        } => broker.decide(&operation_id, approve).and_then(|()| {
-            let decision = if approve {
-                Decision::Approved
-            } else {
-                Decision::Denied
-            };
-            data(Decided {
-                operation_id,
-                decision,
-            })
-        }),
+            remember,
+        } => broker
+            .decide_remembering(&operation_id, approve, remember)
+            .and_then(|rule| {
+                let decision = if approve {
+                    Decision::Approved
+                } else {
+                    Decision::Denied
+                };
+                data(Decided {
+                    operation_id,
+                    decision,
+                    rule,
+                })
+            }),
+        ControlRequest::RuleList {} => broker.rules_view().and_then(data),
+        ControlRequest::RuleAdd {
+            rule,
+            expected_revision,
+        } => broker
+            .rule_add(rule, expected_revision)
+            .and_then(|_| broker.rules_view())
+            .and_then(data),
+        ControlRequest::RuleRemove {
+            rule_id,
+            expected_revision,
+        } => broker
+            .rule_remove(&rule_id, expected_revision)
+            .and_then(|()| broker.rules_view())
+            .and_then(data),
+        ControlRequest::RuleTest {
+            agent,
+            workspace_id,
+            tool,
+            subject,
+        } => match Tool::from_name(&tool) {
+            None => Err(ToolError::invalid(format!(
+                "{tool} is not a tool of Lomi's catalog (`lomi catalog` lists them)"
+            ))),
+            Some(tool) => {
+                let subject = lomi_broker::call_subject(subject.as_ref());
+                data(broker.rule_test(&agent, &workspace_id, tool, &subject))
+            }
+        },
+        ControlRequest::Pause { agent } => broker
+            .pause(agent.as_ref())
+            .and_then(|()| broker.rules_view())
+            .and_then(data),
+        ControlRequest::Resume { agent } => broker
+            .resume(agent.as_ref())
+            .and_then(|()| broker.rules_view())
+            .and_then(data),
+        ControlRequest::Activity { agent } => broker.agent_activity(agent.as_ref()).and_then(data),
         ControlRequest::Confirm { tool, confirm } => broker
             .set_confirmation(&tool, confirm)
             .and_then(|()| data(ConfirmationSet { tool, confirm })),

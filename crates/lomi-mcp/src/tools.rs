@@ -161,7 +161,20 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
     {
         return answer::<()>(Err(error));
     }
-    dispatch(lomi, caller, tool, name, arguments).await
+    let started = std::time::Instant::now();
+    let answer = dispatch(lomi, caller, tool, name, arguments).await;
+    // The person's activity view counts every answered call of an approved pairing.
+    let error = answer
+        .is_error
+        .then(|| answer.envelope["error"]["code"].as_str())
+        .flatten()
+        .and_then(lomi_protocol::ErrorCode::from_name)
+        .or(answer
+            .is_error
+            .then_some(lomi_protocol::ErrorCode::Internal));
+    lomi.broker
+        .note_call(caller, tool, started.elapsed(), error);
+    answer
 }
 
 /// The answer shapes the rows name ([`lomi_protocol::definition::Shape`]).

@@ -16,6 +16,7 @@ use crate::ids::{
     PanelId, ProjectId, RequestKey, RetryEpoch, WorkspaceId,
 };
 use crate::operation::{EffectState, OperationState};
+use crate::rules::{RuleDraft, RuleRecord, Verdict};
 use crate::time::Timestamp;
 use crate::tools::operations::OperationView;
 use crate::tools::session::{PairingState, ProjectView};
@@ -133,6 +134,9 @@ pub enum Decision {
 pub struct Decided {
     pub operation_id: OperationId,
     pub decision: Decision,
+    /// The rule the person saved with the decision ("approve and always allow …").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RuleRecord>,
 }
 
 /// `confirm`'s reply: whether the tool now waits for the person's decision.
@@ -160,6 +164,12 @@ pub struct AwaitingDecision {
     /// What it will do, in the person's terms, read when it started waiting.
     pub effect: Effect,
     pub created_at: Timestamp,
+    /// The narrowest useful rule for deciding calls like this one from now on (this agent,
+    /// this workspace, this tool, this folder / origin / command / package), for "approve and
+    /// always allow …" and "deny and always deny …"; the person may edit it before saving.
+    pub suggested_rule: RuleDraft,
+    /// What made it wait: `default` (the tool's "ask me before") or `rule:<id>`.
+    pub decided_by: String,
 }
 
 /// One mutating tool and whether it waits for the person's decision (`policyList`).
@@ -671,4 +681,106 @@ mod tests {
         expected["recovery"] = json!("look at git status");
         assert_eq!(serde_json::to_value(&shown).expect("json"), expected);
     }
+}
+
+/// One of the person's rules with how often it decided (`ruleList`, Settings → Rules).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleUse {
+    #[serde(flatten)]
+    pub record: RuleRecord,
+    /// Operations this rule decided, from the receipts (kept and history).
+    pub operations: u64,
+    /// Terminal lines this rule decided since Lomi started (lines leave no receipt).
+    pub lines: u64,
+    pub last_used_at: Option<Timestamp>,
+    /// The rule's expiry has passed: it no longer decides.
+    pub expired: bool,
+}
+
+/// `ruleList`'s reply (and `ruleAdd`'s, `ruleRemove`'s, `pause`'s): the rules section.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RulesView {
+    pub settings_revision: crate::SettingsRevision,
+    pub rules: Vec<RuleUse>,
+    pub paused: bool,
+    pub paused_agents: Vec<PairingId>,
+}
+
+/// `ruleTest`'s reply: what would decide a call, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleTested {
+    pub verdict: Verdict,
+    /// `default` or `rule:<id>`.
+    pub decided_by: String,
+    pub rule: Option<RuleRecord>,
+    /// In words: which rule and why it beat the others, or that the tool's default decides.
+    pub why: String,
+}
+
+/// One tool's use by one agent (`activity`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolActivity {
+    pub tool: String,
+    /// Calls since Lomi started (reads and changes), and how many answered with an error.
+    pub calls: u64,
+    pub errors: u64,
+    /// Call times since Lomi started, in milliseconds (absent with no calls).
+    pub p50_ms: Option<u64>,
+    pub p95_ms: Option<u64>,
+    /// Operations (receipts, kept and in the history).
+    pub operations: u64,
+}
+
+/// A count of something, by what it is called.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Counted {
+    pub name: String,
+    pub count: u64,
+}
+
+/// Calls and operations in one hour.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HourActivity {
+    pub hour_start: Timestamp,
+    pub calls: u64,
+    pub operations: u64,
+}
+
+/// What one agent did (`activity`): calls from this start, operations from the receipts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentActivity {
+    pub pairing_id: PairingId,
+    pub client_name: String,
+    pub last_seen: Option<Timestamp>,
+    pub paused: bool,
+    pub calls: u64,
+    pub operations: u64,
+    /// Operations by how they ended or stand (`succeeded`, `failed`, `awaiting_user`, …).
+    pub operations_by_state: Vec<Counted>,
+    /// Operations refused (`USER_DENIED`), by who refused: `person`, `rule:<id>`,
+    /// `remembered`.
+    pub denials: Vec<Counted>,
+    /// Failed operations and refused calls, by error code.
+    pub errors_by_code: Vec<Counted>,
+    /// What decided its operations: `default`, `rule:<id>`, `person`, `remembered`.
+    pub decided_by: Vec<Counted>,
+    pub tools: Vec<ToolActivity>,
+    /// The last 24 hours, oldest first (hours with nothing left out).
+    pub hours: Vec<HourActivity>,
+}
+
+/// `activity`'s reply.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivityView {
+    /// When this Lomi started: calls, call times and call errors count from then.
+    pub since: Timestamp,
+    pub agents: Vec<AgentActivity>,
 }

@@ -127,6 +127,14 @@ pub enum Preview {
     Shell {
         command: String,
     },
+    /// A line typed into a terminal, held for the person by a rule: the line as Lomi read it
+    /// from what the agent typed, the shell's working folder, and whether keys that let the
+    /// shell change the line (Tab, Up, …) were used.
+    TerminalLine {
+        line: String,
+        cwd: Option<String>,
+        edited: bool,
+    },
     UseDevice {
         serial: String,
     },

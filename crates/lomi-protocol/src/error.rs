@@ -27,6 +27,7 @@ pub enum ErrorCode {
     RuntimeUnavailable,
     StoreUnavailable,
     UserDenied,
+    Paused,
     PersonOnly,
     Unsupported,
     CursorExpired,
@@ -41,7 +42,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 31] = [
+    pub const ALL: [ErrorCode; 32] = [
         ErrorCode::PairingRequired,
         ErrorCode::PairingDenied,
         ErrorCode::PairingRevoked,
@@ -62,6 +63,7 @@ impl ErrorCode {
         ErrorCode::RuntimeUnavailable,
         ErrorCode::StoreUnavailable,
         ErrorCode::UserDenied,
+        ErrorCode::Paused,
         ErrorCode::PersonOnly,
         ErrorCode::Unsupported,
         ErrorCode::CursorExpired,
@@ -74,6 +76,13 @@ impl ErrorCode {
         ErrorCode::ProviderUnavailable,
         ErrorCode::Internal,
     ];
+
+    /// The code of a wire name, e.g. `PAIRING_REQUIRED`.
+    pub fn from_name(name: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL
+            .into_iter()
+            .find(|code| code.as_str() == name)
+    }
 
     /// The wire name, e.g. `PAIRING_REQUIRED`.
     pub fn as_str(self) -> &'static str {
@@ -98,6 +107,7 @@ impl ErrorCode {
             ErrorCode::RuntimeUnavailable => "RUNTIME_UNAVAILABLE",
             ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
             ErrorCode::UserDenied => "USER_DENIED",
+            ErrorCode::Paused => "PAUSED",
             ErrorCode::PersonOnly => "PERSON_ONLY",
             ErrorCode::Unsupported => "UNSUPPORTED",
             ErrorCode::CursorExpired => "CURSOR_EXPIRED",
@@ -169,7 +179,12 @@ impl ErrorCode {
             ErrorCode::StoreUnavailable => {
                 "Lomi could not write its private store; the effect was not started."
             }
-            ErrorCode::UserDenied => "The person declined the decision this operation waited for.",
+            ErrorCode::UserDenied => {
+                "The person declined: their decision on this operation, or one of their rules (`details.ruleId`). Do not retry it unchanged."
+            }
+            ErrorCode::Paused => {
+                "The person paused agents' changes; reads still work. Wait until they resume (lomi_pairing_status shows it), then send again."
+            }
             ErrorCode::PersonOnly => {
                 "Only the person changes this (grants, pairings, confirmations, providers and their keys, network): agents may read it. Do not retry; ask the person."
             }

@@ -169,6 +169,12 @@ string_id!(
     "cv_"
 );
 
+string_id!(
+    /// One of the person's rules (which calls run, wait for them, or are refused).
+    RuleId,
+    "ru_"
+);
+
 /// A tool name as it appears in the catalog, e.g. `lomi_workspace_update`.
 #[derive(
     Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,

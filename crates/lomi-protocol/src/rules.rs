@@ -7,12 +7,15 @@
 //! This module is the matching alone: patterns, specificity and the verdict. Keeping the
 //! rules, suggesting them and applying the verdict belong to the broker.
 
+use serde::{Deserialize, Serialize};
+
 use crate::definition::Subject;
-use crate::ids::{PairingId, WorkspaceId};
+use crate::ids::{PairingId, RuleId, WorkspaceId};
 use crate::{Family, Timestamp, Tool};
 
 /// What a rule says of the calls it matches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Runs without asking the person.
     Allow,
@@ -47,6 +50,7 @@ pub enum SubjectPattern {
 /// One rule of the person's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule {
+    pub id: RuleId,
     /// Only this agent's calls; `None` for every agent.
     pub agent: Option<PairingId>,
     /// Only calls in this workspace; `None` for every workspace.
@@ -280,6 +284,218 @@ fn glob_match(pattern: &[char], text: &[char], paths: bool) -> bool {
     reach[text.len()]
 }
 
+/// The kinds of subject a rule's pattern can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SubjectKind {
+    /// Project paths (files, editor documents, Git): `docs/**`, `src/*.rs`.
+    Paths,
+    /// A URL a browser page is sent to: `https://example.com/*`.
+    Url,
+    /// A command line (terminal lines, Android shell commands): `npm test*`.
+    Command,
+    /// An Android package: `com.example.*`.
+    Package,
+}
+
+/// A rule's subject pattern as written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RuleSubject {
+    pub kind: SubjectKind,
+    pub pattern: String,
+}
+
+/// A rule as the person writes it (`lomi rule add`, the window's Settings → Rules, or the
+/// "always" choices of a decision): every field but the verdict optional.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RuleDraft {
+    /// Only this agent's calls; absent for every agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<PairingId>,
+    /// Only calls in this workspace; absent for every workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<WorkspaceId>,
+    /// `*` for every tool, a family (`files`), or one tool (`lomi_file_write`).
+    pub tools: String,
+    /// Only calls whose subject matches; absent for any subject.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<RuleSubject>,
+    pub verdict: Verdict,
+    /// The rule no longer applies from this time on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+}
+
+/// A kept rule: the draft with its id and when it was made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RuleRecord {
+    pub rule_id: RuleId,
+    pub created_at: Timestamp,
+    #[serde(flatten)]
+    pub draft: RuleDraft,
+}
+
+impl Tools {
+    /// `*`, a family's name or a tool's name; anything else is refused with what it can be.
+    pub fn parse(text: &str) -> Result<Tools, String> {
+        if text == "*" {
+            return Ok(Tools::Any);
+        }
+        if let Some(family) = Family::from_name(text) {
+            return Ok(Tools::Family(family));
+        }
+        if let Some(tool) = Tool::from_name(text) {
+            return Ok(Tools::One(tool));
+        }
+        let families: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
+        Err(format!(
+            "tools {text:?} is not `*`, a family ({}) or a tool name (e.g. lomi_file_write)",
+            families.join(", ")
+        ))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tools::Any => "*",
+            Tools::Family(family) => family.name(),
+            Tools::One(tool) => tool.name(),
+        }
+    }
+}
+
+impl RuleDraft {
+    /// A rule in words: "deny lomi_file_write on paths docs/secrets/** for every agent".
+    pub fn describe(&self) -> String {
+        let draft = self;
+        let verdict = match draft.verdict {
+            Verdict::Allow => "allow",
+            Verdict::Ask => "ask",
+            Verdict::Deny => "deny",
+        };
+        let tools = if draft.tools == "*" {
+            "every tool".to_owned()
+        } else {
+            draft.tools.clone()
+        };
+        let subject = match &draft.subject {
+            Some(RuleSubject { kind, pattern }) => {
+                let kind = match kind {
+                    SubjectKind::Paths => "paths",
+                    SubjectKind::Url => "URLs",
+                    SubjectKind::Command => "commands",
+                    SubjectKind::Package => "packages",
+                };
+                format!(" on {kind} {pattern}")
+            }
+            None => String::new(),
+        };
+        let agent = match &draft.agent {
+            Some(agent) => format!(" for agent {agent}"),
+            None => " for every agent".to_owned(),
+        };
+        let workspace = match &draft.workspace {
+            Some(workspace) => format!(" in workspace {workspace}"),
+            None => String::new(),
+        };
+        format!("{verdict} {tools}{subject}{agent}{workspace}")
+    }
+
+    /// The rule this draft describes, with `id`; a malformed part is refused with an example
+    /// of a valid one.
+    pub fn rule(&self, id: RuleId) -> Result<Rule, String> {
+        let tools = Tools::parse(&self.tools)?;
+        let subject = match &self.subject {
+            None => None,
+            Some(RuleSubject { kind, pattern }) => Some(match kind {
+                SubjectKind::Paths => SubjectPattern::Paths(Glob::path(pattern)?),
+                SubjectKind::Url => SubjectPattern::Url(Glob::text(pattern)?),
+                SubjectKind::Command => SubjectPattern::Command(Glob::text(pattern)?),
+                SubjectKind::Package => SubjectPattern::Package(Glob::text(pattern)?),
+            }),
+        };
+        if let (Some(subject), Tools::One(tool)) = (&subject, tools)
+            && !tool_takes(tool, subject)
+        {
+            return Err(format!(
+                "{} does not act on {}; a {} pattern goes with {}",
+                tool.name(),
+                subject.kind_words(),
+                subject.kind_words(),
+                subject.example_tools()
+            ));
+        }
+        Ok(Rule {
+            id,
+            agent: self.agent.clone(),
+            workspace: self.workspace.clone(),
+            tools,
+            subject,
+            verdict: self.verdict,
+            expires_at: self.expires_at,
+        })
+    }
+}
+
+impl RuleRecord {
+    pub fn rule(&self) -> Result<Rule, String> {
+        self.draft.rule(self.rule_id.clone())
+    }
+}
+
+/// Whether a pattern of `subject`'s kind can ever match a call of `tool` (a rule that could
+/// not is refused when written, not silently never matched).
+fn tool_takes(tool: Tool, subject: &SubjectPattern) -> bool {
+    let family = tool.family();
+    match subject {
+        SubjectPattern::Paths(_) => {
+            matches!(family, Some(Family::Files | Family::Editor | Family::Git))
+        }
+        SubjectPattern::Url(_) => matches!(family, Some(Family::Browser | Family::Android)),
+        SubjectPattern::Command(_) => matches!(
+            tool,
+            Tool::TerminalInput | Tool::TerminalCreate | Tool::AndroidShell
+        ),
+        SubjectPattern::Package(_) => family == Some(Family::Android),
+    }
+}
+
+impl SubjectPattern {
+    fn kind_words(&self) -> &'static str {
+        match self {
+            SubjectPattern::Paths(_) => "project paths",
+            SubjectPattern::Url(_) => "URLs",
+            SubjectPattern::Command(_) => "command lines",
+            SubjectPattern::Package(_) => "Android packages",
+        }
+    }
+
+    fn example_tools(&self) -> &'static str {
+        match self {
+            SubjectPattern::Paths(_) => "the files, editor and git tools",
+            SubjectPattern::Url(_) => "the browser and android tools",
+            SubjectPattern::Command(_) => "lomi_terminal_input or lomi_android_shell",
+            SubjectPattern::Package(_) => "the android tools",
+        }
+    }
+
+    /// The pattern as written, with its kind.
+    pub fn written(&self) -> RuleSubject {
+        let (kind, glob) = match self {
+            SubjectPattern::Paths(glob) => (SubjectKind::Paths, glob),
+            SubjectPattern::Url(glob) => (SubjectKind::Url, glob),
+            SubjectPattern::Command(glob) => (SubjectKind::Command, glob),
+            SubjectPattern::Package(glob) => (SubjectKind::Package, glob),
+        };
+        RuleSubject {
+            kind,
+            pattern: glob.as_str().to_owned(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,6 +559,7 @@ mod tests {
 
     fn rule(tools: Tools, subject: Option<SubjectPattern>, verdict: Verdict) -> Rule {
         Rule {
+            id: RuleId::parse("ru_test").expect("id"),
             agent: None,
             workspace: None,
             tools,

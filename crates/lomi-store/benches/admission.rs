@@ -194,6 +194,7 @@ fn admission_round(
                             operation_id: OperationId::from_random(rand::random()),
                             workspace_id: None,
                             fingerprint: fingerprint(&payload, Some("g1"), Some("1")),
+                            decided_by: None,
                         };
                         anyhow::ensure!(store.reserve(&request)?.created, "a key was reused");
                     }
@@ -346,6 +347,7 @@ fn admit(store: &Store, epoch: &RetryEpoch, index: usize, folded: bool) -> anyho
         operation_id: OperationId::from_random(rand::random()),
         workspace_id: None,
         fingerprint: fingerprint(&payload, Some("g1"), Some("1")),
+        decided_by: None,
     };
     let id = if folded {
         store.reserve_running(&request)?.receipt.operation_id

@@ -22,9 +22,9 @@ pub use maintenance::{
     StoreStatus, WarningLevel,
 };
 pub use records::{
-    ArchiveReason, ArchivedReceipt, EventPage, OperationEvent, Outcome, OutcomeError, Receipt,
-    ReceiptKey, RecoveryReport, Reservation, ReservationRequest, Retirement, RetryEpochRecord,
-    TrailStep,
+    ActivityRow, ArchiveReason, ArchivedReceipt, EventPage, OperationEvent, Outcome, OutcomeError,
+    Receipt, ReceiptKey, RecoveryReport, Reservation, ReservationRequest, Retirement,
+    RetryEpochRecord, TrailStep,
 };
 pub use schema::SCHEMA_VERSION;
 pub use store::{Caps, DATABASE_FILE, LOCK_FILE, Store, StoreOptions};

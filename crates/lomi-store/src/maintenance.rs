@@ -355,10 +355,10 @@ fn run(
         &format!(
             "INSERT INTO receipt_history (operation_id, pairing_id, retry_epoch, project_id, tool, \
              request_key, workspace_id, fingerprint, state, effect_state, created_at, updated_at, \
-             settled_at, result_json, error_code, error_message, trail_json, archived_at, archived_because) \
+             settled_at, result_json, error_code, error_message, decided_by, trail_json, archived_at, archived_because) \
              SELECT r.operation_id, r.pairing_id, r.retry_epoch, r.project_id, r.tool, r.request_key, \
              r.workspace_id, r.fingerprint, r.state, r.effect_state, r.created_at, r.updated_at, \
-             r.settled_at, r.result_json, r.error_code, r.error_message, \
+             r.settled_at, r.result_json, r.error_code, r.error_message, r.decided_by, \
              (SELECT json_group_array(json_object('state', v.state, 'effectState', v.effect_state, 'at', v.at) \
               ORDER BY v.seq) FROM operation_events v WHERE v.operation_id = r.operation_id), \
              ?1, CASE WHEN EXISTS (SELECT 1 FROM retired_epochs t WHERE t.retry_epoch = r.retry_epoch) \

@@ -29,6 +29,8 @@ pub struct ReservationRequest {
     pub workspace_id: Option<WorkspaceId>,
     /// See [`crate::fingerprint`].
     pub fingerprint: String,
+    /// What decided that it runs, waits or is refused (see [`Receipt::decided_by`]).
+    pub decided_by: Option<String>,
 }
 
 /// The answer to a reservation: the receipt, and whether this call created it.
@@ -55,6 +57,9 @@ pub struct Receipt {
     pub result: Option<Value>,
     pub error_code: Option<String>,
     pub error_message: Option<String>,
+    /// What decided it: `default` (the tool's "ask me before" setting), `rule:<id>` (one of
+    /// the person's rules) or `person` (their decision on it); `None` for older receipts.
+    pub decided_by: Option<String>,
 }
 
 /// A typed result and/or an error recorded with a transition. When a transition carries an
@@ -175,4 +180,16 @@ pub struct ArchivedReceipt {
     pub trail: Vec<TrailStep>,
     pub archived_at: Timestamp,
     pub archived_because: ArchiveReason,
+}
+
+/// One receipt as the person's activity view counts it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActivityRow {
+    pub pairing_id: String,
+    pub tool: String,
+    pub state: String,
+    pub error_code: Option<String>,
+    pub decided_by: Option<String>,
+    pub created_at: Timestamp,
+    pub settled_at: Option<Timestamp>,
 }

@@ -133,6 +133,11 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (conversation_id, seq)
     ) STRICT;
     CREATE INDEX chat_messages_streaming ON chat_messages (state) WHERE state = 'streaming';",
+    // 5: what decided each operation: 'default' (the tool's own "ask me before" setting),
+    // 'rule:<id>' (one of the person's rules) or 'person' (their decision on it). NULL for
+    // receipts written before Lomi recorded it.
+    "ALTER TABLE receipts ADD COLUMN decided_by TEXT;
+    ALTER TABLE receipt_history ADD COLUMN decided_by TEXT;",
 ];
 
 /// The schema version this build writes and understands.
@@ -231,7 +236,7 @@ mod tests {
 
     #[test]
     fn migrations_are_numbered_by_position() {
-        assert_eq!(SCHEMA_VERSION, 4);
+        assert_eq!(SCHEMA_VERSION, 5);
         let mut connection = Connection::open_in_memory().expect("memory");
         migrate(&mut connection, Path::new(":memory:")).expect("migrate");
         assert_eq!(user_version(&connection).expect("version"), SCHEMA_VERSION);

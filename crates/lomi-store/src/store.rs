@@ -6,12 +6,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use lomi_protocol::{EffectState, OperationId, OperationState, RetryEpoch, Timestamp, ToolName};
+use lomi_protocol::{
+    EffectState, OperationId, OperationState, PairingId, RetryEpoch, Timestamp, ToolName,
+};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
 
 use crate::records::{
-    EventPage, OperationEvent, Outcome, Receipt, ReceiptKey, RecoveryReport, Reservation,
-    ReservationRequest, Retirement, RetryEpochRecord,
+    ActivityRow, EventPage, OperationEvent, Outcome, Receipt, ReceiptKey, RecoveryReport,
+    Reservation, ReservationRequest, Retirement, RetryEpochRecord,
 };
 use crate::writer::{WriteFailure, WriteHealth, Writer};
 use crate::{Clock, Result, StoreError, schema};
@@ -99,7 +101,7 @@ const UNSETTLED: &str = "('queued', 'awaiting_user', 'running', 'cancelling')";
 const SETTLED: &str = "('succeeded', 'failed', 'cancelled', 'outcome_unknown')";
 pub(crate) const RECEIPT_COLUMNS: &str = "operation_id, pairing_id, retry_epoch, project_id, tool, request_key, \
     workspace_id, fingerprint, state, effect_state, created_at, updated_at, settled_at, \
-    result_json, error_code, error_message";
+    result_json, error_code, error_message, decided_by";
 const EVENT_COLUMNS: &str =
     "seq, operation_id, pairing_id, retry_epoch, workspace_id, tool, state, effect_state, at";
 const EPOCH_COLUMNS: &str = "retry_epoch, pairing_id, broker_instance_id, connection_id, workspace_id, created_at, expires_at";
@@ -263,9 +265,10 @@ impl Store {
                 result: None,
                 error_code: None,
                 error_message: None,
+                decided_by: request.decided_by.clone(),
             };
             transaction.prepare_cached(
-                &format!("INSERT INTO receipts ({RECEIPT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, NULL, NULL, NULL, NULL)"),
+                &format!("INSERT INTO receipts ({RECEIPT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, NULL, NULL, NULL, NULL, ?13)"),
             )?.execute(
                 params![
                     receipt.operation_id.as_str(),
@@ -280,6 +283,7 @@ impl Store {
                     receipt.effect_state.as_str(),
                     now.millis(),
                     now.millis(),
+                    receipt.decided_by.as_deref(),
                 ],
             )?;
             append_event(transaction, &receipt, now, caps)?;
@@ -305,6 +309,20 @@ impl Store {
         to: OperationState,
         effect: EffectState,
         outcome: Option<Outcome>,
+    ) -> Result<Receipt> {
+        self.transition_decided(operation_id, expected_from, to, effect, outcome, None)
+    }
+
+    /// [`Store::transition`] that also records what decided the operation (the person's
+    /// answer to an `awaiting_user` one), in the same commit.
+    pub fn transition_decided(
+        &self,
+        operation_id: &OperationId,
+        expected_from: OperationState,
+        to: OperationState,
+        effect: EffectState,
+        outcome: Option<Outcome>,
+        decided_by: Option<String>,
     ) -> Result<Receipt> {
         if !expected_from.can_become(to, effect) {
             return Err(StoreError::IllegalTransition {
@@ -339,10 +357,14 @@ impl Store {
                 receipt.error_code = outcome.error.as_ref().map(|e| e.code.clone());
                 receipt.error_message = outcome.error.map(|e| e.message);
             }
+            if let Some(decided_by) = &decided_by {
+                receipt.decided_by = Some(decided_by.clone());
+            }
             let result_json = receipt.result.as_ref().map(|v| v.to_string());
             transaction.prepare_cached(
                 "UPDATE receipts SET state = ?2, effect_state = ?3, updated_at = ?4, settled_at = ?5, \
-                 result_json = ?6, error_code = ?7, error_message = ?8 WHERE operation_id = ?1",
+                 result_json = ?6, error_code = ?7, error_message = ?8, decided_by = ?9 \
+                 WHERE operation_id = ?1",
             )?.execute(
                 params![
                     operation_id.as_str(),
@@ -353,6 +375,7 @@ impl Store {
                     result_json,
                     receipt.error_code,
                     receipt.error_message,
+                    receipt.decided_by,
                 ],
             )?;
             append_event(transaction, &receipt, now, caps)?;
@@ -363,6 +386,54 @@ impl Store {
     pub fn get(&self, operation_id: &OperationId) -> Result<Option<Receipt>> {
         let row = self.read("reading a receipt", |c| Ok(query_by_id(c, operation_id)?))?;
         row.map(ReceiptRow::decode).transpose()
+    }
+
+    /// How many receipts (kept and in the history) each decider decided, and the newest's
+    /// time: `decided_by` → (count, last). Receipts older than the column are left out.
+    pub fn decisions_by(
+        &self,
+    ) -> Result<std::collections::HashMap<String, (u64, Option<Timestamp>)>> {
+        self.read("counting what decided the receipts", |connection| {
+            let mut statement = connection.prepare(
+                "SELECT decided_by, COUNT(*), MAX(created_at) FROM \
+                 (SELECT decided_by, created_at FROM receipts WHERE decided_by IS NOT NULL \
+                  UNION ALL SELECT decided_by, created_at FROM receipt_history WHERE decided_by IS NOT NULL) \
+                 GROUP BY decided_by",
+            )?;
+            let rows = statement.query_map([], |row| {
+                let by: String = row.get(0)?;
+                let count: i64 = row.get(1)?;
+                let last: Option<i64> = row.get(2)?;
+                Ok((by, (count.max(0) as u64, last.map(Timestamp::from_millis))))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    /// Every receipt's who, what and how it ended, kept and in the history (for the
+    /// person's activity view), oldest first; `pairing` narrows it to one agent.
+    pub fn activity(&self, pairing: Option<&PairingId>) -> Result<Vec<ActivityRow>> {
+        self.read("reading the receipts' activity", |connection| {
+            let mut statement = connection.prepare(
+                "SELECT pairing_id, tool, state, error_code, decided_by, created_at, settled_at FROM \
+                 (SELECT pairing_id, tool, state, error_code, decided_by, created_at, settled_at FROM receipts \
+                  UNION ALL SELECT pairing_id, tool, state, error_code, decided_by, created_at, settled_at \
+                  FROM receipt_history) \
+                 WHERE ?1 IS NULL OR pairing_id = ?1 ORDER BY created_at",
+            )?;
+            let rows = statement.query_map([pairing.map(PairingId::as_str)], |row| {
+                Ok(ActivityRow {
+                    pairing_id: row.get(0)?,
+                    tool: row.get(1)?,
+                    state: row.get(2)?,
+                    error_code: row.get(3)?,
+                    decided_by: row.get(4)?,
+                    created_at: Timestamp::from_millis(row.get(5)?),
+                    settled_at: row.get::<_, Option<i64>>(6)?.map(Timestamp::from_millis),
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     }
 
     pub fn lookup(&self, key: &ReceiptKey) -> Result<Option<Receipt>> {
@@ -487,6 +558,31 @@ impl Store {
             Ok(query_epoch(c, retry_epoch)?)
         })?;
         row.map(EpochRow::decode).transpose()
+    }
+
+    /// The newest retry epoch of `pairing` in `workspace` issued by `instance` that is still
+    /// valid at `now` and not retired (for operations Lomi opens on an agent's behalf, such as
+    /// a terminal line held for the person).
+    pub fn live_epoch(
+        &self,
+        pairing: &PairingId,
+        workspace: &lomi_protocol::WorkspaceId,
+        instance: &lomi_protocol::BrokerInstanceId,
+        now: Timestamp,
+    ) -> Result<Option<RetryEpoch>> {
+        self.read("finding a valid retry epoch", |c| {
+            let epoch: Option<String> = c
+                .query_row(
+                    "SELECT e.retry_epoch FROM retry_epochs e WHERE e.pairing_id = ?1 \
+                     AND e.workspace_id = ?2 AND e.broker_instance_id = ?3 AND e.expires_at > ?4 \
+                     AND NOT EXISTS (SELECT 1 FROM retired_epochs t WHERE t.retry_epoch = e.retry_epoch) \
+                     ORDER BY e.created_at DESC LIMIT 1",
+                    params![pairing.as_str(), workspace.as_str(), instance.as_str(), now.millis()],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(epoch.and_then(|e| RetryEpoch::parse(e).ok()))
+        })
     }
 
     /// The tombstone of a retry epoch the person retired, while it is kept (at least as long
@@ -887,6 +983,7 @@ pub(crate) struct ReceiptRow {
     result_json: Option<String>,
     error_code: Option<String>,
     error_message: Option<String>,
+    decided_by: Option<String>,
 }
 
 impl ReceiptRow {
@@ -913,6 +1010,7 @@ impl ReceiptRow {
             result_json: row.get(first + 13)?,
             error_code: row.get(first + 14)?,
             error_message: row.get(first + 15)?,
+            decided_by: row.get(first + 16)?,
         })
     }
 
@@ -954,6 +1052,7 @@ impl ReceiptRow {
             result,
             error_code: self.error_code,
             error_message: self.error_message,
+            decided_by: self.decided_by,
         })
     }
 }

@@ -92,6 +92,7 @@ fn request(key: &ReceiptKey, payload: serde_json::Value) -> ReservationRequest {
         operation_id: OperationId::from_random(rand::random()),
         workspace_id: Some(WorkspaceId::parse("ws_test").expect("workspace")),
         fingerprint: fingerprint(&payload, Some("g1"), Some("7")),
+        decided_by: Some("default".to_owned()),
     }
 }
 
@@ -1443,6 +1444,7 @@ fn crash_child_work(store: &Store, logs: &Path, epoch: &str) {
             operation_id: OperationId::from_random(rand::random()),
             workspace_id: None,
             fingerprint: fingerprint(&json!({"index": index}), None, None),
+            decided_by: None,
         };
         let reservation = store.reserve(&attempt).expect("child reserve");
         let id = reservation.receipt.operation_id;

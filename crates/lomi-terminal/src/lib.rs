@@ -14,6 +14,7 @@
 //! child; session processes orphaned by a kill are re-parented to PID 1 (or a subreaper), which
 //! must reap them, or they linger as zombies (dead, holding no resources but a pid).
 
+pub mod guard;
 mod keys;
 mod matcher;
 mod output;

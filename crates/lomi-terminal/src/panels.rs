@@ -4,12 +4,15 @@
 
 use std::time::Duration;
 
+use lomi_broker::Decider;
 use lomi_broker::{
     Broker, Confirmation, EffectOutcome, InputFailure, LayoutChange, LeasedRequest, Opening,
     PanelCall, PanelRecord, PanelRuntime, Placed, Runtimes,
 };
 use lomi_files::confine::confined_existing_dir;
 use lomi_protocol::definition::ToolCall;
+use lomi_protocol::definition::{Preview, Subject};
+use lomi_protocol::rules::Verdict;
 use lomi_protocol::tools::operations::OperationView;
 use lomi_protocol::tools::session::{PanelCloseInput, PanelKind};
 use lomi_protocol::tools::terminal::{
@@ -17,7 +20,7 @@ use lomi_protocol::tools::terminal::{
     TerminalCreateInput, TerminalCreated, TerminalInputInput, TerminalInterruptInput,
     TerminalReadInput, TerminalReadView, WaitArguments,
 };
-use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, ToolError, WorkspaceId};
+use lomi_protocol::{EffectState, ErrorCode, PairingId, PanelId, Tool, ToolError, WorkspaceId};
 
 use crate::{ExitStatus, Terminal, TerminalConfig, TerminalError, WaitFor, WaitOutcome, key_bytes};
 
@@ -42,6 +45,8 @@ pub struct TerminalRuntime {
     pub session_id: String,
     pub generation: String,
     pub workspace_id: WorkspaceId,
+    /// The agents' typed line and held input (guarded terminal lines).
+    pub guard: crate::guard::Guard,
 }
 
 impl PanelRuntime for TerminalRuntime {
@@ -228,6 +233,7 @@ impl TerminalPanels {
                         session_id: session_id.clone(),
                         generation: generation.clone(),
                         workspace_id,
+                        guard: crate::guard::Guard::default(),
                     };
                     let done = move |broker: &Broker, placed: Placed| {
                         let lease = broker.lease_acquire(&creator, &placed.panel_id, &generation)?;
@@ -270,73 +276,185 @@ impl TerminalPanels {
             }
         };
         // Text and keys that make the same bytes are the same input.
-        let payload = {
+        let digest: String = {
             use sha2::Digest;
-            let digest: String = sha2::Sha256::digest(&bytes)
+            sha2::Sha256::digest(&bytes)
                 .iter()
                 .map(|b| format!("{b:02x}"))
-                .collect();
-            serde_json::json!({ "bytesSha256": digest })
+                .collect()
         };
+        let payload = serde_json::json!({ "bytesSha256": digest });
         let sequence = input.input_sequence;
-        let terminal = runtime.terminal.clone();
+        let leased = input.leased(payload.clone());
         let (mut accepted, duplicate): (InputAccepted, bool) = self
             .broker
-            .lease_input(
-                caller,
-                input.leased(payload),
-                || async move {
-                    let cursor = terminal.output_cursor();
-                    // A program that stops reading fills the PTY; do not hold the lease forever.
-                    match tokio::time::timeout(INPUT_WRITE_LIMIT, terminal.write(&bytes)).await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(TerminalError::PartlyWritten { written, cause })) => {
-                            return Err(InputFailure::Unknown(ToolError::new(
-                                ErrorCode::RuntimeUnavailable,
-                                format!(
-                                    "the terminal stopped taking inputSequence {sequence} after {written} of its {} \
-                                     bytes ({}); part of it may have been written, and it will not be sent \
-                                     again: read the terminal with lomi_terminal_read (it says whether and how \
-                                     its process exited)",
-                                    bytes.len(),
-                                    terminal.failure(*cause),
-                                ),
-                            )));
-                        }
-                        Ok(Err(error)) => {
-                            return Err(InputFailure::NotSent(ToolError::new(
-                                ErrorCode::RuntimeUnavailable,
-                                format!(
-                                    "nothing of inputSequence {sequence} was written: {}",
-                                    terminal.failure(error)
-                                ),
-                            )));
-                        }
-                        // Part of it may be in the PTY: the sequence is used, and a repeat is
-                        // answered with this, not written again.
-                        Err(_) => {
-                            return Err(InputFailure::Unknown(ToolError::new(
-                                ErrorCode::RuntimeUnavailable,
-                                format!(
-                                    "the terminal did not take inputSequence {sequence} within {} s (the program \
-                                     is not reading its input); part of it may have been written, and it will not \
-                                     be sent again: read the terminal, then continue with the next inputSequence",
-                                    INPUT_WRITE_LIMIT.as_secs()
-                                ),
-                            )));
-                        }
+            .lease_input(caller, leased, || async {
+                // Under the lease's order: the guard reads lines in the order they are sent.
+                let guard = &runtime.guard;
+                if let Some(held) = guard.held() {
+                    return Err(InputFailure::NotSent(ToolError::new(
+                        ErrorCode::ResourceBusy,
+                        format!(
+                            "an earlier input of this terminal waits for the person's decision (operation {held}); \
+                             nothing of inputSequence {sequence} was written. Follow {held} with lomi_operation_wait, \
+                             then send this again"
+                        ),
+                    )));
+                }
+                self.broker
+                    .check_paused(caller)
+                    .map_err(InputFailure::NotSent)?;
+                let (lines, typed) = guard.typed().after(&bytes);
+                let mut holding = None;
+                for line in &lines {
+                    let subject = Subject::Command(line.text.clone());
+                    let judged =
+                        self.broker
+                            .verdict(caller, &runtime.workspace_id, Tool::TerminalInput, &subject);
+                    if let Decider::Rule(rule) = &judged.by {
+                        self.broker.note_line_decided(rule);
                     }
-                    Ok(InputAccepted {
+                    let unreadable = line.edited
+                        && judged.verdict == Verdict::Allow
+                        && self.broker.guards_commands(caller, &runtime.workspace_id);
+                    match judged.verdict {
+                        Verdict::Deny => {
+                            return Err(InputFailure::NotSent(
+                                judged.denial(Tool::TerminalInput),
+                            ));
+                        }
+                        Verdict::Ask if holding.is_none() => holding = Some((line, judged.by)),
+                        Verdict::Allow if unreadable && holding.is_none() => {
+                            holding = Some((line, Decider::Default));
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some((line, by)) = holding {
+                    let held = self
+                        .hold(caller, &runtime, &input, &bytes, payload, line, by, typed)
+                        .await
+                        .map_err(InputFailure::NotSent)?;
+                    return Ok(InputAccepted {
                         input_sequence: sequence.to_string(),
                         duplicate: false,
-                        bytes_written: bytes.len() as u64,
-                        output_cursor: cursor.to_string(),
-                    })
-                },
-            )
+                        bytes_written: 0,
+                        output_cursor: runtime.terminal.output_cursor().to_string(),
+                        held_operation: Some(held),
+                    });
+                }
+                let accepted = write_input(&runtime.terminal, sequence, &bytes).await?;
+                guard.written(typed);
+                Ok(accepted)
+            })
             .await?;
         accepted.duplicate = duplicate;
         Ok(accepted)
+    }
+
+    /// Holds an input for the person as an operation of `lomi_terminal_input` awaiting their
+    /// decision; approved, it writes the input exactly once (while the agent still holds the
+    /// lease on the same runtime), denied or cancelled, nothing. Answers the operation's id.
+    #[allow(clippy::too_many_arguments)]
+    async fn hold(
+        &self,
+        caller: &PairingId,
+        runtime: &TerminalRuntime,
+        input: &TerminalInputInput,
+        bytes: &[u8],
+        payload: serde_json::Value,
+        line: &crate::guard::Line,
+        by: Decider,
+        typed: crate::guard::Typed,
+    ) -> Result<lomi_protocol::OperationId, ToolError> {
+        let workspace = runtime.workspace_id.clone();
+        let epoch = self.broker.agent_epoch(caller, &workspace)?;
+        let key = lomi_protocol::RequestKey::parse(format!(
+            "rk_input_{}_{}",
+            input.lease_id, input.input_sequence
+        ))
+        .map_err(ToolError::internal)?;
+        let cwd = std::fs::read_link(format!("/proc/{}/cwd", runtime.terminal.pid()))
+            .ok()
+            .map(|path| path.display().to_string());
+        let call = ToolCall {
+            tool: Tool::TerminalInput,
+            payload: serde_json::json!({
+                "panelId": input.panel_id,
+                "leaseId": input.lease_id,
+                "inputSequence": input.input_sequence.to_string(),
+                "input": payload,
+                "line": line.text,
+            }),
+            preview: Preview::TerminalLine {
+                line: line.text.clone(),
+                cwd,
+                edited: line.edited,
+            },
+            subject: Subject::Command(line.text.clone()),
+            panel: Some(input.panel_id.clone()),
+        };
+        let mutation = lomi_broker::Mutation {
+            call,
+            retry_epoch: epoch,
+            request_key: key,
+            workspace_id: workspace,
+            project_id: None,
+            generation: Some(input.generation.clone()),
+            revision: None,
+            permit: lomi_broker::Permit::Panel(input.panel_id.clone()),
+        };
+        let guard = runtime.guard.clone();
+        let terminal = runtime.terminal.clone();
+        let (lease, panel, generation) = (
+            input.lease_id.clone(),
+            input.panel_id.clone(),
+            input.generation.clone(),
+        );
+        let sequence = input.input_sequence;
+        let bytes = bytes.to_vec();
+        let owner = caller.clone();
+        let view = self
+            .broker
+            .operate(
+                caller,
+                mutation,
+                Confirmation::Hold(by),
+                async { Ok(()) },
+                move |broker: &Broker, (): &()| {
+                    broker.lease_live(&owner, &lease, &panel, &generation)
+                },
+                move |(), context| async move {
+                    let id = context.operation_id.clone();
+                    match write_input(&terminal, sequence, &bytes).await {
+                        Ok(accepted) => {
+                            guard.release(&id, typed);
+                            EffectOutcome::succeeded(&accepted)
+                        }
+                        Err(InputFailure::NotSent(error)) => {
+                            guard.release(&id, crate::guard::Typed::default());
+                            EffectOutcome::Failed {
+                                effect: EffectState::None,
+                                error,
+                            }
+                        }
+                        Err(InputFailure::Unknown(error)) => {
+                            guard.release(&id, crate::guard::Typed::default());
+                            EffectOutcome::Unknown {
+                                effect: EffectState::Unknown,
+                                message: error.message,
+                            }
+                        }
+                    }
+                },
+            )
+            .await?;
+        let id = view.operation_id.clone();
+        if !view.state.is_settled() {
+            runtime.guard.hold(id.clone());
+            watch_held(self.broker.clone(), runtime.guard.clone(), id.clone());
+        }
+        Ok(id)
     }
 
     /// `lomi_terminal_read`.
@@ -592,4 +710,64 @@ fn hex_id(broker: &Broker) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// Writes one input to the terminal, bounded by [`INPUT_WRITE_LIMIT`]: its acknowledgement,
+/// or whether none or part of it reached the PTY.
+async fn write_input(
+    terminal: &Terminal,
+    sequence: u64,
+    bytes: &[u8],
+) -> Result<InputAccepted, InputFailure> {
+    let cursor = terminal.output_cursor();
+    // A program that stops reading fills the PTY; do not hold the lease forever.
+    match tokio::time::timeout(INPUT_WRITE_LIMIT, terminal.write(bytes)).await {
+        Ok(Ok(())) => Ok(InputAccepted {
+            input_sequence: sequence.to_string(),
+            duplicate: false,
+            bytes_written: bytes.len() as u64,
+            output_cursor: cursor.to_string(),
+            held_operation: None,
+        }),
+        Ok(Err(TerminalError::PartlyWritten { written, cause })) => {
+            Err(InputFailure::Unknown(ToolError::new(
+                ErrorCode::RuntimeUnavailable,
+                format!(
+                    "the terminal stopped taking inputSequence {sequence} after {written} of its {} \
+                     bytes ({}); part of it may have been written, and it will not be sent \
+                     again: read the terminal with lomi_terminal_read (it says whether and how \
+                     its process exited)",
+                    bytes.len(),
+                    terminal.failure(*cause),
+                ),
+            )))
+        }
+        Ok(Err(error)) => Err(InputFailure::NotSent(ToolError::new(
+            ErrorCode::RuntimeUnavailable,
+            format!(
+                "nothing of inputSequence {sequence} was written: {}",
+                terminal.failure(error)
+            ),
+        ))),
+        // Part of it may be in the PTY: the sequence is used, and a repeat is answered with
+        // this, not written again.
+        Err(_) => Err(InputFailure::Unknown(ToolError::new(
+            ErrorCode::RuntimeUnavailable,
+            format!(
+                "the terminal did not take inputSequence {sequence} within {} s (the program \
+                 is not reading its input); part of it may have been written, and it will not \
+                 be sent again: read the terminal, then continue with the next inputSequence",
+                INPUT_WRITE_LIMIT.as_secs()
+            ),
+        ))),
+    }
+}
+
+/// Releases a terminal's held input once its operation settles without running (denied,
+/// cancelled, or refused at dispatch): the line typed before it is dropped with it.
+fn watch_held(broker: Broker, guard: crate::guard::Guard, id: lomi_protocol::OperationId) {
+    tokio::spawn(async move {
+        broker.wait_until_settled(&id).await;
+        guard.release(&id, crate::guard::Typed::default());
+    });
 }

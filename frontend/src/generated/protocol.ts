@@ -101,6 +101,20 @@ export type Effect1 =
       kind: "change";
     };
 /**
+ * The kinds of subject a rule's pattern can name.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "SubjectKind".
+ */
+export type SubjectKind = "paths" | "url" | "command" | "package";
+/**
+ * What a rule says of the calls it matches.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "Verdict".
+ */
+export type Verdict = "allow" | "ask" | "deny";
+/**
  * What the desktop app's `browser_watch` channel sends: a view, or `{"ended": true}` once the
  * panel's browser is gone (nothing follows it).
  *
@@ -263,6 +277,7 @@ export type ErrorCode =
   | "RUNTIME_UNAVAILABLE"
   | "STORE_UNAVAILABLE"
   | "USER_DENIED"
+  | "PAUSED"
   | "PERSON_ONLY"
   | "UNSUPPORTED"
   | "CURSOR_EXPIRED"
@@ -506,7 +521,7 @@ export type DiskState = ("same" | "deleted") | "changed";
  * via the `definition` "SettingsSection".
  */
 export type SettingsSection =
-  "terminal" | "browser" | "editor" | "chat" | "providers" | "pairings" | "confirmations" | "network";
+  "terminal" | "browser" | "editor" | "chat" | "providers" | "pairings" | "confirmations" | "rules" | "network";
 /**
  * How lines end.
  *
@@ -578,10 +593,15 @@ export interface AwaitingDecision {
     [k: string]: unknown;
   };
   createdAt: string;
+  /**
+   * What made it wait: `default` (the tool's "ask me before") or `rule:<id>`.
+   */
+  decidedBy: string;
   effect: Effect;
   operationId: string;
   pairingId: string;
   projectId: string | null;
+  suggestedRule: RuleDraft;
   tool: string;
   workspaceId: string;
 }
@@ -594,6 +614,46 @@ export interface AwaitingDecision {
 export interface Fact {
   label: string;
   value: string;
+}
+/**
+ * A rule as the person writes it (`lomi rule add`, the window's Settings → Rules, or the
+ * "always" choices of a decision): every field but the verdict optional.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "RuleDraft".
+ */
+export interface RuleDraft {
+  /**
+   * Only this agent's calls; absent for every agent.
+   */
+  agent?: string | null;
+  /**
+   * The rule no longer applies from this time on.
+   */
+  expiresAt?: string | null;
+  /**
+   * Only calls whose subject matches; absent for any subject.
+   */
+  subject?: RuleSubject | null;
+  /**
+   * `*` for every tool, a family (`files`), or one tool (`lomi_file_write`).
+   */
+  tools: string;
+  verdict: Verdict;
+  /**
+   * Only calls in this workspace; absent for every workspace.
+   */
+  workspace?: string | null;
+}
+/**
+ * A rule's subject pattern as written.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "RuleSubject".
+ */
+export interface RuleSubject {
+  kind: SubjectKind;
+  pattern: string;
 }
 /**
  * A browser panel as the person's window shows it: its active tab's address and title and a
@@ -1083,6 +1143,7 @@ export interface SettingsView {
    */
   pairings?: PairingsSettings | null;
   providers?: ProvidersSettings | null;
+  rules?: RulesSettings | null;
   terminal?: TerminalSettings | null;
 }
 /**
@@ -1213,6 +1274,55 @@ export interface Provider {
   kind: ProviderKind;
   models: string[];
   name: string;
+}
+/**
+ * The person's rules (`lomi rule`): which calls run at once, wait for them, or are refused.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "RulesSettings".
+ */
+export interface RulesSettings {
+  /**
+   * Every agent's changes are paused (`lomi pause`).
+   */
+  paused: boolean;
+  /**
+   * Agents paused one by one.
+   */
+  pausedAgents: string[];
+  rules: RuleRecord[];
+  settingsRevision: string;
+}
+/**
+ * A kept rule: the draft with its id and when it was made.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "RuleRecord".
+ */
+export interface RuleRecord {
+  /**
+   * Only this agent's calls; absent for every agent.
+   */
+  agent?: string | null;
+  createdAt: string;
+  /**
+   * The rule no longer applies from this time on.
+   */
+  expiresAt?: string | null;
+  ruleId: string;
+  /**
+   * Only calls whose subject matches; absent for any subject.
+   */
+  subject?: RuleSubject | null;
+  /**
+   * `*` for every tool, a family (`files`), or one tool (`lomi_file_write`).
+   */
+  tools: string;
+  verdict: Verdict;
+  /**
+   * Only calls in this workspace; absent for every workspace.
+   */
+  workspace?: string | null;
 }
 /**
  * New terminals' defaults (lomi_terminal_create).

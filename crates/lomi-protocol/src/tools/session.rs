@@ -38,6 +38,8 @@ pub struct PairingStatus {
     pub message: String,
     /// Workspaces this pairing may use (empty until approved).
     pub granted_workspaces: Vec<WorkspaceId>,
+    /// The person paused this agent's changes (PAUSED until they resume); reads still work.
+    pub paused: bool,
 }
 
 /// A project (a directory on disk) in a workspace.

@@ -35,11 +35,12 @@ pub enum SettingsSection {
     Providers,
     Pairings,
     Confirmations,
+    Rules,
     Network,
 }
 
 impl SettingsSection {
-    pub const ALL: [SettingsSection; 8] = [
+    pub const ALL: [SettingsSection; 9] = [
         SettingsSection::Terminal,
         SettingsSection::Browser,
         SettingsSection::Editor,
@@ -47,6 +48,7 @@ impl SettingsSection {
         SettingsSection::Providers,
         SettingsSection::Pairings,
         SettingsSection::Confirmations,
+        SettingsSection::Rules,
         SettingsSection::Network,
     ];
 
@@ -60,6 +62,7 @@ impl SettingsSection {
             SettingsSection::Providers => "providers",
             SettingsSection::Pairings => "pairings",
             SettingsSection::Confirmations => "confirmations",
+            SettingsSection::Rules => "rules",
             SettingsSection::Network => "network",
         }
     }
@@ -75,6 +78,7 @@ impl SettingsSection {
             SettingsSection::Providers
                 | SettingsSection::Pairings
                 | SettingsSection::Confirmations
+                | SettingsSection::Rules
                 | SettingsSection::Network
         )
     }
@@ -141,6 +145,8 @@ pub struct SettingsView {
     pub pairings: Option<PairingsSettings>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmations: Option<ConfirmationsSettings>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<RulesSettings>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkSettings>,
 }
@@ -319,6 +325,18 @@ pub struct ConfirmationsSettings {
     pub settings_revision: SettingsRevision,
     /// Tools whose operations wait for the person's decision (awaiting_user).
     pub confirm_tools: Vec<String>,
+}
+
+/// The person's rules (`lomi rule`): which calls run at once, wait for them, or are refused.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RulesSettings {
+    pub settings_revision: SettingsRevision,
+    pub rules: Vec<crate::rules::RuleRecord>,
+    /// Every agent's changes are paused (`lomi pause`).
+    pub paused: bool,
+    /// Agents paused one by one.
+    pub paused_agents: Vec<crate::PairingId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -183,6 +183,11 @@ pub struct InputAccepted {
     pub bytes_written: u64,
     /// The output cursor just before the input was written: read output since it.
     pub output_cursor: String,
+    /// Set when one of the person's rules held the input for their decision: nothing was
+    /// written yet. Follow this operation (lomi_operation_wait); approved, it writes the input
+    /// once. Later inputs to this terminal answer RESOURCE_BUSY until it settles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_operation: Option<crate::OperationId>,
 }
 
 /// What `lomi_terminal_read` may wait for before answering: exactly one condition.
