@@ -1019,8 +1019,10 @@ const TIMELINE_LIMIT: usize = 16;
 /// `operationShow`: the live receipt with `timeline` (the states it went through and when,
 /// as the event feed still holds them), or the receipt in the history (it has left the feed).
 fn operation_shown(broker: &Broker, id: &OperationId) -> Result<OperationShown, ToolError> {
-    let (receipt, timeline) = match broker.operation(id) {
+    let (receipt, timeline, decided_by) = match broker.operation(id) {
         Ok(op) => {
+            let decided_by = (broker.store().get(id).map_err(store_error)?)
+                .and_then(|receipt| receipt.decided_by);
             let events = broker
                 .store()
                 .events_of(id, TIMELINE_LIMIT)
@@ -1032,7 +1034,7 @@ fn operation_shown(broker: &Broker, id: &OperationId) -> Result<OperationShown, 
                     at: e.at,
                 })
                 .collect();
-            (ShownReceipt::Live(Box::new(op)), Some(timeline))
+            (ShownReceipt::Live(Box::new(op)), Some(timeline), decided_by)
         }
         // Not live: it may have moved to the history.
         Err(error) if error.code == ErrorCode::NotFound => {
@@ -1040,6 +1042,7 @@ fn operation_shown(broker: &Broker, id: &OperationId) -> Result<OperationShown, 
                 Some(archived) => (
                     ShownReceipt::Archived(Box::new(archived_receipt(&archived))),
                     None,
+                    archived.receipt.decided_by.clone(),
                 ),
                 None => return Err(error),
             }
@@ -1051,6 +1054,7 @@ fn operation_shown(broker: &Broker, id: &OperationId) -> Result<OperationShown, 
         receipt,
         timeline,
         recovery,
+        decided_by,
     })
 }
 
@@ -1166,6 +1170,7 @@ mod tests {
             receipt: receipt("outcome_unknown"),
             timeline: Some(vec![]),
             recovery: recovery(&receipt("outcome_unknown")),
+            decided_by: None,
         };
         let wire = json!(shown);
         assert_eq!(
@@ -1179,6 +1184,13 @@ mod tests {
             "the receipt's own fields: {wire}"
         );
         assert_eq!(recovery(&receipt("succeeded")), None);
+        let decided = OperationShown {
+            receipt: receipt("succeeded"),
+            timeline: None,
+            recovery: None,
+            decided_by: Some("person".to_owned()),
+        };
+        assert_eq!(json!(decided)["decidedBy"], "person");
     }
 
     fn broker(dir: &std::path::Path) -> Broker {

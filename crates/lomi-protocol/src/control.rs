@@ -266,6 +266,10 @@ pub struct OperationShown {
     /// For an `outcome_unknown` receipt: what to look at for its tool's family.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<String>,
+    /// What decided it: `default` (the tool's "ask me before"), `rule:<id>`, `person` or
+    /// `remembered`; absent on receipts older than the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
 }
 
 /// The store's warning level: 75 % of a cap (`warning`), 90 % (`critical`), at a cap (`full`);
@@ -676,6 +680,7 @@ mod tests {
             )),
             timeline: None,
             recovery: Some("look at git status".to_owned()),
+            decided_by: None,
         };
         let mut expected = archived;
         expected["recovery"] = json!("look at git status");

@@ -2499,3 +2499,30 @@ fn chat_drafts_replies_and_reopen() {
     assert_eq!(settled.revision, 4);
     assert_eq!(store.chat_list(&workspace, 10).expect("list").len(), 1);
 }
+
+#[test]
+fn a_receipt_keeps_what_decided_it() {
+    let setup = setup();
+    let store = setup.open();
+    let epoch = setup.epoch(&store, "re_a");
+    let reservation = store
+        .reserve_running(&request(&key(&epoch, "rk_1"), json!({"a": 1})))
+        .expect("reserve");
+    let id = reservation.receipt.operation_id;
+    assert_eq!(reservation.receipt.decided_by.as_deref(), Some("default"));
+    let read = store.get(&id).expect("get").expect("kept");
+    assert_eq!(read.decided_by.as_deref(), Some("default"));
+    let settled = store
+        .transition_decided(
+            &id,
+            OperationState::Running,
+            OperationState::Succeeded,
+            EffectState::Complete,
+            None,
+            None,
+        )
+        .expect("settle");
+    assert_eq!(settled.decided_by.as_deref(), Some("default"));
+    let counts = store.decisions_by().expect("counts");
+    assert_eq!(counts.get("default").map(|c| c.0), Some(1));
+}
