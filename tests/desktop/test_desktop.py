@@ -56,6 +56,8 @@ async def test_approve_decide_take_over_and_revoke_in_the_window(desktop: Deskto
     b = lomi.add_workspace("Secret Bravo workspace", tmp_path / "project-b")
     (tmp_path / "project-a" / "old.txt").write_bytes(b"bye\n")
     mcp = support.McpFactory(lomi, lomi.transcript)
+    # A client without a token pairs for its session (the person's choice; off, it signs in).
+    lomi.allow_session_pairing()
 
     async with mcp.session(client_name="Desktop e2e agent") as agent:
         # A new client is pending; the window asks the person, showing the client's code.
@@ -190,6 +192,7 @@ async def test_deny_in_the_window_and_close_quits_when_nobody_is_paired(desktop:
     window = desktop.window
     assert window is not None
     mcp = support.McpFactory(lomi, lomi.transcript)
+    lomi.allow_session_pairing()
     async with mcp.session(client_name="Unwanted agent") as agent:
         status = await agent.ok("lomi_pairing_status")
         window.wait_for("#approval-dialog")
@@ -239,6 +242,7 @@ async def test_the_window_comes_back_when_its_web_process_crashes(desktop: Deskt
     assert not process_gone(desktop.pid)
     # The app still serves agents.
     mcp = support.McpFactory(desktop.lomi, desktop.lomi.transcript)
+    desktop.lomi.allow_session_pairing()
     async with mcp.session(client_name="Agent after the crash") as agent:
         status = await agent.ok("lomi_pairing_status")
         assert status["state"] == "pending", status
@@ -798,6 +802,7 @@ async def test_tool_families_chosen_in_the_window_shape_the_agents_tool_list(des
     assert window is not None
     a = lomi.add_workspace("Families workspace", tmp_path / "project-f")
     mcp = support.McpFactory(lomi, lomi.transcript)
+    lomi.allow_session_pairing()
     async with mcp.session(client_name="Browser-only agent") as agent:
         status = await agent.ok("lomi_pairing_status")
         window.wait_for("#approval-dialog")

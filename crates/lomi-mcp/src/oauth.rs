@@ -62,7 +62,7 @@ fn our_host(headers: &HeaderMap, port: u16) -> Option<String> {
 
 /// Host must name this endpoint; a present Origin must be this endpoint's own (a web page
 /// elsewhere in the person's browser cannot call it).
-async fn local_only(
+pub(crate) async fn local_only(
     State(port): State<u16>,
     request: Request,
     next: axum::middleware::Next,
@@ -554,12 +554,11 @@ async fn revoke(State(state): State<OAuthState>, body: Bytes) -> Response {
     json_response(StatusCode::OK, json!({}))
 }
 
-/// In front of `/mcp`: a request in the stateless revision (2026-07-28 and later) must carry a
-/// token, so without one it is answered 401 pointing at the protected-resource metadata, and
-/// an OAuth access token Lomi no longer knows (expired, or Lomi restarted) is answered 401
-/// `invalid_token` so the client refreshes it. Other requests go on: a handshake-era client
-/// without a token still pairs through its session, and a bearer token the person created is
-/// checked by the MCP handler.
+/// In front of `/mcp`: a request without a token is answered 401 pointing at the
+/// protected-resource metadata, at every revision, which is what starts a client's sign-in
+/// (unless the person lets handshake-era clients pair for their session), and an OAuth access
+/// token Lomi no longer knows (expired, or Lomi restarted) is answered 401 `invalid_token` so
+/// the client refreshes it. A bearer token the person created is checked by the MCP handler.
 pub async fn challenge(
     State(state): State<OAuthState>,
     request: Request,
@@ -591,10 +590,13 @@ pub async fn challenge(
             );
         }
         Some(_) => {}
-        None if is_stateless(headers) => {
+        // Every revision: a client signs in when it is challenged. Only where the person lets
+        // clients pair for their session (`network.sessionPairing`) does a handshake-era one
+        // without a token go on, to a pending pairing bound to its MCP session.
+        None if is_stateless(headers) || !state.lomi.broker.session_pairing_allowed() => {
             return unauthorized(
                 &format!("Bearer resource_metadata=\"{metadata}\""),
-                "this MCP revision needs a token: authorize with Lomi (the client's OAuth flow), or use a token from `lomi pairing create`",
+                "Lomi's MCP endpoint needs a token: sign in with the client's MCP authorization (Lomi opens a page to approve it), or use a token from `lomi pairing create`, or the stdio bridge `lomi mcp`",
             );
         }
         None => {}

@@ -1159,6 +1159,11 @@ export interface NetworkSettings {
    * Where Lomi serves MCP over HTTP ("" before it started serving).
    */
   mcpUrl: string;
+  /**
+   * An HTTP client without a token may pair for its MCP session only (pending until the
+   * person approves it, ended with the session). Off: it is answered 401 and signs in.
+   */
+  sessionPairing: boolean;
   settingsRevision: string;
 }
 /**
