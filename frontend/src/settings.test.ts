@@ -31,6 +31,7 @@ function pairing(id: string, state: Pairing["state"], extra: Partial<Pairing> = 
     lastActiveAt: null,
     families: null,
     requestedFamilies: null,
+    signIn: null,
     ...extra,
   };
 }

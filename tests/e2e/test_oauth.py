@@ -92,8 +92,11 @@ class Person:
         return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
 
-def provider(lomi: Lomi, person: Person, storage: MemoryStorage, name: str = "oauth-e2e") -> OAuthClientProvider:
+def provider(
+    lomi: Lomi, person: Person, storage: MemoryStorage, name: str = "oauth-e2e", metadata_url: str | None = None
+) -> OAuthClientProvider:
     return OAuthClientProvider(
+        client_metadata_url=metadata_url,
         server_url=lomi.url,
         client_metadata=OAuthClientMetadata(
             client_name=name,

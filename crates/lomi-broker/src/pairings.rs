@@ -245,10 +245,20 @@ impl Broker {
 
     pub fn pairing_list(&self) -> Vec<PairingSummary> {
         let activity = self.activity().clone();
-        self.domain()
+        let redirects = self.oauth_redirects();
+        let domain = self.domain();
+        domain
             .pairings
             .iter()
             .map(|p| PairingSummary {
+                sign_in: match &p.credential {
+                    Credential::OAuth(grant) => crate::oauth::sign_in_client(
+                        &domain.oauth_clients,
+                        &grant.client_id,
+                        redirects.get(&p.id).map(String::as_str),
+                    ),
+                    _ => None,
+                },
                 pairing_id: p.id.clone(),
                 client_name: p.client_name.clone(),
                 verification_code: p.verification_code.clone(),

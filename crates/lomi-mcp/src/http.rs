@@ -272,6 +272,7 @@ pub fn router(
     let oauth = crate::oauth::OAuthState {
         lomi: lomi.clone(),
         port,
+        documents: crate::cimd::Fetcher::from_env(),
     };
     let tools = Arc::new(mcp_tools());
     let guard = Arc::new(BearerGuard::default());
