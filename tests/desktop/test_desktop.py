@@ -1109,3 +1109,108 @@ async def test_the_person_splits_a_workspace_and_the_agents_layout_updates_compa
         first = now
     time.sleep(5.0)
     assert overview_stats(window) == first, "the overview was read or sent while nothing changed"
+
+
+def e2e_module(name: str):
+    """A helper module of the e2e suite (tests/e2e/NAME.py), loaded under another name."""
+    spec = importlib.util.spec_from_file_location(f"lomi_e2e_{name}", Path(__file__).parent.parent / "e2e" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_a_client_signing_in_with_its_metadata_document_is_approved_in_the_window(
+    desktop: Desktop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The MCP Python SDK's OAuth client, known by its client ID metadata document (served over
+    HTTPS on 127.0.0.1 with a test authority the app trusts through LOMI_CIMD_TEST_CA): Lomi's
+    401 starts its sign-in, the window's dialog shows the document's name, the redirect host
+    and the document's URL, the person approves by clicking, and the client lists its tools."""
+    import re
+    from urllib.parse import parse_qs, urlparse
+
+    import httpx
+    from mcp import Client
+    from mcp.client.auth import OAuthClientProvider, TokenStorage
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+
+    https = e2e_module("https_documents")
+    ca, cert, key = https.make_authority(tmp_path / "ca")
+    documents = https.DocumentServer(cert, key)
+    try:
+        monkeypatch.setenv("LOMI_CIMD_TEST_CA", str(ca))
+        desktop.start()
+        lomi = desktop.lomi
+        window = desktop.window
+        assert window is not None
+        a = lomi.add_workspace("Sign-in workspace", tmp_path / "project-s")
+        url = documents.url("/oauth/client.json")
+        redirect = "http://127.0.0.1:33419/callback"
+        documents.serve("/oauth/client.json", {
+            "client_id": url, "client_name": "Window sign-in client", "redirect_uris": [redirect],
+            "token_endpoint_auth_method": "none",
+        })
+
+        class Storage(TokenStorage):
+            tokens = client = None
+
+            async def get_tokens(self):
+                return self.tokens
+
+            async def set_tokens(self, tokens) -> None:
+                self.tokens = tokens
+
+            async def get_client_info(self):
+                return self.client
+
+            async def set_client_info(self, client_info) -> None:
+                self.client = client_info
+
+        asked: list[str] = []
+
+        async def redirect_handler(authorize: str) -> None:
+            asked.append(authorize)
+
+        async def callback_handler() -> AuthorizationCodeResult:
+            base = lomi.url.removesuffix("/mcp")
+            async with httpx.AsyncClient() as browser:
+                page = await browser.get(asked[-1])
+                assert page.status_code == 200, page.text
+                request = re.search(r'data-request="([0-9a-f]+)"', page.text).group(1)
+                window.wait_for("#approval-dialog")
+                assert window.text_of("#approval-dialog .client-name") == "Window sign-in client"
+                assert window.text_of("#approval-dialog .redirect-host") == "127.0.0.1"
+                assert window.text_of("#approval-dialog .metadata-source") == url
+                window.click_on(f'#approval-dialog input[data-workspace-id="{a["workspaceId"]}"]')
+                desktop.screenshot("approval-sign-in.png")
+                window.click_on("#approve")
+                window.wait_gone("#approval-dialog")
+                back = await browser.get(f"{base}/authorize/continue?request={request}")
+            assert back.status_code == 302, back.text
+            query = {k: v[0] for k, v in parse_qs(urlparse(back.headers["location"]).query).items()}
+            return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
+
+        provider = OAuthClientProvider(
+            server_url=lomi.url,
+            client_metadata=OAuthClientMetadata(
+                client_name="not shown", redirect_uris=[redirect], grant_types=["authorization_code", "refresh_token"],
+                response_types=["code"], token_endpoint_auth_method="none",
+            ),
+            storage=Storage(),
+            redirect_handler=redirect_handler,
+            callback_handler=callback_handler,
+            client_metadata_url=url,
+        )
+        http = create_mcp_http_client(auth=provider)
+        with anyio.fail_after(DEADLINE * 2):
+            async with Client(streamable_http_client(lomi.url, http_client=http), mode="legacy") as client:
+                names = {tool.name for tool in (await client.list_tools()).tools}
+        assert "lomi_terminal_create" in names and "lomi_connect" in names, names
+        assert len(asked) == 1 and documents.requests == ["/oauth/client.json"], (asked, documents.requests)
+        (pairing,) = lomi.cli("pairing", "list")
+        assert pairing["state"] == "approved" and pairing["grants"] == [a["workspaceId"]], dump(pairing)
+    finally:
+        documents.close()
