@@ -603,7 +603,7 @@ async def test_a_full_data_disk_is_told_in_the_window_and_work_resumes_when_room
 async def test_settings_saved_in_the_window_move_the_revision_agents_see(desktop: Desktop, tmp_path: Path):
     """Settings → Preferences: the person's Save in the window moves the terminal section's
     revision that `lomi settings get` and an agent see; an agent's change shows in the window
-    with its new revision."""
+    with its new revision; the person turns session pairing on there."""
     desktop.start()
     lomi = desktop.lomi
     window = desktop.window
@@ -632,6 +632,11 @@ async def test_settings_saved_in_the_window_move_the_revision_agents_see(desktop
     wait_until(lambda: shown() == "3", "the agent's change in the window")
     rows = window.script("return document.querySelector('#settings-terminal [data-key=rows]').value")
     assert rows == "40", rows
+    # Session pairing is the person's choice, off until they tick it here.
+    assert lomi.cli("settings", "get", "network")["network"]["sessionPairing"] is False
+    window.click_on("#settings-network [data-key=sessionPairing]")
+    window.click_on("#settings-network .save-section")
+    wait_until(lambda: lomi.cli("settings", "get", "network")["network"]["sessionPairing"] is True, "the window's save")
     desktop.screenshot("settings-preferences.png")
 
 
