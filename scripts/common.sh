@@ -172,6 +172,23 @@ ensure_claude_code() {
   printf '%s\n' "$root/node_modules/.bin/claude"
 }
 
+# The MCP TypeScript SDK (@modelcontextprotocol/sdk), pinned, for the end-to-end test of an
+# OAuth client built on it (tests/e2e/ts_oauth_client.mjs); prints its node_modules folder.
+MCP_TS_SDK_VERSION=1.32.2
+ensure_mcp_ts_sdk() {
+  local root="$LOMI_CACHE/mcp-ts-sdk"
+  local installed=""
+  if [ -f "$root/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
+    installed="$(node -p "require(process.argv[1]).version" "$root/node_modules/@modelcontextprotocol/sdk/package.json" 2>/dev/null || true)"
+  fi
+  if [ "$installed" != "$MCP_TS_SDK_VERSION" ]; then
+    say "installing @modelcontextprotocol/sdk@$MCP_TS_SDK_VERSION"
+    mkdir -p "$root"
+    npm install --no-audit --no-fund --prefix "$root" "@modelcontextprotocol/sdk@$MCP_TS_SDK_VERSION" >/dev/null || return 1
+  fi
+  printf '%s\n' "$root/node_modules"
+}
+
 ensure_tauri_driver() {
   local root="$LOMI_CACHE/tauri-driver"
   mkdir -p "$LOMI_CACHE"

@@ -41,6 +41,7 @@ const pairing: Pairing = {
   lastActiveAt: null,
   families: null,
   requestedFamilies: null,
+  signIn: null,
 };
 
 function click(root: HTMLElement, selector: string): void {
@@ -53,6 +54,19 @@ describe("pairing approval dialog", () => {
     expect(dialog.querySelector(".client-name")!.textContent).toBe("Claude Code");
     expect(dialog.querySelector(".verification-code")!.textContent).toBe("K7Q-2M4");
     expect(dialog.dataset.pairingId).toBe("pa_1");
+  });
+
+  it("shows a signed-in client's redirect host and where its name came from", () => {
+    const shown = (signIn: Pairing["signIn"]) =>
+      pairingDialog({ ...pairing, credential: "oauth", signIn }, workspaces, { approve: vi.fn(), deny: vi.fn() });
+    const fromDocument = shown({ redirectHost: "127.0.0.1", metadataUrl: "https://claude.ai/oauth/claude-code-client-metadata" });
+    expect(fromDocument.querySelector(".redirect-host")!.textContent).toBe("127.0.0.1");
+    expect(fromDocument.querySelector(".metadata-source")!.textContent).toBe(
+      "https://claude.ai/oauth/claude-code-client-metadata",
+    );
+    const registered = shown({ redirectHost: "localhost", metadataUrl: null });
+    expect(registered.querySelector(".metadata-source")!.textContent).toContain("its own registration");
+    expect(pairingDialog(pairing, workspaces, { approve: vi.fn(), deny: vi.fn() }).querySelector(".redirect-host")).toBeNull();
   });
 
   it("lists every workspace with its project roots, none preselected", () => {

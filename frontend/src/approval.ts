@@ -22,6 +22,27 @@ export function grantSummary(count: number): string {
 }
 
 /** The ticked boxes of a kind in the dialog a click came from, by their data attribute. */
+/** Where a client that signs in sends the browser back, and where its name came from: its
+ * client ID metadata document (an https URL Lomi fetched), or its own registration. */
+export function signInRows(signIn: Pairing["signIn"]): VNode[] {
+  if (!signIn) return [];
+  return [
+    labelled("redirect-row", "Sends you back to", h("strong", { class: "redirect-host" }, signIn.redirectHost)),
+    labelled(
+      "metadata-row",
+      "Its name comes from",
+      signIn.metadataUrl
+        ? h("code", { class: "metadata-source" }, signIn.metadataUrl)
+        : h("span", { class: "metadata-source" }, "its own registration with Lomi (not checked)"),
+    ),
+  ];
+}
+
+/** One row of the dialog: a label, then its value. */
+function labelled(rowClass: string, label: string, value: VNode): VNode {
+  return h("p", { class: rowClass }, h("span", { class: "label" }, label), value);
+}
+
 function ticked(event: Event, selector: string, attribute: string): string[] {
   const dialog = (event.currentTarget as HTMLElement).closest(".dialog");
   return [...(dialog?.querySelectorAll<HTMLInputElement>(selector) ?? [])]
@@ -60,18 +81,9 @@ function PairingDialog({ pairing, workspaces, actions }: PairingDialogProps): VN
       "data-pairing-id": pairing.pairingId,
     },
     h("h2", { id: "approval-title" }, "An agent asks to work in Lomi"),
-    h(
-      "p",
-      { class: "client" },
-      h("span", { class: "label" }, "Client"),
-      h("strong", { class: "client-name" }, pairing.clientName),
-    ),
-    h(
-      "p",
-      { class: "code-row" },
-      h("span", { class: "label" }, "Verification code"),
-      h("code", { class: "verification-code" }, pairing.verificationCode),
-    ),
+    labelled("client", "Client", h("strong", { class: "client-name" }, pairing.clientName)),
+    ...signInRows(pairing.signIn),
+    labelled("code-row", "Verification code", h("code", { class: "verification-code" }, pairing.verificationCode)),
     h(
       "p",
       { class: "hint" },

@@ -21,6 +21,7 @@ const sections: SettingsSections = {
       { name: "local", kind: "openai_compatible", baseUrl: "http://127.0.0.1:11434/v1", models: ["llama3"], keyStored: true },
     ],
   },
+  network: { settingsRevision: "2", mcpUrl: "http://127.0.0.1:7457/mcp", sessionPairing: false },
 };
 
 const terminalFields = SECTIONS.find((s) => s.section === "terminal")!.fields;
@@ -70,6 +71,20 @@ describe("preferencesSection", () => {
     form.querySelector<HTMLButtonElement>(".save-section")!.click();
     expect(send).toHaveBeenCalledWith("Terminals", {
       settingsSet: { section: "terminal", values: { cols: 132 }, expectedSettingsRevision: "3" },
+    });
+  });
+
+  it("turns session pairing on, sending only that field (the URL is shown, never sent)", () => {
+    const send = vi.fn();
+    const root = document.body.appendChild(document.createElement("div"));
+    show(root, preferencesSectionVNode(sections, { send, say: vi.fn() }));
+    const form = root.querySelector<HTMLFormElement>("#settings-network")!;
+    const box = form.querySelector<HTMLInputElement>('[data-key="sessionPairing"]')!;
+    expect(box.checked).toBe(false);
+    box.checked = true;
+    form.querySelector<HTMLButtonElement>(".save-section")!.click();
+    expect(send).toHaveBeenCalledWith("Agents", {
+      settingsSet: { section: "network", values: { sessionPairing: true }, expectedSettingsRevision: "2" },
     });
   });
 

@@ -54,6 +54,17 @@ export const SECTIONS: { section: keyof SettingsSections; title: string; fields:
       { key: "systemPrompt", label: "System prompt", kind: "longtext" },
     ],
   },
+  {
+    section: "network",
+    title: "Agents",
+    fields: [
+      {
+        key: "sessionPairing",
+        label: "Let a client that cannot sign in wait for my approval, for its session only",
+        kind: "bool",
+      },
+    ],
+  },
 ];
 
 /** What a field shows in its input. */

@@ -31,6 +31,7 @@ function pairing(id: string, state: Pairing["state"], extra: Partial<Pairing> = 
     lastActiveAt: null,
     families: null,
     requestedFamilies: null,
+    signIn: null,
     ...extra,
   };
 }
@@ -158,6 +159,7 @@ describe("settings", () => {
     const view = settingsView(state(), act);
     expect(view.querySelector("#endpoint-url")!.textContent).toBe(url);
     expect(view.textContent).toContain("port 7457");
+    expect(view.textContent).toContain("signs in");
     const configs = clientConfigs(url);
     expect(configs.map((c) => c.client)).toEqual(["Claude Code", "VS Code", "Cursor"]);
     expect(JSON.parse(configs[1].text)).toEqual({ servers: { lomi: { type: "http", url } } });

@@ -286,7 +286,7 @@ export function settingsView(state: SettingsState, actions: SettingsActions): VN
       "MCP endpoint ",
       h("code", { id: "endpoint-url" }, state.url),
       ` (port ${portOf(state.url)}; start Lomi with --http 127.0.0.1:PORT or LOMI_HTTP to change it). `,
-      "A client that connects waits until you approve it here.",
+      "A client added by this URL signs in: your browser opens a Lomi page with its code, and it waits until you approve it here.",
     ),
     ...clientConfigs(state.url).map((config) =>
       h(

@@ -16,7 +16,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SCENARIO_TIMEOUT=120
 
 # Handshake-era (2025-11-25) scenarios that test generic protocol behaviour. Run twice: as an
-# unapproved (pending) client, what the runner sees of Lomi by default; and with a token
+# unapproved (pending) client, with the person's session pairing on; and with a token
 # pairing's bearer (bearer.cjs adds it to the runner's requests).
 APPLICABLE_2025=(server-initialize server-session-lifecycle ping tools-list server-sse-multiple-streams dns-rebinding-protection)
 # dns-rebinding-protection sends its requests by hand, without the token (it is the pending
@@ -206,7 +206,16 @@ run_scenario() {
   report "$label $version" "$name" "$log" "$rc"
 }
 
+# The pending pass: clients without a token pair for their session only where the person chose
+# it (network.sessionPairing; off by default, they are answered 401 and sign in), so it is on
+# for this pass and off again for the others.
+session_pairing() {
+  "$LOMI_BIN" --data-dir "$data" settings set network sessionPairing "$1" >/dev/null ||
+    die "lomi settings set network sessionPairing $1 failed"
+}
+session_pairing true
 for s in "${APPLICABLE_2025[@]}"; do run_scenario pending 2025-11-25 "$s"; done
+session_pairing false
 
 # Token passes: a workspace and a pairing created ahead, its bearer added by bearer.cjs.
 mkdir -p "$work/project"

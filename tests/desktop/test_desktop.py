@@ -56,6 +56,8 @@ async def test_approve_decide_take_over_and_revoke_in_the_window(desktop: Deskto
     b = lomi.add_workspace("Secret Bravo workspace", tmp_path / "project-b")
     (tmp_path / "project-a" / "old.txt").write_bytes(b"bye\n")
     mcp = support.McpFactory(lomi, lomi.transcript)
+    # A client without a token pairs for its session (the person's choice; off, it signs in).
+    lomi.allow_session_pairing()
 
     async with mcp.session(client_name="Desktop e2e agent") as agent:
         # A new client is pending; the window asks the person, showing the client's code.
@@ -190,6 +192,7 @@ async def test_deny_in_the_window_and_close_quits_when_nobody_is_paired(desktop:
     window = desktop.window
     assert window is not None
     mcp = support.McpFactory(lomi, lomi.transcript)
+    lomi.allow_session_pairing()
     async with mcp.session(client_name="Unwanted agent") as agent:
         status = await agent.ok("lomi_pairing_status")
         window.wait_for("#approval-dialog")
@@ -239,6 +242,7 @@ async def test_the_window_comes_back_when_its_web_process_crashes(desktop: Deskt
     assert not process_gone(desktop.pid)
     # The app still serves agents.
     mcp = support.McpFactory(desktop.lomi, desktop.lomi.transcript)
+    desktop.lomi.allow_session_pairing()
     async with mcp.session(client_name="Agent after the crash") as agent:
         status = await agent.ok("lomi_pairing_status")
         assert status["state"] == "pending", status
@@ -599,7 +603,7 @@ async def test_a_full_data_disk_is_told_in_the_window_and_work_resumes_when_room
 async def test_settings_saved_in_the_window_move_the_revision_agents_see(desktop: Desktop, tmp_path: Path):
     """Settings → Preferences: the person's Save in the window moves the terminal section's
     revision that `lomi settings get` and an agent see; an agent's change shows in the window
-    with its new revision."""
+    with its new revision; the person turns session pairing on there."""
     desktop.start()
     lomi = desktop.lomi
     window = desktop.window
@@ -628,6 +632,11 @@ async def test_settings_saved_in_the_window_move_the_revision_agents_see(desktop
     wait_until(lambda: shown() == "3", "the agent's change in the window")
     rows = window.script("return document.querySelector('#settings-terminal [data-key=rows]').value")
     assert rows == "40", rows
+    # Session pairing is the person's choice, off until they tick it here.
+    assert lomi.cli("settings", "get", "network")["network"]["sessionPairing"] is False
+    window.click_on("#settings-network [data-key=sessionPairing]")
+    window.click_on("#settings-network .save-section")
+    wait_until(lambda: lomi.cli("settings", "get", "network")["network"]["sessionPairing"] is True, "the window's save")
     desktop.screenshot("settings-preferences.png")
 
 
@@ -798,6 +807,7 @@ async def test_tool_families_chosen_in_the_window_shape_the_agents_tool_list(des
     assert window is not None
     a = lomi.add_workspace("Families workspace", tmp_path / "project-f")
     mcp = support.McpFactory(lomi, lomi.transcript)
+    lomi.allow_session_pairing()
     async with mcp.session(client_name="Browser-only agent") as agent:
         status = await agent.ok("lomi_pairing_status")
         window.wait_for("#approval-dialog")
@@ -1104,3 +1114,108 @@ async def test_the_person_splits_a_workspace_and_the_agents_layout_updates_compa
         first = now
     time.sleep(5.0)
     assert overview_stats(window) == first, "the overview was read or sent while nothing changed"
+
+
+def e2e_module(name: str):
+    """A helper module of the e2e suite (tests/e2e/NAME.py), loaded under another name."""
+    spec = importlib.util.spec_from_file_location(f"lomi_e2e_{name}", Path(__file__).parent.parent / "e2e" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_a_client_signing_in_with_its_metadata_document_is_approved_in_the_window(
+    desktop: Desktop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The MCP Python SDK's OAuth client, known by its client ID metadata document (served over
+    HTTPS on 127.0.0.1 with a test authority the app trusts through LOMI_CIMD_TEST_CA): Lomi's
+    401 starts its sign-in, the window's dialog shows the document's name, the redirect host
+    and the document's URL, the person approves by clicking, and the client lists its tools."""
+    import re
+    from urllib.parse import parse_qs, urlparse
+
+    import httpx
+    from mcp import Client
+    from mcp.client.auth import OAuthClientProvider, TokenStorage
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+
+    https = e2e_module("https_documents")
+    ca, cert, key = https.make_authority(tmp_path / "ca")
+    documents = https.DocumentServer(cert, key)
+    try:
+        monkeypatch.setenv("LOMI_CIMD_TEST_CA", str(ca))
+        desktop.start()
+        lomi = desktop.lomi
+        window = desktop.window
+        assert window is not None
+        a = lomi.add_workspace("Sign-in workspace", tmp_path / "project-s")
+        url = documents.url("/oauth/client.json")
+        redirect = "http://127.0.0.1:33419/callback"
+        documents.serve("/oauth/client.json", {
+            "client_id": url, "client_name": "Window sign-in client", "redirect_uris": [redirect],
+            "token_endpoint_auth_method": "none",
+        })
+
+        class Storage(TokenStorage):
+            tokens = client = None
+
+            async def get_tokens(self):
+                return self.tokens
+
+            async def set_tokens(self, tokens) -> None:
+                self.tokens = tokens
+
+            async def get_client_info(self):
+                return self.client
+
+            async def set_client_info(self, client_info) -> None:
+                self.client = client_info
+
+        asked: list[str] = []
+
+        async def redirect_handler(authorize: str) -> None:
+            asked.append(authorize)
+
+        async def callback_handler() -> AuthorizationCodeResult:
+            base = lomi.url.removesuffix("/mcp")
+            async with httpx.AsyncClient() as browser:
+                page = await browser.get(asked[-1])
+                assert page.status_code == 200, page.text
+                request = re.search(r'data-request="([0-9a-f]+)"', page.text).group(1)
+                window.wait_for("#approval-dialog")
+                assert window.text_of("#approval-dialog .client-name") == "Window sign-in client"
+                assert window.text_of("#approval-dialog .redirect-host") == "127.0.0.1"
+                assert window.text_of("#approval-dialog .metadata-source") == url
+                window.click_on(f'#approval-dialog input[data-workspace-id="{a["workspaceId"]}"]')
+                desktop.screenshot("approval-sign-in.png")
+                window.click_on("#approve")
+                window.wait_gone("#approval-dialog")
+                back = await browser.get(f"{base}/authorize/continue?request={request}")
+            assert back.status_code == 302, back.text
+            query = {k: v[0] for k, v in parse_qs(urlparse(back.headers["location"]).query).items()}
+            return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
+
+        provider = OAuthClientProvider(
+            server_url=lomi.url,
+            client_metadata=OAuthClientMetadata(
+                client_name="not shown", redirect_uris=[redirect], grant_types=["authorization_code", "refresh_token"],
+                response_types=["code"], token_endpoint_auth_method="none",
+            ),
+            storage=Storage(),
+            redirect_handler=redirect_handler,
+            callback_handler=callback_handler,
+            client_metadata_url=url,
+        )
+        http = create_mcp_http_client(auth=provider)
+        with anyio.fail_after(DEADLINE * 2):
+            async with Client(streamable_http_client(lomi.url, http_client=http), mode="legacy") as client:
+                names = {tool.name for tool in (await client.list_tools()).tools}
+        assert "lomi_terminal_create" in names and "lomi_connect" in names, names
+        assert len(asked) == 1 and documents.requests == ["/oauth/client.json"], (asked, documents.requests)
+        (pairing,) = lomi.cli("pairing", "list")
+        assert pairing["state"] == "approved" and pairing["grants"] == [a["workspaceId"]], dump(pairing)
+    finally:
+        documents.close()

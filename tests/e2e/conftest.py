@@ -339,6 +339,21 @@ class Lomi:
                 return p
         pytest.fail(f"no pairing {pairing_id} in `lomi pairing list`")
 
+    def bearer(self) -> dict[str, str]:
+        """The Authorization header of an approved pairing with every tool family (made once
+        per serve data dir): what a raw-HTTP test shows, since Lomi answers a request without
+        a token 401 (the client is to sign in)."""
+        if not getattr(self, "_bearer", None):
+            self._bearer = self.create_token(name="raw-http")["token"]
+        return {"Authorization": f"Bearer {self._bearer}"}
+
+    def allow_session_pairing(self) -> None:
+        """The person's choice that a client without a token may pair for its MCP session
+        (pending until approved), instead of being answered 401 to sign in: for the tests of
+        that pending pairing."""
+        updated = self.cli("settings", "set", "network", "sessionPairing", "true")
+        assert updated["values"]["sessionPairing"] is True, dump(updated)
+
     def create_token(self, *workspaces: str, name: str = "e2e-token") -> dict[str, Any]:
         args = ["pairing", "create", "--name", name]
         for w in workspaces:

@@ -13,6 +13,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_denied_pending_session_is_refused_on_next_call(lomi, workspaces, mcp):
     a, _ = workspaces
+    lomi.allow_session_pairing()
     async with mcp.session() as agent:
         pending = await agent.ok("lomi_pairing_status")
         assert pending["state"] == "pending"
@@ -58,6 +59,7 @@ NEXT_CALLS = {
 @pytest.mark.parametrize("first_call", sorted(NEXT_CALLS))
 async def test_revoked_session_is_refused_on_the_very_next_call(lomi, workspaces, mcp, first_call):
     a, _ = workspaces
+    lomi.allow_session_pairing()
     async with mcp.session() as agent:
         pending = await agent.ok("lomi_pairing_status")
         lomi.cli("pairing", "approve", pending["pairingId"], "--workspace", a["workspaceId"])
@@ -106,6 +108,7 @@ async def test_revoked_token_is_refused_on_every_new_session(lomi, workspaces, m
 
 async def test_session_pairing_ends_with_its_session(lomi, workspaces, mcp):
     a, _ = workspaces
+    lomi.allow_session_pairing()
     async with mcp.session() as agent:
         pending = await agent.ok("lomi_pairing_status")
         lomi.cli("pairing", "approve", pending["pairingId"], "--workspace", a["workspaceId"])

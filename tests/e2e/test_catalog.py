@@ -31,7 +31,8 @@ def by_name(tools: list[dict]) -> dict[str, dict]:
 
 def test_catalog_equals_tools_list_on_the_wire(lomi):
     expected = catalog()["tools"]
-    session = RawSession(lomi.port)  # tools/list needs no approval
+    # An approved pairing with every family (an unapproved client is listed no tools).
+    session = RawSession(lomi.port, headers=lomi.bearer())
     listed = session.request("tools/list")
     assert "nextCursor" not in listed, "one page holds every tool"
     # Byte-for-byte the same JSON values, in the same order.
@@ -47,7 +48,8 @@ def test_catalog_equals_tools_list_on_the_wire(lomi):
 
 async def test_catalog_equals_tools_list_through_the_sdk(lomi, mcp):
     expected = by_name(catalog()["tools"])
-    async with mcp.session() as agent:
+    token = lomi.create_token(name="catalog")["token"]
+    async with mcp.session(token=token) as agent:
         listed = await agent.session.list_tools()
     assert listed.next_cursor is None
     live = by_name([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listed.tools])

@@ -55,9 +55,11 @@ async def test_a_pairing_sees_only_its_families_and_is_told_when_they_change(lom
     everything = {t["name"] for t in catalog()["tools"]}
     browser = names_with("lomi_browser_")
     changes = ListChanges()
+    # A client without a token pairs for its session here (the person's choice).
+    lomi.allow_session_pairing()
     async with mcp.session(message_handler=changes) as agent:
-        # Before the person decides, the client sees every tool Lomi has.
-        assert await listed(agent) == everything
+        # Before the person decides, the client is shown no tool at all.
+        assert await listed(agent) == set()
         pending = await agent.ok("lomi_pairing_status")
         approved = lomi.cli(
             "pairing", "approve", pending["pairingId"], "--workspace", a["workspaceId"], "--family", "browser"

@@ -11,6 +11,9 @@ pytestmark = pytest.mark.anyio
 
 async def test_pairing_to_receipt_and_events(lomi, workspaces, mcp):
     a, b = workspaces
+    # The person lets clients without a token pair for their session (off by default: they are
+    # answered 401 and sign in, test_oauth.py).
+    lomi.allow_session_pairing()
     async with mcp.session(client_name="flow-agent") as agent:
         # 1. Unauthenticated: a pending pairing bound to this MCP session.
         status = await agent.ok("lomi_pairing_status")

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
+import os
 import re
 import secrets
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse
 
@@ -22,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from conftest import Lomi, dump
+from conftest import WAIT_DEADLINE, Lomi, dump
 
 pytestmark = pytest.mark.anyio
 
@@ -88,8 +92,11 @@ class Person:
         return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
 
-def provider(lomi: Lomi, person: Person, storage: MemoryStorage, name: str = "oauth-e2e") -> OAuthClientProvider:
+def provider(
+    lomi: Lomi, person: Person, storage: MemoryStorage, name: str = "oauth-e2e", metadata_url: str | None = None
+) -> OAuthClientProvider:
     return OAuthClientProvider(
+        client_metadata_url=metadata_url,
         server_url=lomi.url,
         client_metadata=OAuthClientMetadata(
             client_name=name,
@@ -104,6 +111,11 @@ def provider(lomi: Lomi, person: Person, storage: MemoryStorage, name: str = "oa
     )
 
 
+# The revisions a client may speak: the handshake era's (the SDK's "legacy" mode: an
+# `initialize` without a token) and the stateless one. Each must start the sign-in with a 401.
+REVISIONS = [pytest.param("legacy", id="2025-11-25"), pytest.param("2026-07-28", id="2026-07-28")]
+
+
 def oauth_client(lomi: Lomi, auth: OAuthClientProvider, mode: str = "auto") -> Client:
     http = create_mcp_http_client(auth=auth)
     return Client(streamable_http_client(lomi.url, http_client=http), mode=mode)
@@ -114,11 +126,14 @@ def structured(result: Any) -> dict[str, Any]:
     return result.structured_content
 
 
-async def test_the_sdk_oauth_client_pairs_refreshes_and_is_cut_off_by_revoke(lomi, workspaces, tmp_path):
+@pytest.mark.parametrize("mode", REVISIONS)
+async def test_the_sdk_oauth_client_pairs_refreshes_and_is_cut_off_by_revoke(lomi, workspaces, tmp_path, mode):
+    """Added by URL alone: Lomi's 401 starts the sign-in at either revision, the person
+    approves, the tools are listed; a relaunch signs in no second time; revoked, it lists none."""
     a, _ = workspaces
     person = Person(lomi, a["workspaceId"])
     storage = MemoryStorage()
-    async with oauth_client(lomi, provider(lomi, person, storage)) as client:
+    async with oauth_client(lomi, provider(lomi, person, storage), mode) as client:
         status = structured(await client.call_tool("lomi_pairing_status", {}))
         assert status["status"] == "ok" and status["data"]["state"] == "approved", dump(status)
         listed = structured(await client.call_tool("lomi_workspace_list", {}))
@@ -138,17 +153,21 @@ async def test_the_sdk_oauth_client_pairs_refreshes_and_is_cut_off_by_revoke(lom
 
     # A relaunched client with its stored tokens needs no new approval, also after Lomi restarts.
     lomi.restart("SIGTERM")
-    async with oauth_client(lomi, provider(lomi, person, storage)) as client:
+    async with oauth_client(lomi, provider(lomi, person, storage), mode) as client:
         again = structured(await client.call_tool("lomi_pairing_status", {}))
         assert again["data"]["pairingId"] == pairing_id, dump(again)
+        relisted = await client.list_tools()
+        assert any(t.name == "lomi_terminal_create" for t in relisted.tools)
     assert len(person.urls) == 1, "no second authorization"
 
     # Revocation ends it: the next call is refused, and the refresh token is dead.
     old_refresh = storage.tokens.refresh_token
     lomi.cli("pairing", "revoke", pairing_id)
-    async with oauth_client(lomi, provider(lomi, person, storage)) as client:
+    async with oauth_client(lomi, provider(lomi, person, storage), mode) as client:
+        assert (await client.list_tools()).tools == [], "a revoked client is listed no tools"
         refused = structured(await client.call_tool("lomi_workspace_list", {}))
         assert refused["status"] == "error" and refused["code"] == "PAIRING_REVOKED", dump(refused)
+    assert len(person.urls) == 1, "no sign-in started by the revocation"
     answer = httpx.post(
         f"{lomi.url.removesuffix('/mcp')}/token",
         data={"grant_type": "refresh_token", "refresh_token": old_refresh, "client_id": storage.client.client_id},
@@ -200,22 +219,75 @@ async def test_a_denied_authorization_reaches_the_client_as_access_denied(lomi, 
     assert [p["state"] for p in lomi.cli("pairing", "list")] == ["denied"]
 
 
-async def test_a_handshake_era_client_without_a_token_still_pairs_through_its_session(lomi, workspaces, mcp):
-    async with mcp.session() as agent:
-        status = await agent.ok("lomi_pairing_status")
-        assert status["state"] == "pending"
+# Requests a client without a token sends first, at each revision: each must be a 401 naming
+# the protected-resource metadata (what starts any SDK's sign-in), never a session.
+UNSIGNED = {
+    "initialize-2025-11-25": ("POST", {"MCP-Protocol-Version": "2025-11-25"}, "2025-11-25"),
+    "initialize-2025-06-18": ("POST", {}, "2025-06-18"),
+    "initialize-2024-11-05": ("POST", {}, "2024-11-05"),
+    "discover-2026-07-28": ("POST", {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}, None),
+    "sse-stream": ("GET", {}, None),
+}
 
 
-def test_a_stateless_request_without_a_token_is_told_where_to_authorize(lomi):
-    base = lomi.url.removesuffix("/mcp")
-    answer = httpx.post(
-        lomi.url,
-        json={"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}},
-        headers={"MCP-Protocol-Version": "2026-07-28", "Accept": "application/json, text/event-stream"},
+def unsigned(lomi: Lomi, case: str) -> httpx.Response:
+    method, headers, version = UNSIGNED[case]
+    body = (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "unsigned", "version": "0"}}}
+        if version else {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}}
     )
+    return httpx.request(
+        method, lomi.url, json=body if method == "POST" else None,
+        headers={"Accept": "application/json, text/event-stream", **headers},
+    )
+
+
+@pytest.mark.parametrize("case", sorted(UNSIGNED))
+def test_a_request_without_a_token_is_told_where_to_sign_in_at_every_revision(lomi, workspaces, case):
+    base = lomi.url.removesuffix("/mcp")
+    answer = unsigned(lomi, case)
     assert answer.status_code == 401, answer.text
+    assert "mcp-session-id" not in answer.headers, answer.headers
     challenge = answer.headers["www-authenticate"]
+    assert challenge.startswith("Bearer "), challenge
     assert f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"' in challenge, challenge
+    assert "lomi pairing create" in answer.text and "lomi mcp" in answer.text, answer.text
+    assert lomi.cli("pairing", "list") == [], "nothing waits for the person"
+
+
+async def test_session_pairing_is_the_persons_choice_and_lists_no_tools_before_approval(lomi, workspaces, mcp):
+    """With `network.sessionPairing` on, a handshake-era client without a token pairs for its
+    session: pending, listed no tools until the person approves it, then told its list changed.
+    A stateless request without a token is still a 401 (it has no session to pend on)."""
+    a, _ = workspaces
+    lomi.allow_session_pairing()
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if getattr(getattr(message, "root", message), "method", None) == "notifications/tools/list_changed":
+            changed.set()
+
+    async with mcp.session(client_name="no-sign-in", message_handler=on_message) as agent:
+        assert (await agent.session.list_tools()).tools == [], "an unapproved client is listed no tools"
+        pending = [p for p in lomi.cli("pairing", "list") if p["clientName"] == "no-sign-in"]
+        assert len(pending) == 1 and pending[0]["state"] == "pending" and pending[0]["credential"] == "session", dump(pending)
+        status = await agent.ok("lomi_pairing_status")
+        assert status["state"] == "pending" and status["pairingId"] == pending[0]["pairingId"], dump(status)
+        await agent.error("lomi_workspace_list", {}, "PAIRING_REQUIRED")
+        lomi.cli("pairing", "approve", status["pairingId"], "--workspace", a["workspaceId"])
+        with anyio.fail_after(WAIT_DEADLINE):
+            await changed.wait()
+        names = {t.name for t in (await agent.session.list_tools()).tools}
+        assert "lomi_terminal_create" in names and "lomi_connect" in names, names
+    assert unsigned(lomi, "discover-2026-07-28").status_code == 401
+    # Off again: the next client without a token is told to sign in.
+    lomi.cli("settings", "set", "network", "sessionPairing", "false")
+    assert unsigned(lomi, "initialize-2025-11-25").status_code == 401
+
+
+def test_the_metadata_names_lomi_as_its_own_authorization_server(lomi):
+    base = lomi.url.removesuffix("/mcp")
     prm = httpx.get(f"{base}/.well-known/oauth-protected-resource/mcp").json()
     assert prm["resource"] == lomi.url and prm["authorization_servers"] == [base], prm
     asm = httpx.get(f"{base}/.well-known/oauth-authorization-server").json()
@@ -397,3 +469,113 @@ async def test_a_client_asking_for_one_family_is_approved_for_it(lomi, workspace
         names = {tool.name for tool in (await agent.session.list_tools()).tools}
     assert "lomi_browser_navigate" in names and "lomi_connect" in names, names
     assert not any(n.startswith("lomi_terminal_") for n in names), names
+
+
+# ---- a client on the MCP TypeScript SDK ----
+
+TS_SDK = os.environ.get("LOMI_MCP_TS_SDK", str(Path.home() / ".cache/lomi/mcp-ts-sdk/node_modules"))
+TS_CLIENT = Path(__file__).with_name("ts_oauth_client.mjs")
+
+
+class TsClient:
+    """One run of ts_oauth_client.mjs (the TypeScript SDK's OAuth client) on a state file: a
+    first run signs in, a later one is a relaunch with the stored tokens."""
+
+    def __init__(self, lomi: Lomi, state: Path) -> None:
+        assert (Path(TS_SDK) / "@modelcontextprotocol/sdk/package.json").is_file(), (
+            f"no @modelcontextprotocol/sdk in {TS_SDK}: scripts/test installs it "
+            "(ensure_mcp_ts_sdk in scripts/common.sh), or set LOMI_MCP_TS_SDK"
+        )
+        self.lomi = lomi
+        self.proc = subprocess.Popen(
+            ["node", str(TS_CLIENT), lomi.url, str(state)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "LOMI_MCP_TS_SDK": TS_SDK},
+        )
+
+    async def line(self) -> dict[str, Any]:
+        with anyio.fail_after(WAIT_DEADLINE):
+            text = await anyio.to_thread.run_sync(self.proc.stdout.readline, abandon_on_cancel=True)
+        self.lomi.transcript.add("ts client", text or f"(ended)\n{self.proc.stderr.read()}")
+        assert text, f"the TypeScript client ended without a word: {self.proc.stderr.read()}"
+        return json.loads(text)
+
+    async def finish(self) -> int:
+        with anyio.fail_after(WAIT_DEADLINE):
+            return await anyio.to_thread.run_sync(self.proc.wait, abandon_on_cancel=True)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+async def browse_and_decide(lomi: Lomi, authorize: str, workspace: str, approve: bool) -> str:
+    """The person's browser on Lomi's page and their decision on the command line; the page
+    sends the browser back to the client's loopback callback. Returns the client name shown."""
+    base = lomi.url.removesuffix("/mcp")
+    async with httpx.AsyncClient() as browser:
+        page = await browser.get(authorize)
+        assert page.status_code == 200, page.text
+        pairing = re.search(r"lomi pairing approve (pr_[0-9a-f]+)", page.text).group(1)
+        request = re.search(r'data-request="([0-9a-f]+)"', page.text).group(1)
+        name = re.search(r'id="client">([^<]*)<', page.text).group(1)
+        if approve:
+            await lomi.acli("pairing", "approve", pairing, "--workspace", workspace)
+        else:
+            await lomi.acli("pairing", "deny", pairing)
+        back = await browser.get(f"{base}/authorize/continue?request={request}")
+        assert back.status_code == 302, back.text
+        callback = back.headers["location"]
+        assert callback.startswith("http://127.0.0.1:"), callback
+        reached = await browser.get(callback)
+        assert reached.status_code == 200, reached.text
+    return name
+
+
+async def test_a_typescript_sdk_client_signs_in_by_url_alone(lomi, workspaces, tmp_path):
+    """The TypeScript SDK's client speaks 2025-11-25: its `initialize` without a token is
+    answered 401, which starts its sign-in; the person approves; it lists the tools. Relaunched
+    with its stored tokens it signs in no second time; revoked, it is listed no tools; a client
+    the person denies gets no tokens and no tools."""
+    a, _ = workspaces
+    state = tmp_path / "ts-client.json"
+    first = TsClient(lomi, state)
+    try:
+        asked = await first.line()
+        assert set(asked) == {"authorize"} and asked["authorize"].startswith(lomi.url.removesuffix("/mcp") + "/authorize?"), asked
+        assert await browse_and_decide(lomi, asked["authorize"], a["workspaceId"], approve=True) == "ts-sdk-e2e"
+        done = await first.line()
+        assert await first.finish() == 0, done
+    finally:
+        first.kill()
+    assert done["signIns"] == 1 and "lomi_terminal_create" in done["tools"] and "lomi_connect" in done["tools"], done
+    (pairing,) = [p for p in lomi.cli("pairing", "list") if p["clientName"] == "ts-sdk-e2e"]
+    assert pairing["credential"] == "oauth" and pairing["state"] == "approved", dump(pairing)
+
+    relaunched = TsClient(lomi, state)
+    try:
+        again = await relaunched.line()
+        assert await relaunched.finish() == 0, again
+    finally:
+        relaunched.kill()
+    assert again["signIns"] == 0 and again["tools"] == done["tools"], again
+
+    lomi.cli("pairing", "revoke", pairing["pairingId"])
+    revoked = TsClient(lomi, state)
+    try:
+        cut = await revoked.line()
+        await revoked.finish()
+    finally:
+        revoked.kill()
+    assert cut == {"tools": [], "signIns": 0, "protocol": cut.get("protocol")}, cut
+
+    denied = TsClient(lomi, tmp_path / "ts-denied.json")
+    try:
+        asked = await denied.line()
+        await browse_and_decide(lomi, asked["authorize"], a["workspaceId"], approve=False)
+        refused = await denied.line()
+        assert await denied.finish() != 0, refused
+    finally:
+        denied.kill()
+    assert "error" in refused and "tools" not in refused, refused

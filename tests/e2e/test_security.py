@@ -45,7 +45,7 @@ def fill(case: dict, port: int) -> dict:
 
 def assert_alive(lomi) -> None:
     """The endpoint still answers a full handshake and a tools/list."""
-    session = RawSession(lomi.port)
+    session = RawSession(lomi.port, headers=lomi.bearer())
     assert session.request("tools/list")["tools"], "no tools listed"
     assert lomi.running, lomi.logs()
 
@@ -56,7 +56,7 @@ def test_foreign_host_or_origin_is_403(lomi, case):
     assert response.status == 403, response.describe()
     assert "mcp-session-id" not in response.headers, response.describe()
     # Also on an existing session's other requests: the SSE stream (GET) and ending it (DELETE).
-    session = RawSession(lomi.port)
+    session = RawSession(lomi.port, headers=lomi.bearer())
     forged = fill(FORBIDDEN[case], lomi.port)
     forged["headers"] = {**session.headers, **forged.get("headers", {})}
     for method, body in (("POST", {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}), ("GET", b""), ("DELETE", b"")):
@@ -68,7 +68,9 @@ def test_foreign_host_or_origin_is_403(lomi, case):
 
 @pytest.mark.parametrize("case", sorted(ALLOWED))
 def test_loopback_host_and_own_origin_are_served(lomi, case):
-    response = post(lomi.port, initialize_request(), **fill(ALLOWED[case], lomi.port))
+    filled = fill(ALLOWED[case], lomi.port)
+    filled["headers"] = {**lomi.bearer(), **filled.get("headers", {})}
+    response = post(lomi.port, initialize_request(), **filled)
     assert response.status == 200, response.describe()
     assert response.messages and response.messages[-1]["result"]["serverInfo"]["name"] == "lomi"
 
@@ -79,7 +81,7 @@ def test_body_over_4_mib_is_413(lomi):
     response = post(lomi.port, body)
     assert response.status == 413, response.describe()
     # Also inside an initialized session, on a tool call.
-    session = RawSession(lomi.port)
+    session = RawSession(lomi.port, headers=lomi.bearer())
     call = {
         "jsonrpc": "2.0",
         "id": 9,
@@ -108,7 +110,7 @@ def test_absurd_nesting_is_a_4xx_and_the_server_lives(lomi, body):
 
 
 def test_absurd_nesting_in_a_tool_call_of_a_session(lomi):
-    session = RawSession(lomi.port)
+    session = RawSession(lomi.port, headers=lomi.bearer())
     deep = b"[" * 10_000 + b"]" * 10_000
     body = (
         b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"lomi_pairing_status",'
@@ -276,7 +278,9 @@ MAX_PENDING = 32
 def test_a_flood_of_unapproved_sessions_cannot_bury_the_one_the_person_expects(lomi, workspaces):
     """Hostile local programs open sessions that each ask to pair: at most 32 wait for the
     person, the rest are refused with a reason (and keep nothing), the person's list stays
-    short, and the agent the person expects is approved and works."""
+    short, and the agent the person expects is approved and works. (Such sessions pair only
+    where the person chose it: `network.sessionPairing`.)"""
+    lomi.allow_session_pairing()
 
     def status(session: RawSession) -> dict:
         result = session.request("tools/call", {"name": "lomi_pairing_status", "arguments": {}})
@@ -399,7 +403,7 @@ def test_slow_headers_slow_bodies_and_hoarded_connections_are_cut_off(lomi):
 def test_ending_a_session_answers_no_content_and_ends_it(lomi):
     """DELETE ends the session with 204 (the MCP Python SDK warns on anything but 200 and
     204); the session's id is unknown afterwards."""
-    session = RawSession(lomi.port)
+    session = RawSession(lomi.port, headers=lomi.bearer())
     ended = post(lomi.port, b"", method="DELETE", headers=session.headers)
     assert ended.status == 204 and ended.body == b"", ended.describe()
     after = post(lomi.port, {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, headers=session.headers)

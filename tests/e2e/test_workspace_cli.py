@@ -14,9 +14,8 @@ async def test_the_person_adds_and_removes_projects_and_workspaces(lomi, workspa
     ws = a["workspaceId"]
     docs = tmp_path / "docs-project"
     docs.mkdir()
-    async with mcp.session(client_name="workspace-agent") as agent:
-        pending = await agent.ok("lomi_pairing_status")
-        lomi.cli("pairing", "approve", pending["pairingId"], "--workspace", ws)
+    pending = lomi.create_token(ws, name="workspace-agent")
+    async with mcp.session(token=pending["token"]) as agent:
 
         added = lomi.cli("workspace", "add-project", ws, str(docs))
         project = added["project"]["projectId"]

@@ -37,6 +37,11 @@ pub struct OAuthClient {
     pub client_name: String,
     pub redirect_uris: Vec<String>,
     pub created_at: Timestamp,
+    /// Its `client_id` is the https URL of a client ID metadata document Lomi fetched (its
+    /// name and redirect URIs are the document's, as last fetched); false: it registered
+    /// itself with Lomi (RFC 7591).
+    #[serde(default)]
+    pub metadata_document: bool,
 }
 
 /// The refresh side of an approved OAuth pairing, kept in `domain.json`.
@@ -180,7 +185,36 @@ fn random_token(broker: &Broker, prefix: &str) -> String {
     format!("{prefix}{}", hex::encode(bytes))
 }
 
+/// What the person is shown of an OAuth client: where its sign-in sends the browser back
+/// (`redirect_uri`, the one its authorization asked for, else the first it listed) and where
+/// its metadata came from.
+pub(crate) fn sign_in_client(
+    clients: &[OAuthClient],
+    client_id: &str,
+    redirect_uri: Option<&str>,
+) -> Option<lomi_protocol::control::SignInClient> {
+    let client = clients.iter().find(|c| c.client_id == client_id)?;
+    let redirect = redirect_uri.or(client.redirect_uris.first().map(String::as_str))?;
+    let redirect_host = url::Url::parse(redirect)
+        .ok()?
+        .host_str()
+        .map(str::to_owned)?;
+    Some(lomi_protocol::control::SignInClient {
+        redirect_host,
+        metadata_url: client.metadata_document.then(|| client.client_id.clone()),
+    })
+}
+
 impl Broker {
+    /// The redirect URI each waiting authorization asked for, by its pending pairing.
+    pub(crate) fn oauth_redirects(&self) -> HashMap<PairingId, String> {
+        self.oauth()
+            .requests
+            .values()
+            .map(|p| (p.pairing.clone(), p.request.redirect_uri.clone()))
+            .collect()
+    }
+
     fn oauth(&self) -> std::sync::MutexGuard<'_, OAuthState> {
         self.inner.oauth.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -192,32 +226,56 @@ impl Broker {
         client_name: &str,
         redirect_uris: &[String],
     ) -> Result<OAuthClient, OAuthError> {
-        if redirect_uris.is_empty() || redirect_uris.len() > MAX_REDIRECT_URIS {
-            return Err(OAuthError::new(
-                "invalid_redirect_uri",
-                format!("register 1 to {MAX_REDIRECT_URIS} redirect_uris"),
-            ));
-        }
-        for uri in redirect_uris {
-            check_redirect_uri(uri)?;
-        }
-        let name: String = client_name
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(120)
-            .collect();
+        check_redirect_uris(redirect_uris, "register")?;
         let client = OAuthClient {
             client_id: random_token(self, "lomi_client_")[..44].to_owned(),
-            client_name: if name.trim().is_empty() {
-                "unnamed client".to_owned()
-            } else {
-                name
-            },
+            client_name: shown_name(client_name, "unnamed client"),
             redirect_uris: redirect_uris.to_vec(),
             created_at: self.now(),
+            metadata_document: false,
         };
+        self.keep_client(client)
+    }
+
+    /// A client identified by its client ID metadata document (fetched and checked by the
+    /// HTTP side, `lomi-mcp`'s cimd.rs): kept, or updated to the document as fetched now, so
+    /// `/token` knows it by its URL like a registered one.
+    pub fn oauth_client_from_document(
+        &self,
+        client_id: &str,
+        client_name: &str,
+        redirect_uris: &[String],
+    ) -> Result<OAuthClient, OAuthError> {
+        check_redirect_uris(redirect_uris, "the document must list")?;
+        let host = url::Url::parse(client_id)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        self.keep_client(OAuthClient {
+            client_id: client_id.to_owned(),
+            client_name: shown_name(client_name, &host),
+            redirect_uris: redirect_uris.to_vec(),
+            created_at: self.now(),
+            metadata_document: true,
+        })
+    }
+
+    /// Adds `client` (or replaces the one with its id), making room at [`MAX_CLIENTS`] by the
+    /// oldest client no pairing uses.
+    fn keep_client(&self, client: OAuthClient) -> Result<OAuthClient, OAuthError> {
         let added = client.clone();
         self.update_domain(|domain| {
+            if let Some(known) = domain
+                .oauth_clients
+                .iter_mut()
+                .find(|c| c.client_id == added.client_id)
+            {
+                *known = OAuthClient {
+                    created_at: known.created_at,
+                    ..added
+                };
+                return Ok(());
+            }
             if domain.oauth_clients.len() >= MAX_CLIENTS {
                 // The oldest registration no pairing uses makes room; a flood of registrations
                 // cannot push out a client the person approved.
@@ -599,6 +657,31 @@ impl Broker {
     }
 }
 
+/// A client's name as shown to the person: no control characters, at most 120 characters,
+/// `fallback` when nothing is left.
+fn shown_name(name: &str, fallback: &str) -> String {
+    let name: String = name.chars().filter(|c| !c.is_control()).take(120).collect();
+    if name.trim().is_empty() {
+        fallback.to_owned()
+    } else {
+        name
+    }
+}
+
+/// 1 to [`MAX_REDIRECT_URIS`] redirect URIs, each one [`check_redirect_uri`] accepts; `how`
+/// says where they come from ("register", "the document must list").
+fn check_redirect_uris(redirect_uris: &[String], how: &str) -> Result<(), OAuthError> {
+    if redirect_uris.is_empty() || redirect_uris.len() > MAX_REDIRECT_URIS {
+        return Err(OAuthError::new(
+            "invalid_redirect_uri",
+            format!("{how} 1 to {MAX_REDIRECT_URIS} redirect_uris"),
+        ));
+    }
+    redirect_uris
+        .iter()
+        .try_for_each(|uri| check_redirect_uri(uri))
+}
+
 /// A redirect URI a client may register: `http` on a loopback host (any port; RFC 8252 §7.3),
 /// or `https`; absolute, no fragment, no user info.
 pub fn check_redirect_uri(uri: &str) -> Result<(), OAuthError> {
@@ -719,6 +802,7 @@ mod tests {
                 "https://vscode.dev/redirect".into(),
             ],
             created_at: Timestamp::from_millis(0),
+            metadata_document: false,
         };
         assert!(redirect_registered(
             &client,

@@ -250,10 +250,20 @@ impl Broker {
 
     pub fn pairing_list(&self) -> Vec<PairingSummary> {
         let activity = self.activity().clone();
-        self.domain()
+        let redirects = self.oauth_redirects();
+        let domain = self.domain();
+        domain
             .pairings
             .iter()
             .map(|p| PairingSummary {
+                sign_in: match &p.credential {
+                    Credential::OAuth(grant) => crate::oauth::sign_in_client(
+                        &domain.oauth_clients,
+                        &grant.client_id,
+                        redirects.get(&p.id).map(String::as_str),
+                    ),
+                    _ => None,
+                },
                 pairing_id: p.id.clone(),
                 client_name: p.client_name.clone(),
                 verification_code: p.verification_code.clone(),
@@ -309,9 +319,8 @@ impl Broker {
         Ok(())
     }
 
-    /// The tool families the pairing sees (`None`: every family). An unknown pairing (a
-    /// client before its first call) sees every family: what it may use is decided when the
-    /// person approves it.
+    /// The tool families the pairing sees once approved (`None`: every family); `tools/list`
+    /// shows an unapproved pairing no tools at all (`pairing_approved`).
     pub fn pairing_families(&self, id: &PairingId) -> Option<BTreeSet<Family>> {
         self.domain()
             .pairings
@@ -352,7 +361,7 @@ impl Broker {
     ) -> Result<(), ToolError> {
         let now = self.now();
         let families = families.and_then(every_family_is_none);
-        let narrowed = self.update_domain(|domain| {
+        self.update_domain(|domain| {
             check_grants(domain, grants)?;
             let pairing = find_pairing(domain, id)?;
             if pairing.state != PairingState::Pending {
@@ -366,11 +375,10 @@ impl Broker {
             pairing.decided_at = Some(now);
             pairing.session_only = session_only;
             pairing.families = families.or_else(|| pairing.requested_families.clone());
-            Ok(pairing.families.is_some())
+            Ok(())
         })?;
-        if narrowed {
-            self.inner.families_changed.send_modify(|n| *n += 1);
-        }
+        // Its sessions listed no tools before: they are told the list changed.
+        self.inner.families_changed.send_modify(|n| *n += 1);
         Ok(())
     }
 
@@ -388,6 +396,14 @@ impl Broker {
             pairing.decided_at = Some(now);
             Ok(())
         })
+    }
+
+    /// Whether the pairing is approved: only then does `tools/list` show it tools.
+    pub fn pairing_approved(&self, id: &PairingId) -> bool {
+        self.domain()
+            .pairings
+            .iter()
+            .any(|p| &p.id == id && p.state == PairingState::Approved)
     }
 
     /// Revokes an approved pairing: every later call of it is refused, and its token dies.
@@ -410,7 +426,10 @@ impl Broker {
             }
             pairing.decided_at = Some(now);
             Ok(())
-        })
+        })?;
+        // Its open sessions are told their tool list changed (it is empty now).
+        self.inner.families_changed.send_modify(|n| *n += 1);
+        Ok(())
     }
 
     /// Creates an approved pairing ahead of time, with a bearer token shown once.

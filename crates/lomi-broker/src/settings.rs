@@ -465,9 +465,16 @@ fn apply_checking(
             ));
         }
         SettingsSection::Network => {
-            return Err(ToolError::invalid(
-                "the network section shows where Lomi serves; start it with `lomi serve --http ADDRESS` to change it",
-            ));
+            // Where Lomi serves is shown only; whether a client may pair for its session
+            // without signing in is the person's choice.
+            if values.contains_key("mcpUrl") {
+                return Err(ToolError::invalid(
+                    "network.mcpUrl shows where Lomi serves; start it with `lomi serve --http ADDRESS` to change it",
+                ));
+            }
+            let mut next = patch(section, &s.network, values, &[], changer)?;
+            next.settings_revision = s.network.settings_revision.next();
+            s.network = next;
         }
     }
     Ok(updated(domain, section))
@@ -619,6 +626,12 @@ impl Broker {
             .providers
             .iter()
             .any(|p| p.name == name)
+    }
+
+    /// Whether an HTTP client without a token may pair for its MCP session
+    /// (`network.sessionPairing`, the person's choice; off by default).
+    pub fn session_pairing_allowed(&self) -> bool {
+        self.domain().settings.network.session_pairing
     }
 
     /// Records where Lomi serves MCP over HTTP; the network section's revision moves when
@@ -887,6 +900,34 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn only_the_person_lets_clients_pair_for_their_session_and_the_url_is_shown_only() {
+        let mut domain = Domain::default();
+        assert!(!domain.settings.network.session_pairing, "off by default");
+        let on = values(json!({"sessionPairing": true}));
+        let refused = apply(&mut domain, SettingsSection::Network, &on, Changer::Agent)
+            .expect_err("an agent cannot let clients in");
+        assert_eq!(refused.code, ErrorCode::PersonOnly, "{refused}");
+        let updated = apply(&mut domain, SettingsSection::Network, &on, Changer::Person)
+            .expect("the person turns it on");
+        assert!(domain.settings.network.session_pairing);
+        assert_eq!(updated.settings_revision, SettingsRevision(2));
+        for bad in [
+            json!({"sessionPairing": "yes"}),
+            json!({"mcpUrl": "http://127.0.0.1:1/mcp"}),
+        ] {
+            let error = apply(
+                &mut domain,
+                SettingsSection::Network,
+                &values(bad.clone()),
+                Changer::Person,
+            )
+            .expect_err(&format!("{bad} must be refused"));
+            assert_eq!(error.code, ErrorCode::InvalidArgument, "{bad}: {error}");
+        }
+        assert!(domain.settings.network.session_pairing, "nothing changed");
     }
 
     #[test]

@@ -48,15 +48,19 @@ pub enum Piece {
 /// A reply as it arrives; an `Err` is the provider failing part-way.
 pub type Reply = Pin<Box<dyn Stream<Item = Result<Piece, ToolError>> + Send>>;
 
-/// Makes the HTTP client every send uses.
-pub fn client() -> Result<reqwest::Client, ToolError> {
-    // rustls needs one process-wide crypto provider; another part of Lomi may have installed
-    // it already, which is as good.
+/// Installs rustls' process-wide crypto provider (ring), which every reqwest client of Lomi
+/// needs; another part of Lomi may have installed it already, which is as good.
+pub fn install_tls_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none()
         && let Err(_already) = rustls::crypto::ring::default_provider().install_default()
     {
         tracing::debug!("a rustls crypto provider was installed meanwhile");
     }
+}
+
+/// Makes the HTTP client every send uses.
+pub fn client() -> Result<reqwest::Client, ToolError> {
+    install_tls_provider();
     reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .read_timeout(SILENCE_TIMEOUT)

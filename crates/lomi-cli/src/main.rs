@@ -4,6 +4,7 @@ mod android;
 mod attach;
 mod bridge;
 mod chat_commands;
+mod connect;
 mod person;
 mod project_commands;
 mod rule_commands;
@@ -98,6 +99,15 @@ enum Command {
     },
     /// Print every tool with its input and output JSON schemas, as JSON.
     Catalog,
+    /// Add the running Lomi to an agent's own config with its CLI (says what it runs first and
+    /// keeps a copy of the config), then check the entry with the client's reader.
+    Connect {
+        #[arg(value_enum)]
+        client: connect::Client,
+        /// Take Lomi's entry out instead.
+        #[arg(long)]
+        remove: bool,
+    },
     /// Workspaces and their projects.
     Workspace {
         #[command(subcommand)]
@@ -291,6 +301,10 @@ fn run(data_dir: Option<PathBuf>, command: Command) -> anyhow::Result<()> {
         Command::Store { command } => {
             let dir = data_dir::resolve(cli_data_dir)?;
             store_commands::run(&dir, command)
+        }
+        Command::Connect { client, remove } => {
+            let dir = data_dir::resolve(cli_data_dir)?;
+            connect::run(&dir, client, remove)
         }
         Command::Android { command } => {
             let dir = data_dir::resolve(cli_data_dir)?;
@@ -582,6 +596,7 @@ fn person_request(command: Command) -> (ControlRequest, bool, Render) {
         ),
         Command::Serve { .. }
         | Command::Catalog
+        | Command::Connect { .. }
         | Command::Store { .. }
         | Command::Android { .. }
         | Command::Settings { .. }

@@ -38,10 +38,10 @@ pub async fn run(
         println!("  No workspace yet: `lomi workspace add --name NAME --project PATH`");
     }
     println!(
-        "  Add the MCP endpoint to your agent's client (e.g. `claude mcp add --transport http lomi URL`);"
+        "  Add the MCP endpoint to your agent's client (`lomi connect claude-code`, or e.g. `claude mcp add --transport http lomi URL`);"
     );
     println!(
-        "  when it signs in or connects, approve it with `lomi pairing list` and `lomi pairing approve ID --workspace W`,"
+        "  when it signs in, approve it with `lomi pairing list` and `lomi pairing approve ID --workspace W`,"
     );
     println!("  or create a token ahead with `lomi pairing create --name NAME --workspace W`.");
     println!("  Stop with Ctrl+C.");

@@ -272,6 +272,7 @@ pub fn router(
     let oauth = crate::oauth::OAuthState {
         lomi: lomi.clone(),
         port,
+        documents: crate::cimd::Fetcher::from_env(),
     };
     let tools = Arc::new(mcp_tools());
     let guard = Arc::new(BearerGuard::default());
@@ -289,9 +290,18 @@ pub fn router(
         Arc::new(sessions),
         config,
     );
-    let mcp = axum::Router::new().nest_service("/mcp", service).layer(
-        axum::middleware::from_fn_with_state(oauth.clone(), crate::oauth::challenge),
-    );
+    // Host and Origin are checked before anything else (a foreign one is 403, not a sign-in
+    // challenge), then a request without a token is challenged.
+    let mcp = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(
+            oauth.clone(),
+            crate::oauth::challenge,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            port,
+            crate::oauth::local_only,
+        ));
     mcp.merge(crate::oauth::routes(oauth))
         .layer(axum::middleware::from_fn_with_state(limits, body_deadline))
         .layer(axum::middleware::from_fn(session_end_answers_no_content))

@@ -1,6 +1,7 @@
 //! Lomi's MCP server: one handler over the broker, served over Streamable HTTP on loopback
 //! and over the local socket that `lomi mcp` bridges to stdio. Only this crate knows MCP.
 
+pub mod cimd;
 pub mod control;
 pub mod data_dir;
 pub mod host;

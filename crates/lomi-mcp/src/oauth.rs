@@ -1,6 +1,6 @@
 //! The MCP authorization flow over HTTP, Lomi being its own authorization server on the same
-//! loopback origin: protected-resource and authorization-server metadata, dynamic client
-//! registration, `/authorize` (a page that waits while the person approves in Lomi), `/token`
+//! loopback origin: protected-resource and authorization-server metadata, client ID metadata
+//! documents (cimd.rs) and dynamic client registration, `/authorize` (a page that waits while the person approves in Lomi), `/token`
 //! (PKCE S256, refresh rotation) and `/revoke`. The rules live in `lomi_broker::oauth`; this
 //! module speaks HTTP, forms and JSON, and checks Host and Origin on every endpoint.
 
@@ -15,11 +15,13 @@ use serde_json::json;
 
 use crate::Lomi;
 
-/// What every OAuth endpoint needs: Lomi and the port it serves on.
+/// What every OAuth endpoint needs: Lomi, the port it serves on, and the fetcher of client ID
+/// metadata documents.
 #[derive(Clone)]
 pub struct OAuthState {
     pub lomi: Lomi,
     pub port: u16,
+    pub documents: crate::cimd::Fetcher,
 }
 
 /// The OAuth routes, each behind the same Host and Origin rules as `/mcp`.
@@ -62,7 +64,7 @@ fn our_host(headers: &HeaderMap, port: u16) -> Option<String> {
 
 /// Host must name this endpoint; a present Origin must be this endpoint's own (a web page
 /// elsewhere in the person's browser cannot call it).
-async fn local_only(
+pub(crate) async fn local_only(
     State(port): State<u16>,
     request: Request,
     next: axum::middleware::Next,
@@ -138,7 +140,7 @@ async fn server_metadata(State(state): State<OAuthState>, headers: HeaderMap) ->
             "revocation_endpoint_auth_methods_supported": ["none"],
             "authorization_response_iss_parameter_supported": true,
             "scopes_supported": scopes(),
-            "client_id_metadata_document_supported": false,
+            "client_id_metadata_document_supported": true,
         }),
     )
 }
@@ -316,7 +318,35 @@ async fn authorize(
         }
     };
     let get = |name: &str| fields.get(name).map(String::as_str);
-    let client = get("client_id").and_then(|id| state.lomi.broker.oauth_client(id));
+    let client = match get("client_id") {
+        // A client ID metadata document: fetched and checked now, the client kept as it says.
+        Some(id) if crate::cimd::is_document_url(id) => {
+            let known = match state.documents.fetch(id).await {
+                Ok(document) => state.lomi.broker.oauth_client_from_document(
+                    &document.client_id,
+                    &document.client_name,
+                    &document.redirect_uris,
+                ),
+                Err(error) => Err(error),
+            };
+            match known {
+                Ok(client) => Some(client),
+                Err(error) => {
+                    tracing::info!("client metadata document refused: {}", error.description);
+                    return page(
+                        StatusCode::BAD_REQUEST,
+                        "Lomi cannot continue",
+                        &format!(
+                            "<p id=\"refusal\">{}</p><p>Nothing was sent to the client. Tell its maker, or start again from the client.</p>",
+                            escape(&error.description)
+                        ),
+                    );
+                }
+            }
+        }
+        Some(id) => state.lomi.broker.oauth_client(id),
+        None => None,
+    };
     let Some(client) = client else {
         return page(
             StatusCode::BAD_REQUEST,
@@ -383,8 +413,22 @@ async fn authorize(
         Err(error) => return fail(error.error, &error.description),
     };
     let request = escape(&started.request_id);
+    let redirect_host = url::Url::parse(redirect_uri)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_default();
+    let source = if client.metadata_document {
+        format!(
+            "its metadata document at <code id=\"metadata-source\">{}</code>",
+            escape(&client.client_id)
+        )
+    } else {
+        "<span id=\"metadata-source\">its own registration with this Lomi (not checked)</span>"
+            .to_owned()
+    };
     let body = format!(
         "<p><strong id=\"client\">{client}</strong> asks to work in your Lomi.</p>\
+         <p>It sends you back to <strong id=\"redirect-host\">{redirect_host}</strong>; its name comes from {source}.</p>\
          <p>Verification code:<br><code class=\"code\" id=\"verification-code\">{code}</code></p>\
          <p>Approve it in Lomi's window, choosing the workspaces it may use, or on the command line:<br>\
          <code>lomi pairing approve {pairing} --workspace WORKSPACE_ID</code></p>\
@@ -394,6 +438,7 @@ async fn authorize(
          .then(function(a){{return a.json()}}).then(function(s){{if(s.state===\"pending\"){{setTimeout(poll,1000)}}\
          else{{location.href=\"/authorize/continue?request=\"+r}}}}).catch(function(){{setTimeout(poll,2000)}})}}poll()}})();</script>",
         client = escape(&started.client_name),
+        redirect_host = escape(&redirect_host),
         code = escape(&started.verification_code),
         pairing = escape(started.pairing_id.as_str()),
     );
@@ -554,12 +599,11 @@ async fn revoke(State(state): State<OAuthState>, body: Bytes) -> Response {
     json_response(StatusCode::OK, json!({}))
 }
 
-/// In front of `/mcp`: a request in the stateless revision (2026-07-28 and later) must carry a
-/// token, so without one it is answered 401 pointing at the protected-resource metadata, and
-/// an OAuth access token Lomi no longer knows (expired, or Lomi restarted) is answered 401
-/// `invalid_token` so the client refreshes it. Other requests go on: a handshake-era client
-/// without a token still pairs through its session, and a bearer token the person created is
-/// checked by the MCP handler.
+/// In front of `/mcp`: a request without a token is answered 401 pointing at the
+/// protected-resource metadata, at every revision, which is what starts a client's sign-in
+/// (unless the person lets handshake-era clients pair for their session), and an OAuth access
+/// token Lomi no longer knows (expired, or Lomi restarted) is answered 401 `invalid_token` so
+/// the client refreshes it. A bearer token the person created is checked by the MCP handler.
 pub async fn challenge(
     State(state): State<OAuthState>,
     request: Request,
@@ -591,10 +635,13 @@ pub async fn challenge(
             );
         }
         Some(_) => {}
-        None if is_stateless(headers) => {
+        // Every revision: a client signs in when it is challenged. Only where the person lets
+        // clients pair for their session (`network.sessionPairing`) does a handshake-era one
+        // without a token go on, to a pending pairing bound to its MCP session.
+        None if is_stateless(headers) || !state.lomi.broker.session_pairing_allowed() => {
             return unauthorized(
                 &format!("Bearer resource_metadata=\"{metadata}\""),
-                "this MCP revision needs a token: authorize with Lomi (the client's OAuth flow), or use a token from `lomi pairing create`",
+                "Lomi's MCP endpoint needs a token: sign in with the client's MCP authorization (Lomi opens a page to approve it), or use a token from `lomi pairing create`, or the stdio bridge `lomi mcp`",
             );
         }
         None => {}

@@ -101,10 +101,12 @@ struct SessionPairing {
     listed: Mutex<Listed>,
 }
 
-/// The pairing a session's tool list was made for, and the families it showed.
+/// The pairing a session's tool list was made for, and what it showed: nothing before the
+/// person approved it, then its families.
 #[derive(Default)]
 struct Listed {
     pairing: Option<PairingId>,
+    approved: bool,
     families: Option<std::collections::BTreeSet<lomi_protocol::Family>>,
 }
 
@@ -200,8 +202,8 @@ impl LomiServer {
             .clone()
     }
 
-    /// Tells this session's client when the families its tool list was made for change (the
-    /// person approved it with fewer, or changed them later), until the session ends.
+    /// Tells this session's client when what its tool list showed changes (the person approved
+    /// or revoked it, or changed its families), until the session ends.
     fn watch_families(&self, peer: rmcp::Peer<RoleServer>) {
         let session = Arc::downgrade(&self.session);
         let mut changed = self.broker.families_changed();
@@ -225,11 +227,13 @@ impl LomiServer {
                         .clone()
                 });
                 let Some(pairing) = pairing else { continue };
+                let approved = session.broker.pairing_approved(&pairing);
                 let now = session.broker.pairing_families(&pairing);
                 let moved = {
                     let mut listed = session.listed.lock().unwrap_or_else(|e| e.into_inner());
-                    let moved = listed.families != now;
+                    let moved = listed.approved != approved || listed.families != now;
                     listed.pairing = Some(pairing);
+                    listed.approved = approved;
                     listed.families = now;
                     moved
                 };
@@ -358,14 +362,24 @@ impl ServerHandler for LomiServer {
         self.watch_families(context.peer);
     }
 
-    /// The session tools and the families the caller's pairing sees (every tool before the
-    /// person decided which).
+    /// The session tools and the families the caller's pairing sees; no tool at all to a
+    /// client the person has not approved (pending, denied, revoked, or no pairing yet).
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let pairing = self.known_caller(&context.extensions);
+        let pairing = if self.fixed.is_none() && bearer_token(&context.extensions).is_none() {
+            // A client without a token reaches this only where the person lets such clients
+            // pair for their session: listing the tools asks for that pairing, so the person
+            // sees it at once (and a refusal while too many wait lists nothing).
+            self.session_pairing(&context).ok()
+        } else {
+            self.known_caller(&context.extensions)
+        };
+        let approved = pairing
+            .as_ref()
+            .is_some_and(|id| self.broker.pairing_approved(id));
         let families = pairing
             .as_ref()
             .and_then(|id| self.broker.pairing_families(id));
@@ -373,8 +387,9 @@ impl ServerHandler for LomiServer {
             .tools
             .iter()
             .filter(|tool| {
-                lomi_protocol::Tool::from_name(&tool.name)
-                    .is_some_and(|tool| lomi_protocol::catalog::sees(families.as_ref(), tool))
+                approved
+                    && lomi_protocol::Tool::from_name(&tool.name)
+                        .is_some_and(|tool| lomi_protocol::catalog::sees(families.as_ref(), tool))
             })
             .cloned()
             .collect();
@@ -382,7 +397,11 @@ impl ServerHandler for LomiServer {
             .session
             .listed
             .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Listed { pairing, families };
+            .unwrap_or_else(|e| e.into_inner()) = Listed {
+            pairing,
+            approved,
+            families,
+        };
         Ok(ListToolsResult::with_all_items(tools))
     }
 

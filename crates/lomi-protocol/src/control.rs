@@ -52,6 +52,21 @@ pub struct PairingSummary {
     pub families: Option<BTreeSet<Family>>,
     /// The families its client asked for, if it said (the approval starts from them).
     pub requested_families: Option<BTreeSet<Family>>,
+    /// How a client that signs in (OAuth) identified itself; null for tokens and sessions.
+    #[serde(default)]
+    pub sign_in: Option<SignInClient>,
+}
+
+/// How a client that signs in identified itself, for the person deciding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignInClient {
+    /// The host its sign-in sends the browser back to (127.0.0.1 or localhost for an app on
+    /// this computer).
+    pub redirect_host: String,
+    /// The https URL of the client ID metadata document its name and redirect addresses came
+    /// from; null when it registered itself with Lomi (its name is then its own say).
+    pub metadata_url: Option<String>,
 }
 
 /// `pairingApprove`'s reply.
@@ -583,6 +598,7 @@ mod tests {
             "state": "pending", "grants": [], "credential": "oauth", "createdAt": AT,
             "decidedAt": null, "lastActiveAt": null, "families": null,
             "requestedFamilies": ["browser"],
+            "signIn": null,
         }));
         check::<WorkspaceRemoved>(json!({"workspaceId": WORKSPACE, "removed": true}));
         check::<ProjectRemoved>(json!({

@@ -1088,8 +1088,30 @@ export interface PairingSummary {
    * The families its client asked for, if it said (the approval starts from them).
    */
   requestedFamilies: Family[] | null;
+  /**
+   * How a client that signs in (OAuth) identified itself; null for tokens and sessions.
+   */
+  signIn: SignInClient | null;
   state: PairingState;
   verificationCode: string;
+}
+/**
+ * How a client that signs in identified itself, for the person deciding.
+ *
+ * This interface was referenced by `LomiWindowTypes`'s JSON-Schema
+ * via the `definition` "SignInClient".
+ */
+export interface SignInClient {
+  /**
+   * The https URL of the client ID metadata document its name and redirect addresses came
+   * from; null when it registered itself with Lomi (its name is then its own say).
+   */
+  metadataUrl: string | null;
+  /**
+   * The host its sign-in sends the browser back to (127.0.0.1 or localhost for an app on
+   * this computer).
+   */
+  redirectHost: string;
 }
 /**
  * One panel of a workspace.
@@ -1220,6 +1242,11 @@ export interface NetworkSettings {
    * Where Lomi serves MCP over HTTP ("" before it started serving).
    */
   mcpUrl: string;
+  /**
+   * An HTTP client without a token may pair for its MCP session only (pending until the
+   * person approves it, ended with the session). Off: it is answered 401 and signs in.
+   */
+  sessionPairing: boolean;
   settingsRevision: string;
 }
 /**

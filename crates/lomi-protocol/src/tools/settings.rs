@@ -345,6 +345,9 @@ pub struct NetworkSettings {
     pub settings_revision: SettingsRevision,
     /// Where Lomi serves MCP over HTTP ("" before it started serving).
     pub mcp_url: String,
+    /// An HTTP client without a token may pair for its MCP session only (pending until the
+    /// person approves it, ended with the session). Off: it is answered 401 and signs in.
+    pub session_pairing: bool,
 }
 
 impl Default for NetworkSettings {
@@ -352,6 +355,7 @@ impl Default for NetworkSettings {
         NetworkSettings {
             settings_revision: SettingsRevision(1),
             mcp_url: String::new(),
+            session_pairing: false,
         }
     }
 }
