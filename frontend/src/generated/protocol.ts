@@ -241,6 +241,11 @@ export type LayoutNode =
  */
 export type OperationShown = OperationShown1 & {
   /**
+   * What decided it: `default` (the tool's "ask me before"), `rule:<id>`, `person` or
+   * `remembered`; absent on receipts older than the record.
+   */
+  decidedBy?: string | null;
+  /**
    * For an `outcome_unknown` receipt: what to look at for its tool's family.
    */
   recovery?: string | null;
