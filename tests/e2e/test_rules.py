@@ -202,7 +202,8 @@ async def test_terminal_lines_a_deny_never_reaches_the_shell_and_an_ask_runs_onc
         waiting = lomi.wait_operation(op_id, "awaiting_user")
         assert waiting["tool"] == "lomi_terminal_input", dump(waiting)
         [decision] = [d for d in lomi.cli("decisions") if d["operationId"] == op_id]
-        assert decision["effect"]["detail"]["command"] == "echo ran >> ran.txt", dump(decision)
+        assert decision["effect"]["command"] == "echo ran >> ran.txt", dump(decision)
+        assert str(project) in decision["effect"]["on"], dump(decision)  # the terminal's folder
         assert not (project / "ran.txt").exists()
         # Later input waits behind it (input order keeps its meaning).
         busy = await agent.error("lomi_terminal_input", term.input_args(term.seq + 1, "echo later\r"), "RESOURCE_BUSY")
