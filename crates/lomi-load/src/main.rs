@@ -3,7 +3,7 @@
 //! token, connects to its own workspace and then calls one tool until the deadline: a
 //! `lomi_file_write` of its own file, a `lomi_workspace_update` rename or layout change (of two
 //! terminal panels it opened first), a panel opened and closed (`lomi_terminal_create` of
-//! `sleep`, then `lomi_terminal_close`: two mutations), or a read (`lomi_panel_list`, the
+//! `sh` printing a line then `sleep`, then `lomi_terminal_close`: two mutations), or a read (`lomi_panel_list`, the
 //! client's own ceiling). Saturated, a session sends its next call as
 //! soon as the last one settled; paced (`--interval-ms`), each session sends at its share of the
 //! rate, its phase spread so the sessions together send evenly. Prints one JSON object: the
@@ -232,6 +232,7 @@ async fn session(
                                "retryEpoch": epoch, "requestKey": format!("close-{n}")}),
                     )
                     .await?;
+                let reply = settle(&mut session, reply).await?;
                 revision = succeeded(&reply, "lomi_terminal_close")?["domainRevision"].clone();
                 let now = Instant::now();
                 settled.push((now - start, now - started));
@@ -257,7 +258,8 @@ async fn session(
     Ok(settled)
 }
 
-/// Opens a terminal panel running `sleep` (no shell to start) and answers its result.
+/// Opens a terminal panel running `sleep` (after one line: a terminal is confirmed by its
+/// first output) and answers its result.
 async fn open_panel(
     session: &mut Session,
     workspace: &str,
@@ -269,11 +271,35 @@ async fn open_panel(
         .call(
             "lomi_terminal_create",
             json!({"workspaceId": workspace, "cwdRelative": "", "title": format!("load {n}"),
-                   "argv": ["sleep", "3600"], "expectedRevision": revision,
+                   "argv": ["sh", "-c", "echo ready; exec sleep 3600"], "expectedRevision": revision,
                    "retryEpoch": epoch, "requestKey": format!("open-{n}")}),
         )
         .await?;
-    succeeded(&reply, "lomi_terminal_create")
+    let settled = settle(session, reply).await?;
+    succeeded(&settled, "lomi_terminal_create")
+}
+
+/// Follows an operation answered still running (a process starting can outlast the call's
+/// wait) with `lomi_operation_get` until it settles.
+async fn settle(session: &mut Session, mut reply: Value) -> anyhow::Result<Value> {
+    let running = |reply: &Value| {
+        matches!(
+            reply["data"]["state"].as_str(),
+            Some("queued" | "running" | "awaiting_user")
+        )
+    };
+    let limit = Instant::now() + Duration::from_secs(60);
+    while running(&reply) {
+        if Instant::now() > limit {
+            bail!("the operation did not settle within 60 s: {reply}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let id = reply["data"]["operationId"].clone();
+        reply = session
+            .call("lomi_operation_get", json!({"operationId": id}))
+            .await?;
+    }
+    Ok(reply)
 }
 
 fn main() -> anyhow::Result<()> {

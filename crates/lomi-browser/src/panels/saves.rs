@@ -117,9 +117,11 @@ impl BrowserPanels {
         } else {
             CaptureLimit::Screens
         };
+        let began = std::time::Instant::now();
         let taken = tab
             .capture(&area, f64::from(scale), !deterministic, limit)
             .await;
+        let drawn = began.elapsed();
         if deterministic && let Err(error) = tab.release().await {
             tracing::debug!("releasing the page after a capture: {error}");
         }
@@ -156,6 +158,13 @@ impl BrowserPanels {
         })
         .await
         .map_err(capture_error)?;
+        // Where a capture's time goes (`LOMI_LOG=lomi_browser=debug`): the CDP calls and
+        // Chromium's drawing (its own time is logged by `Tab::screenshot`), then Lomi's PNG work.
+        tracing::debug!(
+            "capture of tab {}: drawn {drawn:?}, PNG checked, cut and hashed {:?}",
+            tab.id,
+            began.elapsed() - drawn
+        );
         let area_rows = area_height.map_or(drawn_rows, |height| (height * scale).round() as u32);
         let cut = image.height < area_rows;
         let area_height = area_height.unwrap_or(f64::from(drawn_rows) / scale);
