@@ -41,8 +41,11 @@ def png_size(text: str, png: bytes | None) -> str:
     if png and png.startswith(b"\x89PNG"):
         width, height = struct.unpack(">II", png[16:24])
         size = f"{width}x{height} {len(png)} B"
-    saved = re.search(r'"path":"([^"]+)","bytes":(\d+)', text)
-    return f"{size} (saved {saved.group(1)}: {saved.group(2)} B)" if saved else size or "?"
+    result = re.search(r'"result":(\{[^{}]*"sha256"[^{}]*\})', text)
+    if result:
+        saved = json.loads(result.group(1))
+        return f"{size} (saved {saved.get('path')}: {saved.get('bytes')} B)"
+    return size or "?"
 
 
 async def measure(adapter: dict[str, Any], overrides: dict[str, str], repeat: int) -> dict[str, Any]:
