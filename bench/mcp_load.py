@@ -4,10 +4,13 @@ soon as the last one settled) and paced (a fixed total rate), printing throughpu
 percentiles over repeated rounds, the cold start of `lomi serve` to a served tools/list, and
 the store's raw admission rate measured in the same run. Run it with bench/load (see README).
 
-The mutation is `lomi_file_write` of a small file, each session its own file in its own
-workspace's project: a real receipt (reserve, running, settled: three durable commits) and a
-real atomic file write (fsync of the file and its folder). `--mutation rename` uses
-`lomi_workspace_update` instead, which also rewrites the domain file for every call."""
+Each mutation kind is measured on its own (`--mutation KIND` picks one): `file` is
+`lomi_file_write` of a small file, each session its own file in its own workspace's project: a
+real receipt (reserve, running, settled: durable commits) and a real atomic file write (fsync of
+the file and its folder). The domain mutations change `domain.json` (written by group commit):
+`rename` and `layout` are `lomi_workspace_update` (a new name; a new arrangement of two
+terminal panels each session opened first), `panel` opens a terminal panel (`sleep`) and closes
+it, two mutations that also start and end a process. The Python clients do `file` and `rename`."""
 
 import argparse
 import asyncio
@@ -234,6 +237,14 @@ def drive_process(job):
     return asyncio.run(drive(url, token, workspace_ids, deadline, mode))
 
 
+# The mutation kinds, each measured on its own: the tool (or tools) a call makes.
+KINDS = {
+    "file": "lomi_file_write",
+    "rename": "lomi_workspace_update (rename)",
+    "layout": "lomi_workspace_update (layout of two panels)",
+    "panel": "lomi_terminal_create + lomi_terminal_close (each one mutation)",
+}
+
 # Calls settled in the first second (sessions still opening, files being created) are left out
 # of the figures: the rate and the latencies are those of the steady state.
 WARM_UP = 1.0
@@ -313,7 +324,12 @@ def main():
     parser.add_argument("--cold-runs", type=int, default=7)
     parser.add_argument("--processes", type=int, default=4, help="load-generating processes")
     parser.add_argument("--rate", type=float, default=200.0, help="target rate of the paced run (mutations/s)")
-    parser.add_argument("--mutation", choices=["file", "rename"], default="file", help="the mutation each call makes")
+    parser.add_argument(
+        "--mutation",
+        choices=["all", *KINDS],
+        default="all",
+        help="the mutation each call makes; all (the default) runs each kind in turn",
+    )
     parser.add_argument(
         "--client",
         help="the lomi-load binary (Rust, what bench/load uses); without it, Python clients (the MCP calls "
@@ -323,11 +339,15 @@ def main():
     args = parser.parse_args()
 
     root = Path(__file__).resolve().parent.parent
-    tool = {"file": "lomi_file_write", "rename": "lomi_workspace_update"}[args.mutation]
+    kinds = list(KINDS) if args.mutation == "all" else [args.mutation]
+    if not args.client and set(kinds) - {"file", "rename"}:
+        if args.mutation != "all":
+            parser.error(f"--mutation {args.mutation} needs the Rust client (bench/load without --python)")
+        kinds = ["file", "rename"]
     print(
         f"Lomi MCP load benchmark: {args.sessions} sessions x {args.seconds:.0f} s (after {WARM_UP:.0f} s warm-up), "
-        f"{args.rounds} rounds, client {'lomi-load (Rust)' if args.client else f'Python in {args.processes} processes'}, mutation {tool}, {os.cpu_count()} CPUs, "
-        f"store cap {STORE_CAP}"
+        f"{args.rounds} rounds, client {'lomi-load (Rust)' if args.client else f'Python in {args.processes} processes'}, "
+        f"mutations {', '.join(KINDS[k] for k in kinds)}, {os.cpu_count()} CPUs, store cap {STORE_CAP}"
     )
     # Server and clients share this machine's CPUs (and its disk) with whatever else runs:
     # say how busy it was, so figures from a loaded machine are read as such.
@@ -335,18 +355,20 @@ def main():
     cold = asyncio.run(cold_start(args.lomi, args.cold_runs))
     print(f"cold start, spawn to served tools/list (ms):   {spread(cold)}")
     ceilings = rounds(args, Mode("read"))[0]
-    rates, p50s, p99s = rounds(args, Mode(args.mutation))
-    print("saturated (every session sends its next mutation as soon as the last one settled):")
-    print(f"  client ceiling: read-tool calls/s, same clients: {spread(ceilings)}")
-    print(f"  mutations/s (settled, over MCP):              {spread(rates)}   target >= 1000")
-    print(f"  latency p50 (ms):                             {spread(p50s)}")
-    print(f"  latency p99 (ms):                             {spread(p99s)}   target <= 100")
-    print(f"  ratio median mutations/s / median client ceiling: {statistics.median(rates) / statistics.median(ceilings):.3f}")
-    rates, p50s, p99s = rounds(args, Mode(args.mutation, args.sessions / args.rate))
-    print(f"paced at {args.rate:.0f} mutations/s in all ({args.sessions} sessions, each every {args.sessions / args.rate * 1000:.0f} ms):")
-    print(f"  mutations/s (settled, over MCP):              {spread(rates)}")
-    print(f"  latency p50 (ms):                             {spread(p50s)}")
-    print(f"  latency p99 (ms):                             {spread(p99s)}   target <= 20")
+    print(f"client ceiling: read-tool calls/s, same clients: {spread(ceilings)}")
+    for kind in kinds:
+        print(f"== {kind}: {KINDS[kind]}")
+        rates, p50s, p99s = rounds(args, Mode(kind))
+        print("saturated (every session sends its next mutation as soon as the last one settled):")
+        print(f"  mutations/s (settled, over MCP):              {spread(rates)}   target >= 1000")
+        print(f"  latency p50 (ms):                             {spread(p50s)}")
+        print(f"  latency p99 (ms):                             {spread(p99s)}   target <= 100")
+        print(f"  ratio median mutations/s / median client ceiling: {statistics.median(rates) / statistics.median(ceilings):.3f}")
+        rates, p50s, p99s = rounds(args, Mode(kind, args.sessions / args.rate))
+        print(f"paced at {args.rate:.0f} mutations/s in all ({args.sessions} sessions, each every {args.sessions / args.rate * 1000:.0f} ms):")
+        print(f"  mutations/s (settled, over MCP):              {spread(rates)}")
+        print(f"  latency p50 (ms):                             {spread(p50s)}")
+        print(f"  latency p99 (ms):                             {spread(p99s)}   target <= 20")
     print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if not args.no_store:
         print("store admission in the same run (cargo bench -p lomi-store):")

@@ -70,8 +70,11 @@ FIXTURES = HERE / "fixtures"
 RESULTS = HERE / "results"
 DOCS = Path("/usr/share/doc/python3.11-doc/html")
 # locate: how the server's agent looks for a named element (default: snapshot); full_capture: a
-# capture of the page's whole length; where: the URL the tab shows (untimed, for verifying).
-GENERIC_STEPS = ["navigate", "snapshot", "click", "type", "screenshot", "frame_click", "locate", "full_capture", "where"]
+# capture of the page's whole length; full_save: the same saved whole into a file, for a server
+# whose full_capture answers only part of a tall page (capture_tall.py); where: the URL the tab
+# shows (untimed, for verifying).
+GENERIC_STEPS = ["navigate", "snapshot", "click", "type", "screenshot", "frame_click", "locate", "full_capture",
+                 "full_save", "where"]
 # step -> role/label of the element to find in the snapshot (for steps that need a ref)
 TARGETS = {
     "type": ("textbox", "Name"),

@@ -171,7 +171,7 @@ async def wait_gone(pgid: int) -> None:
 def png_size(data: bytes) -> tuple[int, int]:
     """Width and height, after checking the signature and decoding every chunk and the pixels."""
     assert data.startswith(b"\x89PNG\r\n\x1a\n"), data[:16]
-    at, idat, size = 8, b"", None
+    at, idat, size = 8, [], None
     while at < len(data):
         length, kind = struct.unpack(">I4s", data[at:at + 8])
         chunk = data[at + 8:at + 8 + length]
@@ -180,10 +180,10 @@ def png_size(data: bytes) -> tuple[int, int]:
             size = struct.unpack(">II", chunk[:8])
             depth, colour = chunk[8], chunk[9]
         elif kind == b"IDAT":
-            idat += chunk
+            idat.append(chunk)
         at += 12 + length
     assert size is not None
-    raw = zlib.decompress(idat)
+    raw = zlib.decompress(b"".join(idat))
     channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[colour]
     stride = (size[0] * channels * depth + 7) // 8
     assert len(raw) == size[1] * (stride + 1), "pixel data matches the header"
@@ -600,10 +600,13 @@ async def test_captures_are_pngs_of_the_size_asked_for(lomi, workspaces, mcp, si
         assert (clip["width"], clip["height"]) == (100, 50), dump(clip)
         clip2, _ = await capture(clip={"x": 0, "y": 0, "width": 100, "height": 50}, scale=0.5)
         assert (clip2["width"], clip2["height"]) == (50, 25), dump(clip2)
+        # A page taller than two screens: its top two at full width, and how tall it is.
         full, _ = await capture(fullPage=True)
-        assert (full["width"], full["height"]) == (1280, 2000), dump(full)
+        assert (full["width"], full["height"], full["areaHeight"]) == (1280, 1440, 2000), dump(full)
+        # Over maxBytes: fewer rows, never a smaller scale.
         small, _ = await capture(maxBytes=2048)
-        assert small["bytes"] <= 2048 and small["width"] < 1280, dump(small)
+        assert small["bytes"] <= 2048 and small["width"] == 1280 and small["height"] < 720, dump(small)
+        assert small["scale"] == 1 and small["areaHeight"] == 720, dump(small)
 
         # Saved into the project, as an operation of its own.
         saved, png = await capture(save={"path": "shots/page.png", "retryEpoch": agent.epoch, "requestKey": "save-1"})

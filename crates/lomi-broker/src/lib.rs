@@ -5,6 +5,7 @@
 mod activity;
 mod changes;
 mod chat;
+mod commits;
 mod domain;
 mod effect;
 mod engine;
@@ -27,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use lomi_protocol::{BrokerInstanceId, ErrorCode, ToolError};
+use lomi_protocol::{BrokerInstanceId, ToolError};
 use lomi_store::{Clock, Store, StoreError, StoreOptions};
 
 pub use changes::{Area, Changes};
@@ -118,7 +119,10 @@ struct Inner {
     entropy: Arc<dyn Entropy>,
     store: Store,
     settle_wait: Duration,
+    /// The domain readers see: every change on disk, and the memory-only ones.
     domain: Mutex<Domain>,
+    /// The changes on their way to disk (`commits.rs`).
+    log: commits::DomainLog,
     live: Mutex<HashMap<lomi_protocol::OperationId, engine::LiveOperation>>,
     permits: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     panels: Mutex<panels::Panels>,
@@ -187,6 +191,7 @@ impl Broker {
                 entropy: config.entropy,
                 store,
                 settle_wait: config.settle_wait,
+                log: commits::DomainLog::new(domain.clone()),
                 domain: Mutex::new(domain),
                 live: Mutex::new(HashMap::new()),
                 permits: Mutex::new(HashMap::new()),
@@ -257,28 +262,6 @@ impl Broker {
 
     fn domain(&self) -> MutexGuard<'_, Domain> {
         self.inner.domain.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Writes the durable part of the domain. Called with the domain lock held, so writes
-    /// happen in the order of the changes they record.
-    fn save(&self, domain: &Domain) -> Result<(), ToolError> {
-        let mut durable = domain.clone();
-        durable.pairings.retain(Pairing::is_durable);
-        let path = self.inner.data_dir.join(DOMAIN_FILE);
-        match waiting_on_disk(|| persist::write_json(&path, &durable)) {
-            Ok(()) => {
-                self.store().note_write_success();
-                Ok(())
-            }
-            Err(e) => {
-                let message = format!("could not save Lomi's workspaces and pairings: {e}");
-                self.store().note_write_failure(message.clone());
-                Err(ToolError::new(
-                    ErrorCode::StoreUnavailable,
-                    format!("{message}; nothing was changed"),
-                ))
-            }
-        }
     }
 }
 

@@ -8,6 +8,7 @@ use lomi_protocol::{ErrorCode, Family, PairingId, Timestamp, Tool, ToolError, Wo
 use serde::Serialize;
 
 use crate::Broker;
+use crate::commits::MemoryChange;
 use crate::domain::{Credential, Domain, Pairing, check_name};
 use crate::entropy::{bearer_token, secret_hash, verification_code};
 
@@ -34,23 +35,6 @@ const WHERE_TO_APPROVE: &str =
     "Approve it in Lomi's window, or on the command line with `lomi pairing approve";
 
 impl Broker {
-    /// Applies `change` to a copy of the domain, saves it, and only then makes it current, so
-    /// a failed save changes nothing.
-    pub(crate) fn update_domain<T>(
-        &self,
-        change: impl FnOnce(&mut Domain) -> Result<T, ToolError>,
-    ) -> Result<T, ToolError> {
-        let mut domain = self.domain();
-        let mut next = domain.clone();
-        let value = change(&mut next)?;
-        crate::settings::Settings::note_changes(&domain, &mut next);
-        self.save(&next)?;
-        *domain = next;
-        drop(domain);
-        self.note_change(crate::Area::Domain);
-        Ok(value)
-    }
-
     /// A new pending pairing for a client, bound to its transport session or to a secret.
     /// Pending pairings the person did not decide within [`PENDING_LIFETIME`] expire here;
     /// while [`MAX_PENDING_PAIRINGS`] are waiting, a new one is refused, so a flood of
@@ -98,36 +82,34 @@ impl Broker {
             requested_families: requested_families.and_then(every_family_is_none),
         };
         let id = pairing.id.clone();
-        let mut domain = self.domain();
         let oldest = pairing
             .created_at
             .plus_millis(-i64::try_from(PENDING_LIFETIME.as_millis()).unwrap_or(i64::MAX));
-        domain
-            .pairings
-            .retain(|p| p.state != PairingState::Pending || p.created_at >= oldest);
-        let waiting = domain
-            .pairings
-            .iter()
-            .filter(|p| p.state == PairingState::Pending)
-            .count();
-        if waiting >= MAX_PENDING_PAIRINGS {
-            return Err(ToolError::new(
-                ErrorCode::PairingRequired,
-                format!(
-                    "{waiting} clients are already waiting for the person's approval, the most Lomi keeps; \
-                     try again once the person has decided (waiting requests expire after {} minutes)",
-                    PENDING_LIFETIME.as_secs() / 60
-                ),
-            ));
-        }
         // A pending pairing is in memory until decided; a failed save only loses the pending
         // entry across a restart, where the client starts a new one anyway.
-        let before = domain.clone();
-        domain.pairings.push(pairing);
-        crate::settings::Settings::note_changes(&before, &mut domain);
-        if let Err(error) = self.save(&domain) {
-            tracing::warn!("pending pairing not saved: {error}");
-        }
+        let change = MemoryChange::Pending {
+            pairing: Box::new(pairing),
+            expired_before: oldest,
+        };
+        let room = |domain: &Domain| {
+            let waiting = domain
+                .pairings
+                .iter()
+                .filter(|p| p.state == PairingState::Pending && p.created_at >= oldest)
+                .count();
+            if waiting >= MAX_PENDING_PAIRINGS {
+                return Err(ToolError::new(
+                    ErrorCode::PairingRequired,
+                    format!(
+                        "{waiting} clients are already waiting for the person's approval, the most Lomi keeps; \
+                         try again once the person has decided (waiting requests expire after {} minutes)",
+                        PENDING_LIFETIME.as_secs() / 60
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        self.change_in_memory(change, room, true)?;
         Ok(id)
     }
 
@@ -160,12 +142,14 @@ impl Broker {
 
     /// Forgets a session-bound pairing whose transport session ended.
     pub fn pairing_session_ended(&self, id: &PairingId) {
-        let mut domain = self.domain();
-        let before = domain.pairings.len();
-        let kept = domain.clone();
-        domain.pairings.retain(|p| &p.id != id || p.is_durable());
-        if domain.pairings.len() != before {
-            crate::settings::Settings::note_changes(&kept, &mut domain);
+        let ends = self
+            .domain()
+            .pairings
+            .iter()
+            .any(|p| &p.id == id && !p.is_durable());
+        if ends {
+            self.change_in_memory(MemoryChange::SessionEnded(id.clone()), |_| Ok(()), false)
+                .unwrap_or_else(|never: ToolError| tracing::warn!("{never}"));
             self.activity().remove(id);
         }
     }

@@ -991,6 +991,58 @@ async fn the_event_feed_shows_this_connections_state_changes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_domain_changes_are_all_on_disk_once_answered() {
+    // Changes of many workspaces at once share the domain file's writes (group commit); each
+    // answered one is on disk: a restart finds every name, and each revision moved once.
+    let setup = Setup {
+        settle_wait: Duration::from_secs(30),
+        ..setup()
+    };
+    let broker = setup.start(1);
+    let workspaces: Vec<WorkspaceId> = (0..12)
+        .map(|n| setup.workspace(&broker, &format!("W{n}")))
+        .collect();
+    let created = broker
+        .pairing_create("load", &workspaces, None)
+        .expect("create pairing");
+    let mut calls = Vec::new();
+    for (n, workspace) in workspaces.iter().enumerate() {
+        let broker = broker.clone();
+        let caller = created.pairing_id.clone();
+        let workspace = workspace.clone();
+        calls.push(tokio::spawn(async move {
+            let epoch = connect(&broker, &caller, &workspace);
+            for round in 0..5u64 {
+                let name = format!("W{n} round {round}");
+                let key = format!("k{round}");
+                let done = broker
+                    .workspace_update(&caller, rename(&workspace, 1 + round, &epoch, &key, &name))
+                    .await
+                    .expect("update");
+                assert_succeeded(&done);
+                // Answered means seen by every reader too.
+                assert_eq!(
+                    workspace_state(&broker, &workspace),
+                    (name, DomainRevision(2 + round))
+                );
+            }
+        }));
+    }
+    for call in calls {
+        call.await.expect("a session's renames");
+    }
+    broker.shutdown().await;
+    drop(broker);
+    let broker = setup.start(2);
+    for (n, workspace) in workspaces.iter().enumerate() {
+        assert_eq!(
+            workspace_state(&broker, workspace),
+            (format!("W{n} round 4"), DomainRevision(6))
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_domain_save_fails_the_update_and_changes_nothing() {
     let setup = setup();
     let broker = setup.start(1);

@@ -18,8 +18,8 @@ pub use lomi_files::confine::{confined_existing_file, write_confined};
 pub use lomi_snapshot::SnapshotOptions;
 pub use snapshot::SnapshotText;
 pub use tab::{
-    ActionError, ActionResult, CaptureArea, Committed, Destination, Emulation, Tab, Target,
-    WaitFor, Waited,
+    ActionError, ActionResult, CaptureArea, CaptureLimit, Committed, Destination, Emulation, Tab,
+    Taken, Target, WaitFor, Waited,
 };
 
 /// Why a browser call failed, one variant per way the caller should react.

@@ -38,8 +38,8 @@ use serde_json::{Value, json};
 
 use crate::tab::{ActionError, Destination, Emulation, Target, WaitFor};
 use crate::{
-    ActionResult, Browser, BrowserError, BrowserOptions, CaptureArea, Exit, SnapshotOptions, Tab,
-    confined_existing_file,
+    ActionResult, Browser, BrowserError, BrowserOptions, CaptureArea, CaptureLimit, Exit,
+    SnapshotOptions, Tab, Taken, confined_existing_file,
 };
 
 const DEFAULT_SNAPSHOT_BYTES: u32 = 256 * 1024;
@@ -65,7 +65,11 @@ const MAX_TYPE_BYTES: usize = 64 * 1024;
 const MAX_UPLOAD_FILES: usize = 32;
 const MAX_EXPRESSION_BYTES: usize = 64 * 1024;
 const MIN_CAPTURE_BYTES: u32 = 1024;
-const MAX_CAPTURE_BYTES: u32 = 16 * 1024 * 1024;
+/// The largest capture saved into the project (a whole long page; maxBytes with save).
+const MAX_CAPTURE_BYTES: u32 = 64 * 1024 * 1024;
+/// Rows of the image a retried save answers with (two screens of the default viewport): the
+/// browser that knew the viewport may be gone by then.
+const RETRY_IMAGE_ROWS: u32 = 1_440;
 const MAX_LOG_PAGE: u32 = 500;
 const DEFAULT_LOG_PAGE: u32 = 100;
 const MAX_FILL_FIELDS: usize = 64;

@@ -35,7 +35,7 @@ use crate::BrowserError;
 use crate::browser::Browser;
 
 pub use actions::{ActionError, ActionResult, Target};
-pub use capture::CaptureArea;
+pub use capture::{CaptureArea, CaptureLimit, Taken};
 pub use emulation::Emulation;
 pub(crate) use navigation::Reached;
 pub use navigation::{Committed, Destination, WaitFor, Waited};

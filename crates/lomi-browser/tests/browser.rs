@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lomi_browser::{
-    ActionError, Browser, BrowserError, BrowserOptions, CaptureArea, Destination, Exit,
-    SnapshotOptions, Tab, Target,
+    ActionError, Browser, BrowserError, BrowserOptions, CaptureArea, CaptureLimit, Destination,
+    Exit, SnapshotOptions, Tab, Target,
 };
 
 /// Serves `pages` (path → HTML) on 127.0.0.1; returns the port.
@@ -253,18 +253,18 @@ async fn captures_have_the_sizes_asked_for() {
     let browser = browser().await;
     let tab = open(&browser, &format!("http://127.0.0.1:{port}/c")).await;
     let viewport = tab
-        .capture(&CaptureArea::Viewport, 1.0, true)
+        .capture(&CaptureArea::Viewport, 1.0, true, CaptureLimit::Screens)
         .await
         .expect("viewport")
-        .0;
+        .png;
     assert!(viewport.starts_with(b"\x89PNG\r\n\x1a\n"));
     assert_eq!(png_size(&viewport), (1280, 720));
     // Compressed for size, the same pixels take fewer bytes.
     let compact = tab
-        .capture(&CaptureArea::Viewport, 1.0, false)
+        .capture(&CaptureArea::Viewport, 1.0, false, CaptureLimit::Screens)
         .await
         .expect("viewport, compact")
-        .0;
+        .png;
     assert_eq!(png_size(&compact), (1280, 720));
     assert!(
         compact.len() <= viewport.len(),
@@ -273,17 +273,21 @@ async fn captures_have_the_sizes_asked_for() {
         viewport.len()
     );
     let half = tab
-        .capture(&CaptureArea::Viewport, 0.5, true)
+        .capture(&CaptureArea::Viewport, 0.5, true, CaptureLimit::Screens)
         .await
         .expect("scaled")
-        .0;
+        .png;
     assert_eq!(png_size(&half), (640, 360));
     let snap = snapshot(&tab).await;
     let area = CaptureArea::Element {
         snapshot_id: snap.snapshot_id.clone(),
         element_ref: ref_of(&snap.text, "img \"Box\""),
     };
-    let element = tab.capture(&area, 1.0, true).await.expect("element").0;
+    let element = tab
+        .capture(&area, 1.0, true, CaptureLimit::Screens)
+        .await
+        .expect("element")
+        .png;
     assert_eq!(png_size(&element), (200, 120));
     let clip = lomi_protocol::tools::browser::ClipRect {
         x: 10.0,
@@ -292,27 +296,44 @@ async fn captures_have_the_sizes_asked_for() {
         height: 100.0,
     };
     let clipped = tab
-        .capture(&CaptureArea::Clip(clip), 1.0, true)
+        .capture(&CaptureArea::Clip(clip), 1.0, true, CaptureLimit::Screens)
         .await
         .expect("clip")
-        .0;
+        .png;
     assert_eq!(png_size(&clipped), (300, 100));
-    let (full, scale) = tab
-        .capture(&CaptureArea::FullPage, 1.0, false)
+    let full = tab
+        .capture(&CaptureArea::FullPage, 1.0, false, CaptureLimit::Whole)
         .await
         .expect("full page");
-    assert_eq!(png_size(&full), (1280, 3000));
-    assert!((scale - 1.0).abs() < f64::EPSILON, "{scale}");
-    // Taller than Chromium draws at once: scaled to fit, and the scale says by how much.
+    assert_eq!(png_size(&full.png), (1280, 3000));
+    assert!((full.scale - 1.0).abs() < f64::EPSILON, "{}", full.scale);
+    // The answer's limit: the top two screens, at full scale, and the whole area's height.
+    let top = tab
+        .capture(&CaptureArea::FullPage, 1.0, true, CaptureLimit::Screens)
+        .await
+        .expect("the top of the page");
+    assert_eq!(png_size(&top.png), (1280, 1440));
+    assert_eq!((top.area_height, top.screens_rows), (Some(3000.0), 1440));
+    // Taller than 16,384 pixels: a capture set's file is scaled to fit, and the scale says by
+    // how much; a save draws it whole.
     let tab = open(&browser, &format!("http://127.0.0.1:{port}/tall")).await;
-    let (tall, scale) = tab
-        .capture(&CaptureArea::FullPage, 1.0, false)
+    let fitted = tab
+        .capture(&CaptureArea::FullPage, 1.0, false, CaptureLimit::FitSide)
         .await
         .expect("a tall page");
-    let (width, height) = png_size(&tall);
+    let (width, height) = png_size(&fitted.png);
+    let scale = fitted.scale;
     assert!((scale - 16_384.0 / 40_000.0).abs() < 1e-6, "{scale}");
     assert!((16_380..=16_384).contains(&height), "{width}x{height}");
     assert!((520..=526).contains(&width), "{width}x{height}");
+    let whole = tab
+        .capture(&CaptureArea::FullPage, 1.0, true, CaptureLimit::Whole)
+        .await
+        .expect("a tall page whole");
+    assert_eq!(
+        lomi_capture::inspect_png_within(&whole.png, lomi_capture::MAX_SAVED_SIDE).expect("a PNG"),
+        (1280, 40_000)
+    );
     browser.close().await;
 }
 

@@ -1,5 +1,6 @@
 //! The PNG side of captures: decode a screenshot with guards, clip it, scale it, fit it into a
-//! byte budget, and re-encode it with its sha256. Plain functions; no MCP, broker or browser.
+//! byte budget, cut the top of a tall one, and re-encode it with its sha256. Plain functions;
+//! no MCP, broker or browser.
 
 mod error;
 
@@ -16,6 +17,10 @@ pub use error::CaptureError;
 const PNG_SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n'];
 /// The largest side, in pixels, a capture may have; anything larger is refused before decoding.
 pub const MAX_SIDE: u32 = 16_384;
+/// The largest side of a PNG kept whole without being decoded (a tall page saved into the
+/// project): only its structure is checked ([`inspect_png_within`]) and only its top is
+/// decoded ([`top`]), a few screens of rows at a time.
+pub const MAX_SAVED_SIDE: u32 = 131_072;
 /// The smallest accepted `scale`, and the floor the `max_bytes` search stops at.
 pub const MIN_SCALE: f32 = 0.05;
 /// The largest accepted `scale`: captures are only ever scaled down.
@@ -79,6 +84,12 @@ pub fn decode_png(bytes: &[u8]) -> Result<RgbaImage, CaptureError> {
 /// and CRC, an IHDR first with sides from 1 to `MAX_SIDE`, at least one IDAT, and IEND last.
 /// Returns its width and height. This is how a capture that needs no change is accepted as is.
 pub fn inspect_png(bytes: &[u8]) -> Result<(u32, u32), CaptureError> {
+    inspect_png_within(bytes, MAX_SIDE)
+}
+
+/// [`inspect_png`] with sides up to `max_side` (at most [`MAX_SAVED_SIDE`]).
+pub fn inspect_png_within(bytes: &[u8], max_side: u32) -> Result<(u32, u32), CaptureError> {
+    let max_side = max_side.min(MAX_SAVED_SIDE);
     if !bytes.starts_with(&PNG_SIGNATURE) {
         return Err(CaptureError::NotPng {
             start: preview(bytes),
@@ -115,7 +126,7 @@ pub fn inspect_png(bytes: &[u8]) -> Result<(u32, u32), CaptureError> {
                 if width == 0 || height == 0 {
                     return Err(bad("the PNG has an empty side"));
                 }
-                if width > MAX_SIDE || height > MAX_SIDE {
+                if width > max_side || height > max_side {
                     return Err(CaptureError::Oversized { width, height });
                 }
                 size = Some((width, height));
@@ -187,6 +198,80 @@ pub fn process(png: &[u8], options: &CaptureOptions) -> Result<Capture, CaptureE
             .clamp(0.5, 0.9);
         scale = ((f64::from(scale) * step) as f32).max(MIN_SCALE);
     }
+}
+
+/// The top of a PNG at its full width: at most `max_height` rows, fewer until the PNG is at
+/// most `max_bytes`, encoded for speed (an image to look at, not a file to keep). Only the rows
+/// kept are decoded, so the top of a page tens of thousands of pixels tall costs what a few
+/// screens cost. A PNG within both limits comes back as it is. Sides up to
+/// [`MAX_SAVED_SIDE`]; interlaced PNGs (which Chromium does not write) are refused.
+pub fn top(png: &[u8], max_height: u32, max_bytes: usize) -> Result<Capture, CaptureError> {
+    let (width, height) = inspect_png_within(png, MAX_SAVED_SIDE)?;
+    if height <= max_height && png.len() <= max_bytes {
+        return Ok(finish(png.to_vec(), width, height));
+    }
+    let mut decoder = png::Decoder::new(Cursor::new(png));
+    // 8 bits per channel, palettes and low depths expanded: what the encoder below writes.
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder
+        .read_info()
+        .map_err(|e| CaptureError::Corrupt(e.to_string()))?;
+    if reader.info().interlaced {
+        return Err(CaptureError::Corrupt(
+            "the PNG is interlaced; only plain PNGs are cut".to_owned(),
+        ));
+    }
+    let (color, depth) = reader.output_color_type();
+    let rows = height.min(max_height.max(1));
+    let line = reader
+        .output_line_size(width)
+        .ok_or_else(|| CaptureError::Corrupt("the PNG's rows are too long".to_owned()))?;
+    let mut pixels = Vec::with_capacity(line * rows as usize);
+    for _ in 0..rows {
+        let row = reader
+            .next_row()
+            .map_err(|e| CaptureError::Corrupt(e.to_string()))?
+            .ok_or_else(|| CaptureError::Corrupt("the PNG ends before its height".to_owned()))?;
+        pixels.extend_from_slice(row.data());
+    }
+    let mut kept = rows;
+    loop {
+        let encoded = encode_rows(&pixels[..line * kept as usize], width, kept, color, depth)?;
+        if encoded.len() <= max_bytes {
+            return Ok(finish(encoded, width, kept));
+        }
+        if kept == 1 {
+            return Err(CaptureError::TooLarge {
+                max_bytes,
+                smallest: encoded.len(),
+                width,
+                height: kept,
+            });
+        }
+        // Bytes grow about as rows do; aim a little under the budget so one more try is rare.
+        let fit = (f64::from(kept) * max_bytes as f64 / encoded.len() as f64 * 0.95) as u32;
+        kept = fit.clamp(1, kept - 1);
+    }
+}
+
+/// `rows` rows of `pixels` (as the decoder gave them) as a PNG, compressed for speed.
+fn encode_rows(
+    pixels: &[u8],
+    width: u32,
+    rows: u32,
+    color: png::ColorType,
+    depth: png::BitDepth,
+) -> Result<Vec<u8>, CaptureError> {
+    let failed = |e: png::EncodingError| CaptureError::Encode(e.to_string());
+    let mut out = Vec::with_capacity(pixels.len() / 4);
+    let mut encoder = png::Encoder::new(&mut out, width, rows);
+    encoder.set_color(color);
+    encoder.set_depth(depth);
+    encoder.set_compression(png::Compression::Fast);
+    let mut writer = encoder.write_header().map_err(failed)?;
+    writer.write_image_data(pixels).map_err(failed)?;
+    writer.finish().map_err(failed)?;
+    Ok(out)
 }
 
 /// How a capture differs from an earlier one of the same thing.

@@ -3,7 +3,10 @@
 
 use image::codecs::png::PngEncoder;
 use image::{ExtendedColorType, ImageEncoder, Rgba, RgbaImage};
-use lomi_capture::{Capture, CaptureError, CaptureOptions, Rect, decode_png, process};
+use lomi_capture::{
+    Capture, CaptureError, CaptureOptions, MAX_SAVED_SIDE, Rect, decode_png, inspect_png,
+    inspect_png_within, process, top,
+};
 use lomi_protocol::ErrorCode;
 use sha2::{Digest, Sha256};
 
@@ -322,4 +325,47 @@ fn a_comparison_marks_exactly_the_changed_pixels() {
         lomi_capture::compare(&encode(&before), &encode(&sample(40, 31))).expect("compare");
     assert_eq!(taller.total, 40 * 31);
     assert!(taller.changed >= 40, "{taller:?}");
+}
+
+#[test]
+fn the_top_of_a_tall_image_keeps_its_full_width_and_exact_pixels() {
+    // Taller than a capture decodes whole (MAX_SIDE), as a long page saved into a project is.
+    let tall = sample(64, 20_000);
+    let png = encode(&tall);
+    assert!(matches!(
+        inspect_png(&png),
+        Err(CaptureError::Oversized { .. })
+    ));
+    assert_eq!(
+        inspect_png_within(&png, MAX_SAVED_SIDE).expect("kept whole"),
+        (64, 20_000)
+    );
+
+    let cut = top(&png, 300, usize::MAX).expect("the top");
+    assert_eq!((cut.width, cut.height), (64, 300));
+    assert_eq!(cut.sha256, hex::encode(Sha256::digest(&cut.png)));
+    let pixels = decode_png(&cut.png).expect("a PNG");
+    for (x, y, pixel) in pixels.enumerate_pixels() {
+        assert_eq!(pixel, tall.get_pixel(x, y), "pixel ({x}, {y})");
+    }
+}
+
+#[test]
+fn the_top_keeps_fewer_rows_until_it_fits_the_bytes() {
+    let png = encode(&sample(200, 2_000));
+    let whole = top(&png, 2_000, usize::MAX).expect("within both limits");
+    assert_eq!(
+        whole.png, png,
+        "a PNG within both limits comes back as it is"
+    );
+
+    let budget = png.len() / 4;
+    let cut = top(&png, 2_000, budget).expect("the top");
+    assert!(cut.png.len() <= budget, "{} > {budget}", cut.png.len());
+    assert_eq!(cut.width, 200, "never narrower");
+    assert!(cut.height < 2_000 && cut.height > 100, "{}", cut.height);
+
+    let error = top(&png, 2_000, 10).expect_err("no row fits in 10 bytes");
+    assert!(matches!(error, CaptureError::TooLarge { .. }), "{error}");
+    assert_eq!(error.code(), ErrorCode::InvalidArgument);
 }

@@ -1,8 +1,10 @@
 //! The load benchmark's client: `bench/load` runs it against a release `lomi serve`. Each
 //! session opens an MCP session (Streamable HTTP, protocol 2025-11-25) with the pairing's
 //! token, connects to its own workspace and then calls one tool until the deadline: a
-//! `lomi_file_write` of its own file, a `lomi_workspace_update` rename, or a read
-//! (`lomi_panel_list`, the client's own ceiling). Saturated, a session sends its next call as
+//! `lomi_file_write` of its own file, a `lomi_workspace_update` rename or layout change (of two
+//! terminal panels it opened first), a panel opened and closed (`lomi_terminal_create` of
+//! `sh` printing a line then `sleep`, then `lomi_terminal_close`: two mutations), or a read (`lomi_panel_list`, the
+//! client's own ceiling). Saturated, a session sends its next call as
 //! soon as the last one settled; paced (`--interval-ms`), each session sends at its share of the
 //! rate, its phase spread so the sessions together send evenly. Prints one JSON object: the
 //! steady-state rate (calls settled per second after the warm-up) and every steady call's
@@ -19,6 +21,8 @@ use serde_json::{Value, json};
 enum Mutation {
     File,
     Rename,
+    Layout,
+    Panel,
     Read,
 }
 
@@ -159,6 +163,14 @@ async fn session(
             .await?;
         revision = succeeded(&created, "lomi_file_create")?["diskRevision"].clone();
     }
+    let mut panels = Vec::new();
+    if let Mutation::Layout = mutation {
+        for n in 0..2 {
+            let created = open_panel(&mut session, &workspace, &revision, &epoch, n).await?;
+            revision = created["domainRevision"].clone();
+            panels.push(created["panelId"].clone());
+        }
+    }
     let mut settled = Settled::new();
     let mut next_at = Instant::now() + phase;
     let mut n = 0u64;
@@ -190,6 +202,42 @@ async fn session(
                     .await?;
                 revision = succeeded(&reply, "lomi_file_write")?["diskRevision"].clone();
             }
+            Mutation::Layout => {
+                let direction = if n.is_multiple_of(2) { "row" } else { "column" };
+                let root = json!({"split": {"direction": direction, "children": [
+                    {"tabs": {"panels": [panels[0]]}}, {"tabs": {"panels": [panels[1]]}},
+                ]}});
+                let reply = session
+                    .call(
+                        "lomi_workspace_update",
+                        json!({"workspaceId": workspace, "expectedRevision": revision,
+                               "change": {"layout": {"root": root}},
+                               "retryEpoch": epoch, "requestKey": key}),
+                    )
+                    .await?;
+                revision =
+                    succeeded(&reply, "lomi_workspace_update")?["workspace"]["domainRevision"]
+                        .clone();
+            }
+            Mutation::Panel => {
+                let created = open_panel(&mut session, &workspace, &revision, &epoch, n).await?;
+                let now = Instant::now();
+                settled.push((now - start, now - started));
+                let started = Instant::now();
+                let reply = session
+                    .call(
+                        "lomi_terminal_close",
+                        json!({"workspaceId": workspace, "panelId": created["panelId"],
+                               "expectedRevision": created["domainRevision"],
+                               "retryEpoch": epoch, "requestKey": format!("close-{n}")}),
+                    )
+                    .await?;
+                let reply = settle(&mut session, reply).await?;
+                revision = succeeded(&reply, "lomi_terminal_close")?["domainRevision"].clone();
+                let now = Instant::now();
+                settled.push((now - start, now - started));
+                continue;
+            }
             Mutation::Rename => {
                 let reply = session
                     .call(
@@ -208,6 +256,50 @@ async fn session(
         settled.push((now - start, now - started));
     }
     Ok(settled)
+}
+
+/// Opens a terminal panel running `sleep` (after one line: a terminal is confirmed by its
+/// first output) and answers its result.
+async fn open_panel(
+    session: &mut Session,
+    workspace: &str,
+    revision: &Value,
+    epoch: &Value,
+    n: u64,
+) -> anyhow::Result<Value> {
+    let reply = session
+        .call(
+            "lomi_terminal_create",
+            json!({"workspaceId": workspace, "cwdRelative": "", "title": format!("load {n}"),
+                   "argv": ["sh", "-c", "echo ready; exec sleep 3600"], "expectedRevision": revision,
+                   "retryEpoch": epoch, "requestKey": format!("open-{n}")}),
+        )
+        .await?;
+    let settled = settle(session, reply).await?;
+    succeeded(&settled, "lomi_terminal_create")
+}
+
+/// Follows an operation answered still running (a process starting can outlast the call's
+/// wait) with `lomi_operation_get` until it settles.
+async fn settle(session: &mut Session, mut reply: Value) -> anyhow::Result<Value> {
+    let running = |reply: &Value| {
+        matches!(
+            reply["data"]["state"].as_str(),
+            Some("queued" | "running" | "awaiting_user")
+        )
+    };
+    let limit = Instant::now() + Duration::from_secs(60);
+    while running(&reply) {
+        if Instant::now() > limit {
+            bail!("the operation did not settle within 60 s: {reply}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let id = reply["data"]["operationId"].clone();
+        reply = session
+            .call("lomi_operation_get", json!({"operationId": id}))
+            .await?;
+    }
+    Ok(reply)
 }
 
 fn main() -> anyhow::Result<()> {

@@ -59,24 +59,23 @@ impl BrowserPanels {
                 lomi_capture::MAX_SCALE
             )));
         }
-        // A capture sent in the answer must fit a client's message; a saved one may be larger.
+        // maxBytes bounds the image sent in the answer, which must fit a client's message; with
+        // save it bounds the file instead, and the answer shows the file's top.
         let (most, max_bytes) = match &input.save {
             None => (
                 MAX_INLINE_IMAGE_BYTES,
-                Some(input.max_bytes.unwrap_or(MAX_INLINE_IMAGE_BYTES)),
+                input.max_bytes.unwrap_or(MAX_INLINE_IMAGE_BYTES),
             ),
             Some(_) => (
                 MAX_CAPTURE_BYTES,
-                Some(input.max_bytes.unwrap_or(MAX_CAPTURE_BYTES)),
+                input.max_bytes.unwrap_or(MAX_CAPTURE_BYTES),
             ),
         };
-        if let Some(max) = max_bytes
-            && !(MIN_CAPTURE_BYTES..=most).contains(&max)
-        {
+        if !(MIN_CAPTURE_BYTES..=most).contains(&max_bytes) {
             return Err(ToolError::invalid(format!(
                 "maxBytes must be {MIN_CAPTURE_BYTES} to {most}{}",
                 if input.save.is_none() {
-                    " for a capture sent in the answer (larger ones do not fit a client's message); with save it may be up to 16,777,216"
+                    " for a capture sent in the answer (larger ones do not fit a client's message); with save it bounds the file, up to 67,108,864"
                 } else {
                     ""
                 }
@@ -101,8 +100,6 @@ impl BrowserPanels {
             return Err(tool_error(gone));
         }
         let tab = runtime.browser.active_tab().map_err(tool_error)?;
-        // A capture kept in the project is compressed as far as Chromium goes; one only looked
-        // at is compressed for speed (an image costs an agent by its pixels, not its bytes).
         let settings = self.broker.browser_settings();
         let deterministic = input
             .deterministic
@@ -111,58 +108,95 @@ impl BrowserPanels {
             let limit = Duration::from_millis(u64::from(settings.default_wait_ms));
             tab.steady(limit).await.map_err(tool_error)?;
         }
+        // Never scaled below the scale asked: the answer shows the area's top (two screens at
+        // most), a save writes all of it. Chromium compresses for speed (about twice the bytes,
+        // half the time) unless the capture is a deterministic one, meant to be kept and
+        // compared, which is compressed as far as Chromium goes.
+        let limit = if input.save.is_some() {
+            CaptureLimit::Whole
+        } else {
+            CaptureLimit::Screens
+        };
+        let began = std::time::Instant::now();
         let taken = tab
-            .capture(
-                &area,
-                f64::from(scale),
-                input.save.is_none() && !deterministic,
-            )
+            .capture(&area, f64::from(scale), !deterministic, limit)
             .await;
+        let drawn = began.elapsed();
         if deterministic && let Err(error) = tab.release().await {
             tracing::debug!("releasing the page after a capture: {error}");
         }
-        let (png, taken_scale) = taken.map_err(tool_error)?;
-        let taken_width = lomi_capture::inspect_png(&png)
-            .map_err(|e| ToolError::new(e.code(), e.to_string()))?
-            .0;
-        let options = lomi_capture::CaptureOptions {
-            clip: None,
-            scale: None,
-            max_bytes: max_bytes.map(|m| m as usize),
-        };
-        let capture = lomi_capture::process(&png, &options)
-            .map_err(|e| ToolError::new(e.code(), e.to_string()))?;
-        let scale = taken_scale * f64::from(capture.width) / f64::from(taken_width.max(1));
-        let saved = match &input.save {
-            Some(save) => {
+        let Taken {
+            png,
+            scale,
+            area_height,
+            screens_rows,
+        } = taken.map_err(tool_error)?;
+        let capture_error = |e: lomi_capture::CaptureError| ToolError::new(e.code(), e.to_string());
+        if input.save.is_some() && png.len() > max_bytes as usize {
+            return Err(ToolError::invalid(format!(
+                "the capture is {} bytes as a PNG, over maxBytes {max_bytes}; raise maxBytes (at most {MAX_CAPTURE_BYTES}) or save a clip of the area",
+                png.len()
+            )));
+        }
+        let answer_bytes = if input.save.is_some() {
+            MAX_INLINE_IMAGE_BYTES
+        } else {
+            max_bytes
+        } as usize;
+        // The image's top that fits the answer, and for a save the whole file's digest, off
+        // the async threads (a long page is tens of megabytes).
+        let whole = input.save.is_some();
+        let (image, drawn_rows, file) = lomi_broker::off_thread(move || {
+            let (_, drawn_rows) =
+                lomi_capture::inspect_png_within(&png, lomi_capture::MAX_SAVED_SIDE)?;
+            let image = lomi_capture::top(&png, screens_rows, answer_bytes)?;
+            let file = whole.then(|| {
+                let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&png));
+                (png, sha256)
+            });
+            Ok::<_, lomi_capture::CaptureError>((image, drawn_rows, file))
+        })
+        .await
+        .map_err(capture_error)?;
+        // Where a capture's time goes (`LOMI_LOG=lomi_browser=debug`): the CDP calls and
+        // Chromium's drawing (its own time is logged by `Tab::screenshot`), then Lomi's PNG work.
+        tracing::debug!(
+            "capture of tab {}: drawn {drawn:?}, PNG checked, cut and hashed {:?}",
+            tab.id,
+            began.elapsed() - drawn
+        );
+        let area_rows = area_height.map_or(drawn_rows, |height| (height * scale).round() as u32);
+        let cut = image.height < area_rows;
+        let area_height = area_height.unwrap_or(f64::from(drawn_rows) / scale);
+        let saved = match (&input.save, file) {
+            (Some(save), Some((png, sha256))) => {
                 let saved = CaptureSaved {
                     path: save.path.clone(),
-                    bytes: capture.png.len() as u64,
-                    sha256: capture.sha256.clone(),
+                    bytes: png.len() as u64,
+                    sha256,
                 };
                 let call =
                     ToolCall::of::<lomi_protocol::tools::browser::BrowserCaptureTool>(&input)?;
-                let png = capture.png.clone();
                 let operation = self
                     .save_into(caller, call, &runtime, save, png, to_json(&saved)?)
                     .await?;
                 Some(to_json(&operation)?)
             }
-            None => None,
+            _ => None,
         };
-        let inline = capture.png.len() <= MAX_INLINE_IMAGE_BYTES as usize;
         Ok((
             CaptureView {
-                width: capture.width,
-                height: capture.height,
-                bytes: capture.png.len() as u64,
-                sha256: capture.sha256.clone(),
+                width: image.width,
+                height: image.height,
+                bytes: image.png.len() as u64,
+                sha256: image.sha256.clone(),
                 scale: Some(scale),
-                inline,
+                inline: true,
+                area_height: cut.then_some(area_height),
                 tab_id: tab.id.clone(),
                 saved,
             },
-            if inline { capture.png } else { Vec::new() },
+            image.png,
         ))
     }
 
@@ -220,31 +254,32 @@ impl BrowserPanels {
         let Ok(png) = read else {
             return Err(not_shown(&format!("{} is gone", saved.path)));
         };
-        let Ok(capture) = lomi_capture::process(&png, &lomi_capture::CaptureOptions::default())
-        else {
-            return Err(not_shown(&format!("{} is no longer a PNG", saved.path)));
-        };
-        if capture.sha256 != saved.sha256 {
+        let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&png));
+        if digest != saved.sha256 {
             return Err(not_shown(&format!("{} has changed since", saved.path)));
         }
-        // The image is the saved one, not a capture of any tab now.
+        let shown = lomi_broker::off_thread(move || {
+            lomi_capture::top(&png, RETRY_IMAGE_ROWS, MAX_INLINE_IMAGE_BYTES as usize)
+        })
+        .await;
+        let Ok(image) = shown else {
+            return Err(not_shown(&format!("{} is no longer a PNG", saved.path)));
+        };
+        // The image is the saved one (its top), not a capture of any tab now.
         let tab_id = String::new();
         Ok(Some((
             CaptureView {
-                width: capture.width,
-                height: capture.height,
-                bytes: capture.png.len() as u64,
-                sha256: capture.sha256,
+                width: image.width,
+                height: image.height,
+                bytes: image.png.len() as u64,
+                sha256: image.sha256,
                 scale: None,
-                inline: capture.png.len() <= MAX_INLINE_IMAGE_BYTES as usize,
+                inline: true,
+                area_height: None,
                 tab_id,
                 saved: Some(to_json(&operation)?),
             },
-            if capture.png.len() <= MAX_INLINE_IMAGE_BYTES as usize {
-                capture.png
-            } else {
-                Vec::new()
-            },
+            image.png,
         )))
     }
 

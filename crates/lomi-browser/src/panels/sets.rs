@@ -348,11 +348,11 @@ async fn capture_one(
         None if each.full_page => CaptureArea::FullPage,
         None => CaptureArea::Viewport,
     };
-    let taken = tab.capture(&area, 1.0, false).await;
+    let taken = tab.capture(&area, 1.0, false, CaptureLimit::FitSide).await;
     if deterministic && let Err(error) = tab.release().await {
         tracing::debug!("releasing the page after a capture: {error}");
     }
-    let (png, scale) = taken.map_err(tool_error)?;
+    let Taken { png, scale, .. } = taken.map_err(tool_error)?;
     Ok(Some(Shot {
         name: each.name,
         target: tab.current_url(),

@@ -36,9 +36,13 @@ const STEADY_SCRIPT: &str = r#"async (limit) => {
   return fonts;
 }"#;
 
-/// The longest side, in image pixels, of one capture: Chromium's compositor draws at most
-/// 16,384 pixels a side, and a larger capture fails.
+/// The longest side, in image pixels, of a capture a capture set keeps: what its comparison
+/// decodes whole (`lomi_capture::MAX_SIDE`); a larger area is scaled down to it.
 pub const MAX_CAPTURE_SIDE: f64 = 16_384.0;
+
+/// How many of the viewport's screens the image in an answer shows at most: two screens at
+/// full width stay readable where a client or model shrinks an image to about 1.2 megapixels.
+pub const ANSWER_SCREENS: f64 = 2.0;
 
 /// What to capture.
 #[derive(Clone, Debug)]
@@ -52,101 +56,178 @@ pub enum CaptureArea {
     Clip(ClipRect),
 }
 
+/// How much of a large area a capture draws.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CaptureLimit {
+    /// The whole area, scaled down where it is larger than [`MAX_CAPTURE_SIDE`] (a capture set's
+    /// file, compared pixel by pixel).
+    FitSide,
+    /// The area's top, at most [`ANSWER_SCREENS`] viewport heights, at the scale asked.
+    Screens,
+    /// The whole area at the scale asked, up to `lomi_capture::MAX_SAVED_SIDE` pixels a side.
+    Whole,
+}
+
+/// A capture as Chromium drew it.
+#[derive(Clone, Debug)]
+pub struct Taken {
+    pub png: Vec<u8>,
+    /// Image pixels per CSS pixel.
+    pub scale: f64,
+    /// The area's height in CSS pixels (all of it, even when only its top was drawn); `None`
+    /// for the viewport at full scale, whose height is the image's.
+    pub area_height: Option<f64>,
+    /// Image rows of [`ANSWER_SCREENS`] viewport heights at that scale (`u32::MAX` when the
+    /// image is one screen anyway).
+    pub screens_rows: u32,
+}
+
 impl Tab {
     /// Captures a PNG of the tab: Chromium's own bytes, clipped and scaled by Chromium. `fast`
-    /// has Chromium compress for speed (about twice the bytes, half the time: what an agent
-    /// looking at the image wants); without it the PNG is as small as Chromium makes it (for a
-    /// file kept in the project).
-    /// Captures `area` at `scale` image pixels per CSS pixel, or less where the area is larger
-    /// than Chromium captures at once ([`MAX_CAPTURE_SIDE`] pixels a side): returns the PNG and
-    /// the scale it has.
+    /// has Chromium compress for speed (about twice the bytes, half the time); without it the
+    /// PNG is as small as Chromium makes it (for a file kept and compared). `limit` says how
+    /// much of a large area is drawn; text is never scaled below `scale` except for
+    /// [`CaptureLimit::FitSide`].
     pub async fn capture(
         &self,
         area: &CaptureArea,
         scale: f64,
         fast: bool,
-    ) -> Result<(Vec<u8>, f64), BrowserError> {
+        limit: CaptureLimit,
+    ) -> Result<Taken, BrowserError> {
         let mut scale = scale;
         self.no_dialog()?;
         let mut params = json!({ "format": "png", "optimizeForSpeed": fast });
+        // The viewport as it is: nothing to measure, and no more than one screen.
+        if matches!(area, CaptureArea::Viewport) && scale >= 1.0 {
+            let data = self.screenshot(params).await?;
+            return Ok(Taken {
+                png: decoded(data)?,
+                scale,
+                area_height: None,
+                screens_rows: u32::MAX,
+            });
+        }
+        // An element is revealed first (which may scroll), so the viewport is read after.
+        let element = match area {
+            CaptureArea::Element {
+                snapshot_id,
+                element_ref,
+            } => Some(self.element_rect(snapshot_id, element_ref).await?),
+            _ => None,
+        };
+        // The visual viewport in page CSS pixels.
+        let metrics = self.raw("Page.getLayoutMetrics", json!({})).await?;
+        let v = &metrics["cssVisualViewport"];
+        let viewport = ClipRect {
+            x: v["pageX"].as_f64().unwrap_or(0.0),
+            y: v["pageY"].as_f64().unwrap_or(0.0),
+            width: v["clientWidth"].as_f64().unwrap_or(0.0),
+            height: v["clientHeight"].as_f64().unwrap_or(0.0),
+        };
         let clip = match area {
-            CaptureArea::Viewport if scale >= 1.0 => None,
-            CaptureArea::Viewport => {
-                let metrics = self.raw("Page.getLayoutMetrics", json!({})).await?;
-                let v = &metrics["cssVisualViewport"];
-                Some(ClipRect {
-                    x: v["pageX"].as_f64().unwrap_or(0.0),
-                    y: v["pageY"].as_f64().unwrap_or(0.0),
-                    width: v["clientWidth"].as_f64().unwrap_or(0.0),
-                    height: v["clientHeight"].as_f64().unwrap_or(0.0),
-                })
-            }
+            CaptureArea::Viewport => viewport,
             CaptureArea::FullPage => {
-                let metrics = self.raw("Page.getLayoutMetrics", json!({})).await?;
                 let size = &metrics["cssContentSize"];
-                Some(ClipRect {
+                ClipRect {
                     x: 0.0,
                     y: 0.0,
                     width: size["width"].as_f64().unwrap_or(0.0).ceil(),
                     height: size["height"].as_f64().unwrap_or(0.0).ceil(),
-                })
+                }
             }
-            CaptureArea::Element {
-                snapshot_id,
-                element_ref,
-            } => {
-                let resolved = self.resolve(snapshot_id, element_ref)?;
-                let answer = self
-                    .helper(resolved.context, &format!("reveal({})", resolved.number))
-                    .await?;
-                Self::checked(answer, element_ref)?;
-                let rect = self
-                    .helper(
-                        resolved.context,
-                        &format!(
-                            "element({}) && (r => ({{x: r.left, y: r.top, width: r.width, height: r.height}}))(globalThis.__lomi.element({}).getBoundingClientRect())",
-                            resolved.number, resolved.number
-                        ),
-                    )
-                    .await?;
-                if !rect.is_object() {
-                    return Err(BrowserError::Stale(format!(
-                        "{element_ref} is no longer in the page"
+            CaptureArea::Element { .. } => {
+                let rect = element.unwrap_or(viewport);
+                ClipRect {
+                    x: rect.x + viewport.x,
+                    y: rect.y + viewport.y,
+                    ..rect
+                }
+            }
+            CaptureArea::Clip(clip) => *clip,
+        };
+        let screens = viewport.height.max(1.0) * ANSWER_SCREENS;
+        let mut clip = clip;
+        if clip.width < 1.0 || clip.height < 1.0 {
+            return Err(BrowserError::Invalid(
+                "the area to capture is empty".to_owned(),
+            ));
+        }
+        let area_height = clip.height;
+        match limit {
+            CaptureLimit::FitSide => {
+                // A taller (or wider) area is scaled down to fit, not refused.
+                let side = clip.width.max(clip.height) * scale;
+                if side > MAX_CAPTURE_SIDE {
+                    scale *= MAX_CAPTURE_SIDE / side;
+                }
+            }
+            CaptureLimit::Screens => clip.height = clip.height.min(screens),
+            CaptureLimit::Whole => {
+                let most = f64::from(lomi_capture::MAX_SAVED_SIDE);
+                if clip.width.max(clip.height) * scale > most {
+                    return Err(BrowserError::Invalid(format!(
+                        "the area is {} x {} CSS pixels; at most {most} image pixels a side are saved at once: save clips of it",
+                        clip.width, clip.height
                     )));
                 }
-                let (ox, oy) = self.frame_origin(&resolved).await?;
-                let metrics = self.raw("Page.getLayoutMetrics", json!({})).await?;
-                let v = &metrics["cssVisualViewport"];
-                Some(ClipRect {
-                    x: rect["x"].as_f64().unwrap_or(0.0) + ox + v["pageX"].as_f64().unwrap_or(0.0),
-                    y: rect["y"].as_f64().unwrap_or(0.0) + oy + v["pageY"].as_f64().unwrap_or(0.0),
-                    width: rect["width"].as_f64().unwrap_or(0.0),
-                    height: rect["height"].as_f64().unwrap_or(0.0),
-                })
             }
-            CaptureArea::Clip(clip) => Some(*clip),
-        };
-        if let Some(clip) = clip {
-            if clip.width < 1.0 || clip.height < 1.0 {
-                return Err(BrowserError::Invalid(
-                    "the area to capture is empty".to_owned(),
-                ));
-            }
-            // A taller (or wider) area is scaled down to fit, not refused.
-            let side = clip.width.max(clip.height) * scale;
-            if side > MAX_CAPTURE_SIDE {
-                scale *= MAX_CAPTURE_SIDE / side;
-            }
-            params["clip"] = json!({
-                "x": clip.x, "y": clip.y, "width": clip.width, "height": clip.height, "scale": scale,
-            });
+        }
+        params["clip"] = json!({
+            "x": clip.x, "y": clip.y, "width": clip.width, "height": clip.height, "scale": scale,
+        });
+        // Drawing beyond the viewport makes Chromium lay the page out again at the area's size
+        // (about 0.2 s on a long page even for one screen): only ask for it when the area is not
+        // all on screen.
+        let on_screen = clip.x >= viewport.x
+            && clip.y >= viewport.y
+            && clip.x + clip.width <= viewport.x + viewport.width
+            && clip.y + clip.height <= viewport.y + viewport.height;
+        if !on_screen {
             params["captureBeyondViewport"] = json!(true);
         }
         let data = self.screenshot(params).await?;
-        let png = BASE64_STANDARD
-            .decode(data)
-            .map_err(|e| BrowserError::Cdp(format!("Chromium's image is not base64: {e}")))?;
-        Ok((png, scale))
+        Ok(Taken {
+            png: decoded(data)?,
+            scale,
+            area_height: Some(area_height),
+            screens_rows: (screens * scale).round() as u32,
+        })
+    }
+
+    /// The rectangle (CSS pixels of the viewport) of an element of a snapshot, scrolled into
+    /// view.
+    async fn element_rect(
+        &self,
+        snapshot_id: &str,
+        element_ref: &str,
+    ) -> Result<ClipRect, BrowserError> {
+        let resolved = self.resolve(snapshot_id, element_ref)?;
+        let answer = self
+            .helper(resolved.context, &format!("reveal({})", resolved.number))
+            .await?;
+        Self::checked(answer, element_ref)?;
+        let rect = self
+            .helper(
+                resolved.context,
+                &format!(
+                    "element({}) && (r => ({{x: r.left, y: r.top, width: r.width, height: r.height}}))(globalThis.__lomi.element({}).getBoundingClientRect())",
+                    resolved.number, resolved.number
+                ),
+            )
+            .await?;
+        if !rect.is_object() {
+            return Err(BrowserError::Stale(format!(
+                "{element_ref} is no longer in the page"
+            )));
+        }
+        let (ox, oy) = self.frame_origin(&resolved).await?;
+        Ok(ClipRect {
+            x: rect["x"].as_f64().unwrap_or(0.0) + ox,
+            y: rect["y"].as_f64().unwrap_or(0.0) + oy,
+            width: rect["width"].as_f64().unwrap_or(0.0),
+            height: rect["height"].as_f64().unwrap_or(0.0),
+        })
     }
 
     /// Holds the page still for a deterministic capture, waiting at most `limit`: CSS
@@ -330,4 +411,11 @@ impl Tab {
         }
         Ok(bytes)
     }
+}
+
+/// Chromium's base64 image as bytes.
+fn decoded(data: String) -> Result<Vec<u8>, BrowserError> {
+    BASE64_STANDARD
+        .decode(data)
+        .map_err(|e| BrowserError::Cdp(format!("Chromium's image is not base64: {e}")))
 }

@@ -704,8 +704,8 @@ pub struct BrowserCaptureInput {
     pub clip: Option<ClipRect>,
     // 0.05 to 1 (default 1).
     pub scale: Option<f32>,
-    // Scale down until the PNG fits: 1,024 to 700,000 (the default) for a capture sent in the
-    // answer, up to 16,777,216 with `save`.
+    // The image in the answer: 1,024 to 700,000 (the default); fewer rows are shown, never a
+    // smaller scale. With `save`, the file instead: up to 67,108,864 (the default).
     pub max_bytes: Option<u32>,
     // Pause animations, hide caret and scrollbars, wait for fonts and network idle first
     // (default: settings browser.deterministicCaptures).
@@ -713,7 +713,8 @@ pub struct BrowserCaptureInput {
     pub save: Option<CaptureSave>,
 }
 
-/// `lomi_browser_capture` output; the PNG itself follows as an image block.
+/// `lomi_browser_capture` output: the image that follows as an image block (for a save, the
+/// saved file is `saved.result`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CaptureView {
@@ -721,13 +722,13 @@ pub struct CaptureView {
     pub height: u32,
     pub bytes: u64,
     pub sha256: String,
-    /// Image pixels per CSS pixel of the page: the scale asked for, or less where the area
-    /// was larger than Chromium captures at once (16,384 pixels a side) or than maxBytes;
-    /// none when a retried save answers with the image it saved before.
+    /// Image pixels per CSS pixel (the scale asked); none when a retried save answers with
+    /// the top of the file it saved before.
     pub scale: Option<f64>,
-    /// Whether the PNG follows as an image block; a saved capture over 700,000 bytes is only
-    /// in the project (see `saved`).
+    /// Whether the PNG follows as an image block (always, since captures show the top).
     pub inline: bool,
+    /// Set when the image shows only the area's top: the area's whole height in CSS pixels.
+    pub area_height: Option<f64>,
     /// The tab captured; empty when a retried save answers with the image it saved before.
     pub tab_id: String,
     /// The save's operation, when `save` was given.
@@ -1187,8 +1188,7 @@ impl ToolDef for BrowserCaptureTool {
         read_only_hint: false,
         ..MUTATION
     };
-    const DESCRIPTION: &'static str =
-        "A PNG of the viewport, full page, element or clip; save also writes it.";
+    const DESCRIPTION: &'static str = "A PNG of the viewport, full page, element or clip, never scaled down: the image shows up to 2 screens from the top (areaHeight then gives the whole); clip shows more, save writes it all.";
     type Input = BrowserCaptureInput;
     type Output = CaptureView;
 
