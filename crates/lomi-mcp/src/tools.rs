@@ -166,7 +166,7 @@ pub async fn call(lomi: &Lomi, caller: &PairingId, name: &str, arguments: Option
     // The person's activity view counts every answered call of an approved pairing.
     let error = answer
         .is_error
-        .then(|| answer.envelope["error"]["code"].as_str())
+        .then(|| answer.envelope["code"].as_str())
         .flatten()
         .and_then(lomi_protocol::ErrorCode::from_name)
         .or(answer
