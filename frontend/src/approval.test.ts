@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { Decision, Pairing, Workspace } from "./api";
 import { decisionDialog as decisionVNode, describeOperation, pairingDialog as pairingVNode } from "./approval";
 import { mount } from "./dom";
+import type { Names } from "./rules";
 
 const pairingDialog = (...a: Parameters<typeof pairingVNode>) => mount(pairingVNode(...a));
 const decisionDialog = (...a: Parameters<typeof decisionVNode>) => mount(decisionVNode(...a));
@@ -172,7 +173,37 @@ const deletion: Decision = {
     note: null,
   },
   createdAt: "2026-12-03T06:00:00Z",
+  decidedBy: "default",
+  suggestedRule: {
+    agent: "pa_1",
+    workspace: "ws_a",
+    tools: "lomi_file_delete",
+    subject: { kind: "paths", pattern: "notes/**" },
+    verdict: "allow",
+  },
 };
+
+const names: Names = {
+  pairings: [{ ...pairing, state: "approved" }],
+  workspaces,
+  policy: [{ tool: "lomi_file_delete", confirm: true, family: "files", familyLabel: "Project files", label: "Delete files" }],
+};
+
+/** Sets a text field as the person types into it. */
+function type(root: HTMLElement, selector: string, text: string): void {
+  const field = root.querySelector<HTMLInputElement>(selector)!;
+  field.value = text;
+  field.dispatchEvent(new Event("input", { bubbles: true }));
+}
+
+function tick(root: HTMLElement, selector: string): void {
+  const box = root.querySelector<HTMLInputElement>(selector)!;
+  box.checked = true;
+  box.dispatchEvent(new Event("change", { bubbles: true }));
+}
+
+/** Lets Preact apply a state change (its renders after an event are queued). */
+const settled = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 describe("operation decision dialog", () => {
   it("says exactly what will happen, where", () => {
@@ -183,13 +214,62 @@ describe("operation decision dialog", () => {
 
   it("shows the client and the exact arguments, and decides", () => {
     const decide = vi.fn();
-    const dialog = decisionDialog(deletion, "Claude Code", workspaces, { decide });
+    const dialog = decisionDialog(deletion, "Claude Code", workspaces, { decide, remember: vi.fn() });
     expect(dialog.querySelector(".client-name")!.textContent).toBe("Claude Code");
     expect(JSON.parse(dialog.querySelector(".arguments")!.textContent!)).toEqual(deletion.arguments);
     click(dialog, "#decision-approve");
     expect(decide).toHaveBeenCalledWith("op_1", true);
     click(dialog, "#decision-deny");
     expect(decide).toHaveBeenLastCalledWith("op_1", false);
+  });
+
+  it("says why it waits: the tool's default or the person's rule", () => {
+    const byDefault = decisionDialog(deletion, "Claude Code", workspaces, { decide: vi.fn(), remember: vi.fn() }, names);
+    expect(byDefault.querySelector(".why-waits")!.textContent).toContain("“Ask me before” is on");
+    const rule = { ...deletion.suggestedRule, verdict: "ask" as const, ruleId: "ru_1", createdAt: "2026-12-03T05:00:00Z" };
+    const rules = [{ ...rule, operations: 1, lines: 0, lastUsedAt: null, expired: false }];
+    const byRule = decisionDialog({ ...deletion, decidedBy: "rule:ru_1" }, "Claude Code", workspaces, { decide: vi.fn(), remember: vi.fn() }, { ...names, rules });
+    expect(byRule.querySelector(".why-waits")!.textContent).toBe(
+      "It waits because of rule: Ask before “Delete files” on paths notes/**, for Claude Code, in Alpha.",
+    );
+  });
+
+  it("shows the suggested rule in words and keeps it as the person edited it", async () => {
+    const remember = vi.fn(() => Promise.resolve());
+    const dialog = decisionDialog(deletion, "Claude Code", workspaces, { decide: vi.fn(), remember }, names);
+    expect(dialog.querySelector("#remember-rule")!.textContent).toBe("“Delete files” on paths notes/**, for Claude Code, in Alpha");
+    type(dialog, "#remember-pattern", "notes/old/**");
+    tick(dialog, "#remember-any-workspace");
+    await settled();
+    expect(dialog.querySelector("#remember-rule")!.textContent).toBe(
+      "“Delete files” on paths notes/old/**, for Claude Code, in any workspace",
+    );
+    click(dialog, "#decision-approve-always");
+    expect(remember).toHaveBeenCalledWith("op_1", true, {
+      agent: "pa_1",
+      tools: "lomi_file_delete",
+      subject: { kind: "paths", pattern: "notes/old/**" },
+      verdict: "allow",
+    });
+    click(dialog, "#decision-deny-always");
+    expect(remember).toHaveBeenLastCalledWith("op_1", false, expect.objectContaining({ verdict: "deny" }));
+  });
+
+  it("shows the broker's refusal in the dialog", async () => {
+    const remember = vi.fn(() => Promise.reject(new Error("a path pattern is relative to the project's root, e.g. docs/**")));
+    const dialog = decisionDialog(deletion, "Claude Code", workspaces, { decide: vi.fn(), remember }, names);
+    type(dialog, "#remember-pattern", "/etc/**");
+    await settled();
+    click(dialog, "#decision-approve-always");
+    await settled();
+    await settled();
+    expect(dialog.querySelector("#remember-error")!.textContent).toBe(
+      "Not saved: a path pattern is relative to the project's root, e.g. docs/**. The operation still waits for you.",
+    );
+    type(dialog, "#remember-pattern", "notes/**");
+    await settled();
+    expect(dialog.querySelector("#remember-error")).toBeNull();
+    expect(dialog.querySelector<HTMLButtonElement>("#decision-approve-always")!.disabled).toBe(false);
   });
 });
 
@@ -212,9 +292,11 @@ describe("an agent's Chat send", () => {
         note: null,
       },
       createdAt: "2026-12-04T06:00:00Z",
+      decidedBy: "default",
+      suggestedRule: { agent: "pa_1", workspace: "ws_a", tools: "lomi_chat_send", verdict: "allow" },
     };
     expect(describeOperation(send, workspaces)).toBe("In workspace Alpha: Send a message to openai (gpt-x). It cannot be taken back.");
-    const dialog = decisionDialog(send, "Claude Code", workspaces, { decide: vi.fn() });
+    const dialog = decisionDialog(send, "Claude Code", workspaces, { decide: vi.fn(), remember: vi.fn() });
     expect(dialog.querySelector(".effect[data-kind=chatSend] .effect-text")?.textContent).toBe("What should I pack?");
     expect(dialog.querySelector(".effect-facts")?.textContent).toBe("ProvideropenaiModelgpt-xConversationTrip");
   });

@@ -7,6 +7,8 @@ import { createElement } from "preact";
 import { useState } from "preact/hooks";
 import { h, type VNode } from "./dom";
 import { renderEffect } from "./effect";
+import type { RuleDraft } from "./generated/protocol";
+import { type Names, rememberChoices, waitsBecause } from "./rules";
 
 export interface PairingActions {
   /** `families`: the ticked tool families (all of them is every family, later ones too). */
@@ -151,6 +153,9 @@ export function pairingDialog(pairing: Pairing, workspaces: Workspace[], actions
 
 export interface DecisionActions {
   decide(operationId: string, approve: boolean): void;
+  /** The decision with a rule to keep ("approve and always allow …"); rejects with the
+   * broker's refusal, and the operation keeps waiting. */
+  remember(operationId: string, approve: boolean, rule: RuleDraft): Promise<void>;
 }
 
 /** What an operation will do, in words: the broker's own sentence for it (the tool's definition
@@ -163,12 +168,14 @@ export function describeOperation(decision: Decision, workspaces: Workspace[]): 
   return place ? `In ${place}: ${decision.effect.summary}` : decision.effect.summary;
 }
 
-/** The dialog for one operation waiting for the person. */
+/** The dialog for one operation waiting for the person. `names` names the agents,
+ * workspaces, tools and rules of the suggested rule. */
 export function decisionDialog(
   decision: Decision,
   clientName: string,
   workspaces: Workspace[],
   actions: DecisionActions,
+  names: Names = { pairings: [], workspaces, policy: [] },
 ): VNode {
   return h(
     "div",
@@ -187,6 +194,7 @@ export function decisionDialog(
       h("strong", { class: "client-name" }, clientName),
     ),
     h("p", { class: "what" }, describeOperation(decision, workspaces)),
+    h("p", { class: "why-waits hint" }, waitsBecause(decision.decidedBy, names)),
     renderEffect(decision.effect),
     h(
       "details",
@@ -208,5 +216,11 @@ export function decisionDialog(
         "Approve",
       ),
     ),
+    rememberChoices({
+      operationId: decision.operationId,
+      suggested: decision.suggestedRule,
+      names,
+      decide: (approve, rule) => actions.remember(decision.operationId, approve, rule),
+    }),
   );
 }

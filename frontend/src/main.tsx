@@ -23,14 +23,17 @@ import {
   terminalInput,
   watch,
 } from "./api";
+import { activityView } from "./activity";
 import { decisionDialog, pairingDialog } from "./approval";
+import { follower } from "./follow";
 import { type ChatState, type ConversationSummary, type ConversationView, chatView, nextDraft } from "./chat";
-import type { ChatList, DraftUpdated } from "./generated/protocol";
+import type { ActivityView, ChatList, DraftUpdated, RuleDraft, RulesView } from "./generated/protocol";
 import { createElement, render as paint } from "preact";
 import { h, type VNode } from "./dom";
 import type { LayoutNode } from "./layout";
 import { PanelElements } from "./live";
 import { Operations, type Receipt } from "./operations";
+import { type Names, pauseControl } from "./rules";
 import { settingsView } from "./settings";
 import "./workbench"; // the workspace's "Files" view
 import { Sidebar, WorkspaceView } from "./workspace";
@@ -48,7 +51,7 @@ import {
   shownChoice,
 } from "./storage";
 
-type Tab = "live" | "chat" | "settings";
+type Tab = "live" | "activity" | "chat" | "settings";
 
 /** What the page counts for a test through WebDriver: overview messages received. */
 declare global {
@@ -68,6 +71,11 @@ let freeRoom: VNode | null = null;
 /** The workspace the sidebar chose (the first one until the person chooses). */
 let chosenWorkspace: string | null = null;
 let toast: { message: string; error: boolean } | null = null;
+/** Settings → Rules with each rule's use (`ruleList`), null until read. */
+let rules: RulesView | null = null;
+/** The Activity tab (`activity`), read while it is shown. */
+let activity: ActivityView | null = null;
+let activityProblem: string | null = null;
 
 const elements = new PanelElements({
   attach: terminalAttach,
@@ -108,6 +116,8 @@ function tabsView(): VNode {
           tab = id;
           render();
           if (id === "chat") void refreshChat();
+          if (id === "settings") readRules();
+          if (id === "activity") readActivity();
         },
       },
       label,
@@ -117,10 +127,57 @@ function tabsView(): VNode {
     { id: "tabs" },
     h("span", { class: "brand" }, "Lomi"),
     button("live", "Workspaces"),
+    button("activity", "Activity"),
     button("chat", "Chat"),
     button("settings", "Settings"),
     h("span", { class: "endpoint" }, info.url, pending ? h("span", { class: "pending" }, ` · ${pending} waiting`) : null),
+    pauseControl(pauseShown(), (pause) => act(pause ? "Pause" : "Resume", pause ? { pause: {} } : { resume: {} })),
   );
+}
+
+/** The rules section's pause state, from the overview (it follows the change feed). */
+function pauseShown(): { paused: boolean; pausedAgents: string[] } | null {
+  const settings = overview?.settings ? dataOr<SettingsSections | null>(overview.settings, null) : null;
+  return settings?.rules ?? null;
+}
+
+/** What names ids and tools in words: the overview's pairings, workspaces and policy labels. */
+function names(): Names {
+  return {
+    pairings: overview ? dataOr(overview.pairings, []) : [],
+    workspaces: overview ? dataOr(overview.workspaces, []) : [],
+    policy: overview ? dataOr(overview.policy, []) : [],
+    rules: rules?.rules,
+  };
+}
+
+/** Reads the rules and their use again (after the rules changed, or operations moved while
+ * Settings is shown). */
+const readRules = follower(async () => {
+  try {
+    rules = await control<RulesView>({ ruleList: {} });
+  } catch (error) {
+    say(`Rules: ${(error as Error).message}`, true);
+  }
+  render();
+});
+
+/** Reads every agent's activity again (while the Activity tab is shown). */
+const readActivity = follower(async () => {
+  try {
+    activity = await control<ActivityView>({ activity: {} });
+    activityProblem = null;
+  } catch (error) {
+    activityProblem = `Activity: ${(error as Error).message}`;
+  }
+  if (tab === "activity") render();
+});
+
+/** A rules request whose reply is the rules section: shown at once; a refusal is thrown to the
+ * form that sent it. */
+async function changeRules(request: Record<string, unknown>): Promise<void> {
+  rules = await control<RulesView>(request);
+  render();
 }
 
 function storeStatus(): StoreStatus | null {
@@ -166,9 +223,18 @@ function dialogView(): VNode | null {
   }
   if (decision) {
     const client = pairings.find((p) => p.pairingId === decision.pairingId)?.clientName ?? "an agent";
-    return decisionDialog(decision, client, workspaces, {
-      decide: (operationId, approve) => act("Decide", { decide: { operationId, approve } }),
-    });
+    return decisionDialog(
+      decision,
+      client,
+      workspaces,
+      {
+        decide: (operationId, approve) => act("Decide", { decide: { operationId, approve } }),
+        remember: async (operationId: string, approve: boolean, rule: RuleDraft) => {
+          await control({ decide: { operationId, approve, remember: rule } });
+        },
+      },
+      names(),
+    );
   }
   return null;
 }
@@ -233,6 +299,7 @@ function contentView(): VNode {
   if (!overview) return h("p", { class: "empty" }, "Starting…");
   const workspaces = dataOr(overview.workspaces, []);
   if (tab === "live") return liveView(workspaces);
+  if (tab === "activity") return activityView(activity, activityProblem, names());
   if (tab === "chat") {
     chat.workspaces = workspaces;
     if (!chat.workspaceId && workspaces.length) chat.workspaceId = workspaces[0].workspaceId;
@@ -252,6 +319,7 @@ function contentView(): VNode {
       policy: dataOr(overview.policy, []),
       settings: overview.settings ? dataOr<SettingsSections | null>(overview.settings, null) : null,
       store: storeStatus(),
+      rules,
       retire,
       lastResult,
     },
@@ -274,6 +342,10 @@ function contentView(): VNode {
       freeRoom: () => void askFreeRoom(),
       sendSettings: (what, request) => act(what, request),
       say: (message) => say(message, true),
+      rules: {
+        add: (rule, expectedRevision) => changeRules({ ruleAdd: { rule, expectedRevision } }),
+        remove: (ruleId, expectedRevision) => changeRules({ ruleRemove: { ruleId, expectedRevision } }),
+      },
     },
   );
 }
@@ -488,6 +560,11 @@ watch((part) => {
   render();
   // Chat follows the broker's change feed: a conversation, a draft or a reply's text moved.
   if (part.chat !== undefined && tab === "chat") followChat();
+  // The rules when they changed (and their use when operations moved while Settings shows
+  // them); the activity when operations, calls or pause moved while its tab is shown.
+  if (part.settings !== undefined || (part.feed !== undefined && tab === "settings")) readRules();
+  const moved = part.feed !== undefined || part.pairings !== undefined || part.settings !== undefined;
+  if (moved && tab === "activity") readActivity();
 }).catch((error) => say(`Lomi: ${(error as Error).message}`, true));
 // Relative times ("5 s ago") move on even when nothing else changes (a render of the page
 // only: nothing is read from Lomi).

@@ -5,6 +5,8 @@
 import { FAMILIES, type Family, type Pairing, type PolicyEntry, type SettingsSections, type StoreStatus, type Workspace } from "./api";
 import { ago, h, type VNode } from "./dom";
 import { preferencesSection } from "./preferences";
+import type { RulesView } from "./generated/protocol";
+import { type RulesActions, rulesSection } from "./rules";
 import { type RetireChoice, storageSection } from "./storage";
 
 export interface SettingsState {
@@ -18,6 +20,8 @@ export interface SettingsState {
   lastResult: string | null;
   /** The preference sections with their revisions (absent before the first overview). */
   settings?: SettingsSections | null;
+  /** Settings → Rules (`ruleList`), null until read. */
+  rules?: RulesView | null;
   now?: Date;
 }
 
@@ -37,6 +41,7 @@ export interface SettingsActions {
   /** Sends a settings control request (`settingsSet`, `providerKey`). */
   sendSettings?(what: string, request: Record<string, unknown>): void;
   say?(message: string): void;
+  rules?: RulesActions;
 }
 
 /** The client configurations a person pastes into their agent, for this endpoint. */
@@ -309,7 +314,16 @@ export function settingsView(state: SettingsState, actions: SettingsActions): VN
     say: (message) => actions.say?.(message),
   });
 
-  return h("div", { class: "settings" }, workspaces, pairings, policy, preferences, endpoint, storage);
+  const rules = actions.rules
+    ? rulesSection(
+        state.rules ?? null,
+        { pairings: state.pairings, workspaces: state.workspaces, policy: state.policy },
+        actions.rules,
+        now,
+      )
+    : null;
+
+  return h("div", { class: "settings" }, workspaces, pairings, rules, policy, preferences, endpoint, storage);
 }
 
 /** The policy's tools grouped by family in the order the broker lists them (family by family). */

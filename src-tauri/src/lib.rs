@@ -215,16 +215,20 @@ fn start(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The tray icon: show the window, or quit (which stops the broker).
+/// The tray icon: show the window, pause or resume every agent (the window's top-bar control,
+/// `lomi pause|resume`), or quit (which stops the broker).
 fn tray(app: &tauri::App) -> tauri::Result<()> {
     let show = MenuItem::with_id(app, "show", "Show Lomi", true, None::<&str>)?;
+    let pause = MenuItem::with_id(app, "pause", watch::PAUSE_WORDS, true, None::<&str>)?;
     let quit = MenuItem::with_id(app, "quit", "Quit Lomi", true, None::<&str>)?;
-    let menu = Menu::with_items(app, &[&show, &quit])?;
+    let menu = Menu::with_items(app, &[&show, &pause, &quit])?;
+    watch::tray_pause(app.handle().clone(), pause);
     let mut builder = TrayIconBuilder::with_id("lomi")
         .tooltip("Lomi")
         .menu(&menu)
         .on_menu_event(|app, event| match event.id.as_ref() {
             "show" => watch::show_window(app),
+            "pause" => watch::toggle_pause(app),
             "quit" => app.exit(0),
             _ => {}
         });

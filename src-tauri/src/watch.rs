@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use lomi_broker::{Broker, Changes};
 use lomi_mcp::control::{self, ControlRequest, Front};
-use lomi_protocol::control::{Overview, StoreStatus, WarningLevel, WriteFailure};
+use lomi_protocol::Reply;
+use lomi_protocol::control::{Overview, RulesView, StoreStatus, WarningLevel, WriteFailure};
 use lomi_protocol::tools::session::PairingState;
+use lomi_protocol::tools::settings::SettingsSection;
 use serde_json::{Map, Value};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Manager};
@@ -256,6 +258,62 @@ fn merged(base: Overview, part: Overview) -> Overview {
         chat: part.chat.or(base.chat),
         store: part.store.or(base.store),
     }
+}
+
+/// The tray's pause item while agents run, and while every agent is paused.
+pub const PAUSE_WORDS: &str = "Pause agents";
+const RESUME_WORDS: &str = "Resume agents";
+
+/// Whether every agent's changes are paused (the rules section of the settings).
+fn all_paused(broker: &Broker) -> bool {
+    broker
+        .settings_for_person(Some(SettingsSection::Rules))
+        .rules
+        .is_some_and(|rules| rules.paused)
+}
+
+/// The tray's "Pause agents": pauses every agent, or resumes them when they are paused (the
+/// same control requests the window's top bar and `lomi pause|resume` send).
+pub fn toggle_pause(app: &AppHandle) {
+    let desktop = app.state::<crate::Desktop>();
+    let request = if all_paused(desktop.broker()) {
+        ControlRequest::Resume { agent: None }
+    } else {
+        ControlRequest::Pause { agent: None }
+    };
+    let answer = control::handle(desktop.broker(), &desktop.front, request);
+    if let Ok(Reply::Error { message, .. }) = serde_json::from_value::<Reply<RulesView>>(answer) {
+        tracing::warn!("the tray's pause: {message}");
+    }
+}
+
+/// Keeps the tray's pause item saying what it will do, following the change feed's domain
+/// area (where pause lives).
+pub fn tray_pause(app: AppHandle, item: tauri::menu::MenuItem<tauri::Wry>) {
+    tauri::async_runtime::spawn(async move {
+        let broker = app.state::<crate::Desktop>().broker().clone();
+        let mut feed = broker.changes();
+        let mut shown = None;
+        loop {
+            let paused = all_paused(&broker);
+            if shown != Some(paused) {
+                let words = if paused { RESUME_WORDS } else { PAUSE_WORDS };
+                if let Err(error) = item.set_text(words) {
+                    tracing::warn!("cannot change the tray's pause item: {error}");
+                }
+                shown = Some(paused);
+            }
+            let before = feed.borrow_and_update().domain;
+            loop {
+                if feed.changed().await.is_err() {
+                    return;
+                }
+                if feed.borrow_and_update().domain != before {
+                    break;
+                }
+            }
+        }
+    });
 }
 
 pub fn show_window(app: &AppHandle) {

@@ -1219,3 +1219,107 @@ async def test_a_client_signing_in_with_its_metadata_document_is_approved_in_the
         assert pairing["state"] == "approved" and pairing["grants"] == [a["workspaceId"]], dump(pairing)
     finally:
         documents.close()
+
+
+async def test_approve_and_always_allow_pause_and_resume_and_the_activity_view(desktop: Desktop, tmp_path: Path):
+    """Issue 33 in the window: an agent's file write waits; the dialog suggests the folder's
+    rule, refuses a malformed pattern in place (the write keeps waiting), and "Approve and always
+    allow" keeps the rule, which Settings → Rules lists and which lets the agent's next write in
+    that folder run without asking. "Pause agents" in the top bar refuses the agent's change
+    (PAUSED) and shows it; "Resume agents" lets it run. The Activity tab shows the agent."""
+    desktop.start()
+    lomi = desktop.lomi
+    window = desktop.window
+    assert window is not None
+    project = tmp_path / "project-r"
+    (project / "docs" / "guide").mkdir(parents=True)
+    (project / "docs" / "guide" / "a.md").write_bytes(b"a\n")
+    (project / "docs" / "guide" / "b.md").write_bytes(b"b\n")
+    a, token, mcp = one_workspace_agent(desktop, "Rules workspace", "Rules agent", project)
+    assert lomi.run("confirm", "lomi_file_write").returncode == 0
+    ws = a["workspaceId"]
+
+    async with mcp.session(token=token) as agent:
+        epoch = (await agent.connect(ws))["retryEpoch"]
+
+        def write(path: str, before: bytes, text: str, key: str) -> dict:
+            return {
+                "workspaceId": ws, "path": path, "expectedDiskRevision": sha(before), "text": text,
+                "retryEpoch": epoch, "requestKey": key,
+            }
+
+        answer = await agent.ok("lomi_file_write", write("docs/guide/a.md", b"a\n", "a2\n", "w-a"))
+        assert answer["state"] == "awaiting_user", dump(answer)
+        dialog = f'#decision-dialog[data-operation-id="{answer["operationId"]}"]'
+        window.wait_for(dialog)
+        rule = window.text_of(f"{dialog} #remember-rule")
+        assert rule == "“Overwrite files” on paths docs/guide/**, for Rules agent, in Rules workspace", rule
+
+        # A malformed pattern: the broker's refusal with an example shows in the dialog, and
+        # the write keeps waiting.
+        field = window.wait_for(f"{dialog} #remember-pattern")
+        window.cmd("POST", f"/element/{field}/clear")
+        window.type(field, "/etc/**")
+        wait_until(lambda: "/etc/**" in window.text_of(f"{dialog} #remember-rule"), "the edited pattern in words")
+        window.click_on(f"{dialog} #decision-approve-always")
+        refusal = window.text_of(f"{dialog} #remember-error")
+        assert "relative to the project" in refusal and "docs/**" in refusal, refusal
+        assert lomi.cli("operation", "show", answer["operationId"])["state"] == "awaiting_user"
+        assert lomi.cli("rule", "list")["rules"] == []
+
+        # The suggested folder again, and approve and always allow.
+        window.cmd("POST", f"/element/{field}/clear")
+        window.type(field, "docs/guide/**")
+        wait_until(lambda: "docs/guide/**" in window.text_of(f"{dialog} #remember-rule"), "the pattern typed back")
+        desktop.screenshot("decision-remember.png")
+        window.click_on(f"{dialog} #decision-approve-always")
+        settled = await agent.settle(answer["operationId"])
+        assert settled["state"] == "succeeded", dump(settled)
+        window.wait_gone(dialog)
+        kept = lomi.cli("rule", "list")["rules"]
+        assert len(kept) == 1 and kept[0]["verdict"] == "allow", dump(kept)
+        assert kept[0]["subject"] == {"kind": "paths", "pattern": "docs/guide/**"}, dump(kept)
+        assert kept[0]["tools"] == "lomi_file_write" and kept[0]["workspace"] == ws, dump(kept)
+
+        # The next write in that folder runs without asking; the rule decided it.
+        second = await agent.ok("lomi_file_write", write("docs/guide/b.md", b"b\n", "b2\n", "w-b"))
+        done = await agent.settle(second["operationId"])
+        assert done["state"] == "succeeded", dump(done)
+        assert (project / "docs" / "guide" / "b.md").read_bytes() == b"b2\n"
+        assert not window.find_all("#decision-dialog", deadline=0.5), "the rule's write did not ask"
+
+        # Settings → Rules lists the rule in words with what it decided.
+        window.click_on("#tab-settings")
+        row = f'#settings-rules .rule-row[data-rule-id="{kept[0]["ruleId"]}"]'
+        words = window.text_of(f"{row} .rule-words")
+        assert words == "Allow “Overwrite files” on paths docs/guide/**, for Rules agent, in Rules workspace", words
+        wait_until(lambda: window.text_of(f"{row} .rule-use") == "1 operation", "the rule's use counted")
+        window.script("document.getElementById('settings-rules').scrollIntoView(); return true")
+        desktop.screenshot("settings-rules.png")
+
+        # Pause: shown in the top bar; the agent's change is refused at once; resume.
+        assert window.text_of("#pause-agents") == "Pause agents"
+        window.click_on("#pause-agents")
+        window.wait_for("#paused-badge")
+        wait_until(lambda: window.text_of("#pause-agents") == "Resume agents", "the control offering Resume")
+        assert lomi.cli("rule", "list")["paused"] is True
+        desktop.screenshot("paused.png")
+        refused = await agent.error("lomi_file_write", write("docs/guide/a.md", b"a2\n", "a3\n", "w-paused"), "PAUSED")
+        assert "resume" in dump(refused).lower(), dump(refused)
+        assert (project / "docs" / "guide" / "a.md").read_bytes() == b"a2\n"
+        window.click_on("#pause-agents")
+        window.wait_gone("#paused-badge")
+        wait_until(lambda: window.text_of("#pause-agents") == "Pause agents", "the control offering Pause")
+        resumed = await agent.ok("lomi_file_write", write("docs/guide/a.md", b"a2\n", "a3\n", "w-resumed"))
+        assert (await agent.settle(resumed["operationId"]))["state"] == "succeeded"
+
+        # Activity: the agent's calls, operations and what decided them.
+        window.click_on("#tab-activity")
+        card = f'.agent-activity[data-pairing-id="{lomi.cli("pairing", "list")[0]["pairingId"]}"]'
+        wait_until(lambda: "3 succeeded" in window.text_of(f"{card} .operations dd"), "the agent's operations")
+        decided = window.text_of(f"{card} .decided-by dd")
+        assert "by you" in decided and "docs/guide/**" in decided, decided
+        assert window.find_all(f'{card} .tool-row[data-tool-name="lomi_file_write"]')
+        # The refused change counts under its own code.
+        assert window.text_of(f"{card} .errors dd") == "1 PAUSED", window.text_of(f"{card} .errors dd")
+        desktop.screenshot("activity.png")

@@ -63,6 +63,11 @@ pub fn window_types() -> Value {
         "operationShown": control::OperationShown,
         "browserViewMessage": control::BrowserViewMessage,
         "overview": control::Overview,
+        // The person's rules, pause and what each agent did (issue 33).
+        "decided": control::Decided,
+        "rulesView": control::RulesView,
+        "ruleTested": control::RuleTested,
+        "activityView": control::ActivityView,
         // Settings, Chat, and a project's files, Git and documents.
         "settingsView": settings::SettingsView,
         "settingsUpdated": settings::SettingsUpdated,
