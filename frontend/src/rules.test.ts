@@ -38,6 +38,7 @@ const agent: Pairing = {
   lastActiveAt: null,
   families: null,
   requestedFamilies: null,
+  signIn: null,
 };
 
 const names: Names = {

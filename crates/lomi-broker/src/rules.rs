@@ -485,7 +485,18 @@ impl Broker {
             }));
         }
         let record = self.rule_add(draft, None)?;
-        self.decide(id, approve)?;
+        if let Err(error) = self.decide(id, approve) {
+            // The operation stopped waiting meanwhile (cancelled, or decided elsewhere): the
+            // rule was part of this decision, so it goes with it.
+            if let Err(undo) = self.rule_remove(&record.rule_id, None) {
+                tracing::warn!(
+                    "the rule {} kept with a decision that failed could not be removed: {}",
+                    record.rule_id,
+                    undo.message
+                );
+            }
+            return Err(error);
+        }
         Ok(Some(record))
     }
 
