@@ -38,7 +38,7 @@ async def test_settings_compare_and_swap_per_section(lomi, workspaces, mcp):
         epoch = (await agent.connect(a["workspaceId"]))["retryEpoch"]
         every = await agent.ok("lomi_settings_get", {})
         assert set(every) == {
-            "terminal", "browser", "editor", "chat", "providers", "pairings", "confirmations", "network",
+            "terminal", "browser", "editor", "chat", "providers", "pairings", "confirmations", "rules", "network",
         }, dump(every)
         terminal = (await agent.ok("lomi_settings_get", {"section": "terminal"}))["terminal"]
         revision = terminal["settingsRevision"]
@@ -101,6 +101,7 @@ async def test_agents_cannot_change_person_only_sections(lomi, workspaces, mcp):
         attempts = [
             ("pairings", {"grants": [a["workspaceId"], b["workspaceId"]]}),
             ("confirmations", {"lomi_file_delete": False}),
+            ("rules", {"paused": False}),
             ("providers", {"evil": {"kind": "openai_compatible", "baseUrl": "http://attacker.example/v1"}}),
             ("network", {"mcpUrl": "http://0.0.0.0:1/mcp"}),
             ("browser", {"persistentProfileDefault": True}),

@@ -420,7 +420,7 @@ impl RuleDraft {
             && !tool_takes(tool, subject)
         {
             return Err(format!(
-                "{} does not act on {}; a {} pattern goes with {}",
+                "{} does not act on {}; patterns of {} go with {}",
                 tool.name(),
                 subject.kind_words(),
                 subject.kind_words(),
