@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from conftest import WAIT_DEADLINE, dump
+from test_android import adb, attached_phone, phones  # noqa: F401 (fixtures)
 from test_terminal import create_terminal, live_processes
 
 pytestmark = pytest.mark.anyio
@@ -326,3 +327,24 @@ async def test_activity_figures_match_the_receipts(lomi, workspaces, mcp, tmp_pa
     # The words say the same.
     text = lomi.run("activity", "--agent", created["pairingId"]).stdout
     assert "3 operations" in text and "busy-agent" in text, text
+
+
+async def test_rules_decide_android_shell_commands(lomi, workspaces, mcp, adb, phones):  # noqa: F811
+    """An Android shell command is an operation whose subject is its command line: an allow rule
+    runs `getprop` without the person (the tool asks by default), a deny rule refuses `rm …`
+    before anything reaches the device."""
+    lomi.cli("rule", "add", "allow", "lomi_android_shell", "--command", "getprop*")
+    deny = lomi.cli("rule", "add", "deny", "android", "--command", "rm *")
+    deny_id = [r for r in deny["rules"] if r["subject"]["pattern"] == "rm *"][0]["ruleId"]
+    async with attached_phone(lomi, mcp, workspaces, adb, phones) as (android, phone):
+        base = {"panelId": android.panel, "leaseId": android.lease, "generation": android.generation,
+                "retryEpoch": android.epoch}
+        ran = await android.agent.settle((await android.agent.ok(
+            "lomi_android_shell", {**base, "command": "getprop", "requestKey": "allowed"}))["operationId"])
+        assert ran["state"] == "succeeded", dump(ran)
+        assert lomi.cli("operation", "show", ran["operationId"])["decidedBy"].startswith("rule:")
+        refused = await android.agent.settle((await android.agent.ok(
+            "lomi_android_shell", {**base, "command": "rm -r /sdcard/Download", "requestKey": "denied"}))["operationId"])
+        assert (refused["state"], refused["error"]["code"]) == ("failed", "USER_DENIED"), dump(refused)
+        assert deny_id in refused["error"]["message"], dump(refused)
+        assert not any("rm -r" in s for s in phone.services), phone.services
