@@ -312,12 +312,11 @@ pub fn render_rules(view: &RulesView) {
 }
 
 fn render_tested(tested: &RuleTested) {
-    let verdict = match tested.verdict {
-        Verdict::Allow => "allow",
-        Verdict::Ask => "ask",
-        Verdict::Deny => "deny",
-    };
-    println!("{verdict} (decided by {})", tested.decided_by);
+    println!(
+        "{} (decided by {})",
+        tested.verdict.name(),
+        tested.decided_by
+    );
     println!("  {}", tested.why);
 }
 

@@ -25,6 +25,17 @@ pub enum Verdict {
     Deny,
 }
 
+impl Verdict {
+    /// The wire name: `allow`, `ask` or `deny`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Allow => "allow",
+            Verdict::Ask => "ask",
+            Verdict::Deny => "deny",
+        }
+    }
+}
+
 /// The tools a rule is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tools {
@@ -370,11 +381,7 @@ impl RuleDraft {
     /// A rule in words: "deny lomi_file_write on paths docs/secrets/** for every agent".
     pub fn describe(&self) -> String {
         let draft = self;
-        let verdict = match draft.verdict {
-            Verdict::Allow => "allow",
-            Verdict::Ask => "ask",
-            Verdict::Deny => "deny",
-        };
+        let verdict = draft.verdict.name();
         let tools = if draft.tools == "*" {
             "every tool".to_owned()
         } else {
