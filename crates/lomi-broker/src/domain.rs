@@ -177,6 +177,11 @@ fn defaults_before_tracking() -> BTreeSet<Tool> {
 }
 
 impl Policy {
+    /// Whether the person paused `agent`'s changes (every agent's, or this one's).
+    pub fn pauses(&self, agent: &PairingId) -> bool {
+        self.paused || self.paused_agents.contains(agent)
+    }
+
     /// Applies the defaults this policy has not seen yet; true if it changed.
     pub fn apply_new_defaults(&mut self) -> bool {
         let mut changed = false;

@@ -167,7 +167,7 @@ impl Broker {
                     "this session has no pairing; reconnect",
                 )
             })?;
-        let paused = domain.policy.paused || domain.policy.paused_agents.contains(id);
+        let paused = domain.policy.pauses(id);
         let message = match pairing.state {
             PairingState::Pending => format!(
                 "Waiting for the person to approve \"{}\" with code {}. {} {} --workspace WORKSPACE_ID`.",

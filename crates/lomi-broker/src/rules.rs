@@ -141,13 +141,12 @@ fn folder_of(paths: &[String]) -> Option<String> {
         return Some(only[0].to_owned());
     }
     let first = folders.first()?;
+    // The folders every path shares: a prefix of the first path's folders.
     let mut common = first.len() - 1;
     for parts in &folders[1..] {
-        common = common.min(parts.len() - 1);
-        common = (0..common)
+        common = (0..common.min(parts.len() - 1))
             .take_while(|&i| parts[i] == first[i])
-            .count()
-            .min(common);
+            .count();
     }
     (common > 0).then(|| format!("{}/**", first[..common].join("/")))
 }
@@ -227,7 +226,7 @@ impl Broker {
     pub fn check_paused(&self, agent: &PairingId) -> Result<(), ToolError> {
         let domain = self.domain();
         let policy = &domain.policy;
-        if policy.paused || policy.paused_agents.contains(agent) {
+        if policy.pauses(agent) {
             let whom = if policy.paused {
                 "every agent's changes"
             } else {
@@ -245,7 +244,7 @@ impl Broker {
 
     /// Whether `agent`'s changes are paused now.
     pub fn paused(&self, agent: &PairingId) -> bool {
-        self.check_paused(agent).is_err()
+        self.domain().policy.pauses(agent)
     }
 
     /// The person's new rule, checked (patterns, tools, the agent and workspace it names)
